@@ -1,0 +1,59 @@
+# mailagent: `make run` serves the app with demo data, `make test` runs the whole suite.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+VENV := .venv
+PY := $(VENV)/bin/python
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: help install install-test run test lint typecheck pytest pytest-postgres bench clean
+
+help:
+	@echo "make run    - set up everything and serve http://$(HOST):$(PORT) (Daphne + background jobs)"
+	@echo "make test   - ruff, mypy, pytest on SQLite and on PostgreSQL+pgvector"
+	@echo "make install / make install-test / make bench / make clean"
+
+$(VENV)/.created:
+	@py="$$(./scripts/find-python)" || exit 1; \
+	echo "Creating $(VENV) with $$py"; \
+	"$$py" -m venv $(VENV)
+	@touch $@
+
+$(VENV)/.installed: $(VENV)/.created pyproject.toml
+	$(PY) -m pip install --quiet --disable-pip-version-check -e .
+	@touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
+	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@touch $@
+
+install: $(VENV)/.installed
+
+install-test: $(VENV)/.installed-test
+	@./scripts/install-system-deps
+
+run: install
+	DEBUG=$${DEBUG:-1} $(PY) manage.py migrate --noinput
+	DEBUG=$${DEBUG:-1} $(PY) manage.py bootstrap
+	DEBUG=$${DEBUG:-1} $(PY) manage.py serve --host $(HOST) --port $(PORT)
+
+lint: install-test
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+typecheck: install-test
+	$(VENV)/bin/mypy
+
+pytest: install-test
+	$(VENV)/bin/pytest
+
+pytest-postgres: install-test
+	MAILAGENT_TEST_POSTGRES=1 $(VENV)/bin/pytest
+
+test: lint typecheck pytest pytest-postgres
+
+bench: install-test
+	$(PY) bench/ingest.py
+
+clean:
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,195 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from mailagent.crypto import EncryptedJSONField
+
+
+class Provider(models.TextChoices):
+    GMAIL = "gmail", "Gmail"
+    OUTLOOK = "outlook", "Outlook / Microsoft 365"
+    IMAP = "imap", "IMAP"
+    LOCAL = "local", "Local import (mbox / Maildir / .eml)"
+
+
+class ImapSecurity(models.TextChoices):
+    SSL = "ssl", "TLS (implicit, usually port 993)"
+    STARTTLS = "starttls", "STARTTLS (usually port 143)"
+    NONE = "none", "None (loopback/testing only)"
+
+
+class SyncStatus(models.TextChoices):
+    NEVER = "never", "Never synced"
+    RUNNING = "running", "Syncing"
+    OK = "ok", "OK"
+    ERROR = "error", "Error"
+
+
+class ErrorCategory(models.TextChoices):
+    NONE = "", "—"
+    MISSING_REFRESH_TOKEN = "missing_refresh_token", "Missing refresh token"
+    INVALID_GRANT = "invalid_grant", "Authorization revoked or expired"
+    NETWORK = "network", "Network"
+    AUTH = "auth", "Login failed"
+    OTHER = "other", "Other"
+
+
+class SignatureMode(models.TextChoices):
+    CUSTOM = "custom", "Custom text"
+    PROVIDER = "provider", "Provider default"
+
+
+class MailAccount(models.Model):
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="mail_accounts")
+    name = models.CharField(max_length=100, help_text="Short name used in the UI and `--account NAME`.")
+    provider = models.CharField(max_length=16, choices=Provider.choices)
+    address = models.CharField(max_length=320, blank=True)
+    display_name = models.CharField(max_length=200, blank=True)
+    # Passwords, OAuth token sets and MSAL caches: AES-256-GCM at rest.
+    credentials = EncryptedJSONField(null=True, blank=True)
+    imap_host = models.CharField(max_length=255, blank=True)
+    imap_port = models.PositiveIntegerField(null=True, blank=True)
+    imap_security = models.CharField(max_length=10, choices=ImapSecurity.choices, default=ImapSecurity.SSL)
+    imap_username = models.CharField(max_length=320, blank=True)
+    signature_mode = models.CharField(max_length=10, choices=SignatureMode.choices, default=SignatureMode.CUSTOM)
+    signature_text = models.TextField(blank=True)
+    provider_signature = models.TextField(blank=True, help_text="Fetched from the provider (Gmail sendAs).")
+    enabled = models.BooleanField(default=True)
+    # Provider-wide cursor (Gmail history id); per-folder cursors live on MailFolder.
+    sync_cursor = models.CharField(max_length=255, blank=True)
+    last_sync_at = models.DateTimeField(null=True, blank=True)
+    last_sync_status = models.CharField(max_length=10, choices=SyncStatus.choices, default=SyncStatus.NEVER)
+    last_error_category = models.CharField(max_length=32, choices=ErrorCategory.choices, blank=True, default="")
+    last_error_message = models.TextField(blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="mail_account_unique_name_per_owner")]
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.get_provider_display()})"
+
+    @property
+    def signature(self) -> str:
+        if self.signature_mode == SignatureMode.PROVIDER and self.provider_signature:
+            return self.provider_signature
+        return self.signature_text
+
+
+class MailFolder(models.Model):
+    account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="folders")
+    name = models.CharField(max_length=512, help_text="Provider name or id (IMAP path, Gmail label id, Graph id).")
+    display_name = models.CharField(max_length=512, blank=True)
+    role = models.CharField(max_length=32, blank=True, help_text="inbox, sent, drafts, trash, spam, archive …")
+    uidvalidity = models.BigIntegerField(null=True, blank=True)
+    last_uid = models.BigIntegerField(default=0)
+    sync_token = models.TextField(blank=True, help_text="Delta link or other incremental cursor.")
+    last_synced_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["account", "name"], name="mail_folder_unique_name")]
+        ordering = ["account", "name"]
+
+    def __str__(self) -> str:
+        return self.display_name or self.name
+
+
+class Thread(models.Model):
+    account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="threads")
+    provider_thread_id = models.CharField(max_length=255, blank=True)
+    subject = models.CharField(max_length=998, blank=True)
+    first_message_at = models.DateTimeField(null=True, blank=True)
+    last_message_at = models.DateTimeField(null=True, blank=True, db_index=True)
+    message_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["account", "-last_message_at"], name="mail_thread_recent"),
+            models.Index(fields=["account", "provider_thread_id"], name="mail_thread_provider"),
+        ]
+
+    def __str__(self) -> str:
+        return self.subject or "(no subject)"
+
+
+class Message(models.Model):
+    account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="messages")
+    thread = models.ForeignKey(Thread, on_delete=models.SET_NULL, null=True, blank=True, related_name="messages")
+    provider_id = models.CharField(max_length=512)
+    # Message-ID without angle brackets, or "sha256:<hex of the raw bytes>" when the header is missing,
+    # so byte-identical copies without a Message-ID are still recognised as one message.
+    dedupe_key = models.CharField(max_length=998)
+    message_id = models.CharField(max_length=998, blank=True, db_index=True)
+    in_reply_to = models.CharField(max_length=998, blank=True)
+    references = models.TextField(blank=True)
+    folder = models.CharField(max_length=512, blank=True)
+    labels = models.JSONField(default=list, blank=True)
+    from_name = models.CharField(max_length=512, blank=True)
+    from_address = models.CharField(max_length=320, blank=True, db_index=True)
+    to = models.JSONField(default=list, blank=True)
+    cc = models.JSONField(default=list, blank=True)
+    bcc = models.JSONField(default=list, blank=True)
+    reply_to = models.JSONField(default=list, blank=True)
+    subject = models.TextField(blank=True)
+    date = models.DateTimeField(null=True, blank=True)
+    body_text = models.TextField(blank=True)
+    body_html = models.TextField(blank=True, help_text="Sanitized with nh3.")
+    snippet = models.CharField(max_length=300, blank=True)
+    size = models.PositiveIntegerField(default=0)
+    seen = models.BooleanField(default=False)
+    flagged = models.BooleanField(default=False)
+    has_attachments = models.BooleanField(default=False)
+    raw_headers = models.TextField(blank=True)
+    parse_error = models.TextField(blank=True)
+    stored_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["account", "provider_id"], name="mail_message_unique_provider_id"),
+            models.UniqueConstraint(fields=["account", "dedupe_key"], name="mail_message_unique_dedupe_key"),
+        ]
+        indexes = [
+            models.Index(fields=["account", "folder", "-date"], name="mail_message_folder_date"),
+            models.Index(fields=["thread", "date"], name="mail_message_thread_date"),
+        ]
+        ordering = ["-date", "-pk"]
+
+    def __str__(self) -> str:
+        return self.subject or "(no subject)"
+
+    @property
+    def sender(self) -> str:
+        if self.from_name and self.from_address:
+            return f"{self.from_name} <{self.from_address}>"
+        return self.from_address or self.from_name
+
+    def recipients(self, field: str) -> list[dict[str, Any]]:
+        value = getattr(self, field)
+        return value if isinstance(value, list) else []
+
+
+class Attachment(models.Model):
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="attachments")
+    filename = models.CharField(max_length=512, blank=True)
+    mime_type = models.CharField(max_length=255, default="application/octet-stream")
+    size = models.PositiveBigIntegerField(default=0)
+    content_id = models.CharField(max_length=998, blank=True)
+    is_inline = models.BooleanField(default=False)
+    # IMAP body part number, Gmail attachmentId or Graph attachment id.
+    provider_ref = models.CharField(max_length=2048, blank=True)
+    # Relative to ATTACHMENT_CACHE_DIR once the bytes have been fetched.
+    cache_path = models.CharField(max_length=512, blank=True)
+    sha256 = models.CharField(max_length=64, blank=True)
+    extracted_text = models.TextField(null=True, blank=True)
+    text_extracted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["message", "pk"]
+
+    def __str__(self) -> str:
+        return self.filename or f"attachment {self.pk}"

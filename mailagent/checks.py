@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+from typing import Any
+
+from django.core import checks
+
+from mailagent.crypto import encryption_status
+
+
+def check_encryption_key(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    status = encryption_status()
+    if status["mode"] == "plaintext":
+        return [checks.Warning(status["warning"], id="mailagent.W001")]
+    return []
+
+
+def check_sqlite_features(app_configs: Any = None, databases: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    import sqlite3
+
+    if sqlite3.sqlite_version_info < (3, 35, 0):
+        return [
+            checks.Error(
+                f"SQLite {sqlite3.sqlite_version} is too old; mailagent needs 3.35 or newer.",
+                id="mailagent.E001",
+            )
+        ]
+    return []

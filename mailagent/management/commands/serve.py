@@ -1,0 +1,90 @@
+"""`make run`: Daphne (HTTP + websockets) and a django-q2 cluster in the foreground, stopped together."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand
+
+from mailagent.crypto import warn_if_insecure
+
+STOP_GRACE_SECONDS = 10
+
+
+class Command(BaseCommand):
+    help = "Serve the app with Daphne and run the background-job cluster until Ctrl-C."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("--host", default="127.0.0.1")
+        parser.add_argument("--port", type=int, default=8000)
+        parser.add_argument("--no-worker", action="store_true", help="Serve HTTP only, no qcluster.")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        warn_if_insecure()
+        manage_py = str(Path(settings.BASE_DIR) / "manage.py")
+        commands = {
+            "web": [
+                sys.executable,
+                "-m",
+                "daphne",
+                "-b",
+                options["host"],
+                "-p",
+                str(options["port"]),
+                "--proxy-headers",
+                "mailagent.asgi:application",
+            ]
+        }
+        if not options["no_worker"]:
+            commands["worker"] = [sys.executable, manage_py, "qcluster"]
+
+        children: dict[str, subprocess.Popen[bytes]] = {}
+        stopping = False
+
+        def request_stop(signum: int, frame: Any) -> None:
+            nonlocal stopping
+            stopping = True
+
+        previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+        exit_code = 0
+        try:
+            for name, command in commands.items():
+                children[name] = subprocess.Popen(command)
+            self.stdout.write(
+                self.style.SUCCESS(f"mailagent is up at http://{options['host']}:{options['port']}/  (Ctrl-C stops)")
+            )
+            while not stopping:
+                for name, child in children.items():
+                    code = child.poll()
+                    if code is not None:
+                        self.stderr.write(f"{name} exited with status {code}; stopping everything")
+                        exit_code = code or 1
+                        stopping = True
+                        break
+                time.sleep(0.2)
+        finally:
+            self._stop(children)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if exit_code:
+            sys.exit(exit_code)
+
+    def _stop(self, children: dict[str, subprocess.Popen[bytes]]) -> None:
+        for child in children.values():
+            if child.poll() is None:
+                child.send_signal(signal.SIGINT)
+        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        for name, child in children.items():
+            try:
+                child.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                self.stderr.write(f"{name} did not stop in {STOP_GRACE_SECONDS}s; killing it")
+                child.kill()
+                child.wait()
+        self.stdout.write("stopped")

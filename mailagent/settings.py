@@ -1,0 +1,291 @@
+"""The one settings file: every knob comes from the environment through the typed helpers below."""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+from typing import Any
+
+import dj_database_url
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default).strip()
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ValueError(f"{name} must be a boolean (1/0, true/false, yes/no, on/off), got {raw!r}")
+
+
+def env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return list(default)
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+TESTING = env_bool("MAILAGENT_TESTING")
+DEBUG = env_bool("DEBUG")
+
+DATA_DIR = Path(env_str("DATA_DIR") or BASE_DIR / "var").resolve()
+DATA_DIR.mkdir(parents=True, exist_ok=True)
+ATTACHMENT_CACHE_DIR = DATA_DIR / "attachments"
+
+
+def _persistent_secret_key() -> str:
+    """A generated key kept in DATA_DIR so sessions survive restarts without configuration."""
+    if configured := env_str("SECRET_KEY"):
+        return configured
+    key_file = DATA_DIR / "secret_key"
+    try:
+        return key_file.read_text().strip()
+    except FileNotFoundError:
+        key = secrets.token_urlsafe(64)
+        fd = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(key)
+        return key
+
+
+SECRET_KEY = _persistent_secret_key()
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+# AES-256-GCM keys for secrets at rest: 64 hex chars each, comma separated; the first encrypts.
+VX_MAILAGENT_KEY = env_str("VX_MAILAGENT_KEY")
+
+INSTALLED_APPS = [
+    "daphne",
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "channels",
+    "django_htmx",
+    "django_q",
+    "allauth",
+    "allauth.account",
+    "allauth.socialaccount",
+    "mailagent",
+    "apps.accounts",
+]
+
+# Optional social login: a provider appears only when its client id is configured.
+GOOGLE_LOGIN_CLIENT_ID = env_str("GOOGLE_LOGIN_CLIENT_ID")
+MICROSOFT_LOGIN_CLIENT_ID = env_str("MICROSOFT_LOGIN_CLIENT_ID")
+SOCIALACCOUNT_PROVIDERS: dict[str, dict[str, Any]] = {}
+if GOOGLE_LOGIN_CLIENT_ID:
+    INSTALLED_APPS.append("allauth.socialaccount.providers.google")
+    SOCIALACCOUNT_PROVIDERS["google"] = {
+        "APPS": [{"client_id": GOOGLE_LOGIN_CLIENT_ID, "secret": env_str("GOOGLE_LOGIN_CLIENT_SECRET")}],
+        "SCOPE": ["openid", "email", "profile"],
+        "OAUTH_PKCE_ENABLED": True,
+    }
+if MICROSOFT_LOGIN_CLIENT_ID:
+    INSTALLED_APPS.append("allauth.socialaccount.providers.microsoft")
+    SOCIALACCOUNT_PROVIDERS["microsoft"] = {
+        "APPS": [
+            {
+                "client_id": MICROSOFT_LOGIN_CLIENT_ID,
+                "secret": env_str("MICROSOFT_LOGIN_CLIENT_SECRET"),
+                "settings": {"tenant": env_str("MICROSOFT_LOGIN_TENANT", "common")},
+            }
+        ],
+    }
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "mailagent.middleware.LoginRequiredMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "allauth.account.middleware.AccountMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "mailagent.urls"
+ASGI_APPLICATION = "mailagent.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "mailagent.context_processors.navigation",
+            ],
+        },
+    },
+]
+
+
+def _database_config() -> dict[str, Any]:
+    url = env_str("DATABASE_URL")
+    if not url:
+        config: dict[str, Any] = {"ENGINE": "django.db.backends.sqlite3", "NAME": DATA_DIR / "db.sqlite3"}
+    else:
+        config = dict(dj_database_url.parse(url, conn_max_age=env_int("DB_CONN_MAX_AGE", 0)))
+    if config["ENGINE"] == "django.db.backends.sqlite3":
+        config["OPTIONS"] = {
+            # WAL lets readers and the one writer work at once; IMMEDIATE takes the write lock at BEGIN
+            # so concurrent writers queue on busy_timeout instead of failing with "database is locked".
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+            "transaction_mode": "IMMEDIATE",
+            "timeout": env_int("SQLITE_BUSY_TIMEOUT_SECONDS", 30),
+        }
+        # Tests share their database with subprocesses (Daphne, qcluster), so it must be a file.
+        config["TEST"] = {"NAME": str(DATA_DIR / "test.sqlite3")}
+    return config
+
+
+DATABASES = {"default": _database_config()}
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+REDIS_URL = env_str("REDIS_URL")
+
+if REDIS_URL:
+    CHANNEL_LAYERS = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [REDIS_URL], "prefix": env_str("CHANNELS_PREFIX", "mailagent")},
+        }
+    }
+else:
+    CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
+
+Q_CLUSTER: dict[str, Any] = {
+    "name": env_str("Q_CLUSTER_NAME", "mailagent"),
+    "workers": env_int("Q_WORKERS", 2),
+    "timeout": env_int("Q_TIMEOUT_SECONDS", 1800),
+    "retry": env_int("Q_TIMEOUT_SECONDS", 1800) + 120,
+    "max_attempts": 3,
+    "catch_up": False,
+    "save_limit": 1000,
+    "label": "Background jobs",
+    # django-q2 reads this once at import time, so the test switch lives here and not in override_settings.
+    "sync": TESTING and not env_bool("Q_FORCE_ASYNC"),
+}
+if REDIS_URL:
+    Q_CLUSTER["redis"] = REDIS_URL
+else:
+    Q_CLUSTER["orm"] = "default"
+    Q_CLUSTER["poll"] = 0.5
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+if TESTING:
+    PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "allauth.account.auth_backends.AuthenticationBackend",
+]
+LOGIN_URL = "account_login"
+LOGIN_REDIRECT_URL = "home"
+ACCOUNT_LOGOUT_REDIRECT_URL = "account_login"
+ACCOUNT_LOGIN_METHODS = {"email"}
+ACCOUNT_SIGNUP_FIELDS = ["email*", "password1*", "password2*"]
+ACCOUNT_EMAIL_VERIFICATION = "none"
+ACCOUNT_UNIQUE_EMAIL = True
+ACCOUNT_ADAPTER = "mailagent.auth.AccountAdapter"
+# Self-hosted and single-owner by default: the first admin is created by `make run`; signup is opt-in.
+MAILAGENT_ALLOW_SIGNUP = env_bool("MAILAGENT_ALLOW_SIGNUP")
+SOCIALACCOUNT_ONLY = False
+
+# Password-reset mail: the console in development, SMTP (EMAIL_HOST, default localhost:25) in production.
+_EMAIL_BACKEND = env_str(
+    "EMAIL_BACKEND",
+    "django.core.mail.backends.console.EmailBackend"
+    if DEBUG or TESTING
+    else "django.core.mail.backends.smtp.EmailBackend",
+)
+MAILERS: dict[str, dict[str, Any]] = {"default": {"BACKEND": _EMAIL_BACKEND}}
+if _EMAIL_BACKEND.endswith("smtp.EmailBackend"):
+    MAILERS["default"]["OPTIONS"] = {
+        "host": env_str("EMAIL_HOST", "localhost"),
+        "port": env_int("EMAIL_PORT", 25),
+        "username": env_str("EMAIL_HOST_USER"),
+        "password": env_str("EMAIL_HOST_PASSWORD"),
+        "use_tls": env_bool("EMAIL_USE_TLS"),
+    }
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "mailagent@localhost")
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = env_str("TIME_ZONE", "UTC")
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = DATA_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "django.contrib.staticfiles.storage.StaticFilesStorage"
+            if DEBUG or TESTING
+            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        )
+    },
+}
+WHITENOISE_USE_FINDERS = DEBUG or TESTING
+
+# Production hardening: with DEBUG off every request is HTTPS, HSTS for a year, cookies secure.
+SECURE_SSL_REDIRECT = not DEBUG and env_bool("SECURE_SSL_REDIRECT", True)
+SECURE_HSTS_SECONDS = 0 if DEBUG else 31536000
+SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
+SESSION_COOKIE_SECURE = not DEBUG
+CSRF_COOKIE_SECURE = not DEBUG
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+if env_bool("TRUST_X_FORWARDED_PROTO"):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+# The HSTS header is fixed at `max-age=31536000; includeSubDomains`; preload is a decision for the
+# operator's domain, not something a self-hosted app can opt everyone into.
+SILENCED_SYSTEM_CHECKS = ["security.W021"]
+
+LOGGING: dict[str, Any] = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

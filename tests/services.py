@@ -1,0 +1,113 @@
+"""Real local services for tests: free ports, Redis servers, subprocess environments."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import pytest
+from django.db import connection
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+SHARED_DIR = REPO_ROOT.parent / "shared"
+
+
+def in_ci() -> bool:
+    return os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def missing_service(reason: str) -> None:
+    """Skip on a developer machine; fail in CI, where every service must be present."""
+    if in_ci():
+        pytest.fail(f"{reason} (CI=true: a missing service is a failure)")
+    pytest.skip(reason)
+
+
+def shared_path(*parts: str) -> Path:
+    path = SHARED_DIR.joinpath(*parts)
+    if not path.exists():
+        missing_service(f"{path} is not available (../shared is only present in the team's workspace)")
+    return path
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def wait_for_port(port: int, timeout: float = 15.0, process: subprocess.Popen[Any] | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            raise RuntimeError(f"process exited with {process.returncode} before listening on {port}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"nothing listening on 127.0.0.1:{port} after {timeout}s")
+
+
+def find_executable(name: str) -> str | None:
+    return shutil.which(name) or next(
+        (str(p) for p in (Path("/usr/sbin") / name, Path("/usr/bin") / name) if p.exists()), None
+    )
+
+
+@contextmanager
+def redis_server() -> Iterator[str]:
+    executable = find_executable("redis-server")
+    if executable is None:
+        missing_service("redis-server is not installed (apt-get install redis-server)")
+        raise AssertionError  # unreachable
+    port = free_port()
+    workdir = tempfile.mkdtemp(prefix="mailagent-redis-")
+    process = subprocess.Popen(
+        [executable, "--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no", "--dir", workdir],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        wait_for_port(port, process=process)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
+def current_database_url() -> str:
+    """A DATABASE_URL for the database the tests are using right now (the test database)."""
+    sd = connection.settings_dict
+    if connection.vendor == "sqlite":
+        return f"sqlite:///{sd['NAME']}"
+    host = sd.get("HOST") or ""
+    query = ""
+    options_host = (sd.get("OPTIONS") or {}).get("host")
+    if options_host:
+        query = f"?host={quote(options_host)}"
+    auth = quote(sd.get("USER") or "")
+    if sd.get("PASSWORD"):
+        auth += ":" + quote(sd["PASSWORD"])
+    port = f":{sd['PORT']}" if sd.get("PORT") else ""
+    return f"postgresql://{auth}@{host}{port}/{sd['NAME']}{query}"
+
+
+def subprocess_env(**extra: str) -> dict[str, str]:
+    """Environment for a child process (Daphne, qcluster, manage.py) sharing the test database."""
+    env = dict(os.environ)
+    env["DATABASE_URL"] = current_database_url()
+    env["Q_FORCE_ASYNC"] = "1"  # a real cluster, not the synchronous test mode
+    env["PYTHONUNBUFFERED"] = "1"
+    env.update(extra)
+    return env
