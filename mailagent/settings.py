@@ -245,6 +245,26 @@ if _EMAIL_BACKEND.endswith("smtp.EmailBackend"):
     }
 DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "mailagent@localhost")
 
+# Mailbox providers (separate from app login): OAuth clients and endpoints (overridable for tests/proxies).
+GMAIL_CLIENT_ID = env_str("GMAIL_CLIENT_ID")
+GMAIL_CLIENT_SECRET = env_str("GMAIL_CLIENT_SECRET")
+GMAIL_API_ENDPOINT = env_str("GMAIL_API_ENDPOINT", "https://gmail.googleapis.com")
+GOOGLE_OAUTH_AUTH_URI = env_str("GOOGLE_OAUTH_AUTH_URI", "https://accounts.google.com/o/oauth2/auth")
+GOOGLE_OAUTH_TOKEN_URI = env_str("GOOGLE_OAUTH_TOKEN_URI", "https://oauth2.googleapis.com/token")
+OUTLOOK_CLIENT_ID = env_str("OUTLOOK_CLIENT_ID")
+OUTLOOK_CLIENT_SECRET = env_str("OUTLOOK_CLIENT_SECRET")
+OUTLOOK_TENANT = env_str("OUTLOOK_TENANT", "common")
+OUTLOOK_AUTHORITY_HOST = env_str("OUTLOOK_AUTHORITY_HOST", "https://login.microsoftonline.com")
+GRAPH_API_ENDPOINT = env_str("GRAPH_API_ENDPOINT", "https://graph.microsoft.com/v1.0")
+
+# Sync: messages committed per transaction (each commit also advances the cursor), lock lifetime.
+MAILAGENT_SYNC_BATCH = env_int("MAILAGENT_SYNC_BATCH", 200)
+MAILAGENT_SYNC_LOCK_SECONDS = env_int("MAILAGENT_SYNC_LOCK_SECONDS", 600)
+MAILAGENT_MAX_UPLOAD_BYTES = env_int("MAILAGENT_MAX_UPLOAD_BYTES", 512 * 1024 * 1024)
+DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "uploads")
+(DATA_DIR / "uploads").mkdir(exist_ok=True)
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env_str("TIME_ZONE", "UTC")
 USE_I18N = True

@@ -10,6 +10,7 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("diagnostics/", views.diagnostics, name="diagnostics"),
     path("accounts/", include("allauth.urls")),
+    path("mail/", include("apps.accounts.urls")),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
 ]

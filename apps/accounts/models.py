@@ -65,6 +65,11 @@ class MailAccount(models.Model):
     last_sync_status = models.CharField(max_length=10, choices=SyncStatus.choices, default=SyncStatus.NEVER)
     last_error_category = models.CharField(max_length=32, choices=ErrorCategory.choices, blank=True, default="")
     last_error_message = models.TextField(blank=True)
+    last_sync_summary = models.JSONField(default=dict, blank=True)
+    # One sync per account across processes and machines: taken by a conditional UPDATE, renewed
+    # between batches, and expiring on its own if the holder dies.
+    sync_lock_token = models.CharField(max_length=64, blank=True)
+    sync_lock_expires_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -103,6 +108,8 @@ class Thread(models.Model):
     account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="threads")
     provider_thread_id = models.CharField(max_length=255, blank=True)
     subject = models.CharField(max_length=998, blank=True)
+    # Lowercased subject without Re:/Fwd:/AW: prefixes: replies without References join by it.
+    subject_key = models.CharField(max_length=998, blank=True)
     first_message_at = models.DateTimeField(null=True, blank=True)
     last_message_at = models.DateTimeField(null=True, blank=True, db_index=True)
     message_count = models.PositiveIntegerField(default=0)
@@ -111,6 +118,7 @@ class Thread(models.Model):
         indexes = [
             models.Index(fields=["account", "-last_message_at"], name="mail_thread_recent"),
             models.Index(fields=["account", "provider_thread_id"], name="mail_thread_provider"),
+            models.Index(fields=["account", "subject_key"], name="mail_thread_subject_key"),
         ]
 
     def __str__(self) -> str:

@@ -1,0 +1,151 @@
+"""Every write to mail accounts goes through here (DESIGN.md: typed, keyword-only, on_commit side effects)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+
+from apps.accounts.models import (
+    Attachment,
+    ImapSecurity,
+    MailAccount,
+    Provider,
+    SignatureMode,
+)
+from apps.accounts.providers import get_provider
+from apps.accounts.providers.base import ProviderError
+from apps.accounts.store import cache_attachment_bytes
+
+
+class AccountNameTaken(ValueError):
+    pass
+
+
+def _create_account(**fields: Any) -> MailAccount:
+    try:
+        with transaction.atomic():
+            return MailAccount.objects.create(**fields)
+    except IntegrityError as exc:
+        raise AccountNameTaken(f"You already have an account named {fields['name']!r}") from exc
+
+
+def create_imap_account(
+    *,
+    owner: Any,
+    name: str,
+    address: str,
+    host: str,
+    port: int,
+    security: str,
+    username: str,
+    password: str,
+    display_name: str = "",
+) -> MailAccount:
+    if security not in ImapSecurity.values:
+        raise ValueError(f"Unknown IMAP security {security!r}")
+    return _create_account(
+        owner=owner,
+        name=name.strip(),
+        provider=Provider.IMAP,
+        address=address.strip(),
+        display_name=display_name.strip(),
+        imap_host=host.strip(),
+        imap_port=port,
+        imap_security=security,
+        imap_username=username.strip() or address.strip(),
+        credentials={"password": password},
+    )
+
+
+def create_local_account(*, owner: Any, name: str, address: str = "") -> MailAccount:
+    return _create_account(owner=owner, name=name.strip(), provider=Provider.LOCAL, address=address.strip())
+
+
+def get_or_create_local_account(*, owner: Any, name: str) -> MailAccount:
+    existing = MailAccount.objects.filter(owner=owner, name=name.strip()).first()
+    if existing is not None:
+        if existing.provider != Provider.LOCAL:
+            raise AccountNameTaken(f"{name!r} is a {existing.get_provider_display()} account, not a local archive")
+        return existing
+    return create_local_account(owner=owner, name=name)
+
+
+def update_signature(*, account: MailAccount, mode: str, text: str) -> MailAccount:
+    if mode not in SignatureMode.values:
+        raise ValueError(f"Unknown signature mode {mode!r}")
+    account.signature_mode = mode
+    account.signature_text = text
+    account.save(update_fields=["signature_mode", "signature_text"])
+    return account
+
+
+def set_account_enabled(*, account: MailAccount, enabled: bool) -> MailAccount:
+    account.enabled = enabled
+    account.save(update_fields=["enabled"])
+    return account
+
+
+def update_imap_password(*, account: MailAccount, password: str) -> MailAccount:
+    credentials = dict(account.credentials or {})
+    credentials["password"] = password
+    account.credentials = credentials
+    account.last_error_category = ""
+    account.save(update_fields=["credentials", "last_error_category"])
+    return account
+
+
+def request_sync(*, account: MailAccount) -> None:
+    """Queue a background sync once the current transaction commits."""
+    from django_q.tasks import async_task
+
+    account_id = account.pk
+    transaction.on_commit(
+        lambda: async_task("apps.accounts.tasks.sync_account_task", account_id, task_name=f"sync account {account_id}")
+    )
+
+
+def fetch_attachment_bytes(*, attachment: Attachment) -> bytes:
+    """The attachment's bytes: from the cache, else from the provider (then cached). Raises ProviderError."""
+    if attachment.cache_path:
+        cached = Path(settings.ATTACHMENT_CACHE_DIR) / attachment.cache_path
+        if cached.exists():
+            return cached.read_bytes()
+    provider = get_provider(attachment.message.account)
+    try:
+        payload = provider.fetch_attachment(attachment)
+    finally:
+        provider.close()
+    if not isinstance(payload, bytes):
+        raise ProviderError("The provider returned no attachment data")
+    relative, digest = cache_attachment_bytes(payload)
+    attachment.cache_path = relative
+    attachment.sha256 = digest
+    attachment.size = len(payload)
+    attachment.save(update_fields=["cache_path", "sha256", "size"])
+    return payload
+
+
+def record_connection_test(*, account: MailAccount, error_category: str, message: str = "") -> MailAccount:
+    account.last_error_category = error_category
+    account.last_error_message = message[:2000]
+    if not error_category and account.last_sync_status == "error":
+        account.last_sync_status = "ok"
+    account.save(update_fields=["last_error_category", "last_error_message", "last_sync_status"])
+    return account
+
+
+__all__ = [
+    "AccountNameTaken",
+    "create_imap_account",
+    "create_local_account",
+    "fetch_attachment_bytes",
+    "get_or_create_local_account",
+    "record_connection_test",
+    "request_sync",
+    "set_account_enabled",
+    "update_imap_password",
+    "update_signature",
+]

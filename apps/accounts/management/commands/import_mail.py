@@ -1,0 +1,68 @@
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.core.management.base import BaseCommand, CommandError
+from tqdm import tqdm
+
+from apps.accounts.actions import AccountNameTaken, get_or_create_local_account
+from apps.accounts.importers import MailImportError, count_files, import_path
+
+
+class Command(BaseCommand):
+    help = "Import an mbox file, a Maildir, a directory tree of raw RFC 822 files, an .eml or a .zip."
+
+    def add_arguments(self, parser: Any) -> None:
+        parser.add_argument("path")
+        parser.add_argument("--account", required=True, help="Local account name (created when missing).")
+        parser.add_argument("--owner", help="Owner's email (default: the first superuser).")
+        parser.add_argument("--no-progress", action="store_true")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        path = Path(options["path"]).expanduser()
+        if not path.exists():
+            raise CommandError(f"{path} does not exist")
+        owner = self._owner(options.get("owner"))
+        try:
+            account = get_or_create_local_account(owner=owner, name=options["account"])
+        except AccountNameTaken as exc:
+            raise CommandError(str(exc)) from exc
+        total = count_files(path)
+        started = time.perf_counter()
+        with tqdm(
+            total=total, unit="file", desc=f"importing into {account.name}", disable=options["no_progress"]
+        ) as bar:
+            try:
+                summary = import_path(account, path, progress=bar.update)
+            except MailImportError as exc:
+                raise CommandError(str(exc)) from exc
+            bar.update(max(0, total - bar.n))
+        seconds = time.perf_counter() - started
+        rate = summary.messages / seconds if seconds else 0.0
+        self.stdout.write(
+            self.style.SUCCESS(
+                f"Read {summary.messages} message(s) from {summary.files} file(s) "
+                f"in {seconds:.1f}s ({rate:.0f} msg/s): "
+                f"imported {summary.imported}, duplicates skipped {summary.duplicates}, "
+                f"parse errors {summary.parse_errors}, unreadable {summary.skipped}"
+            )
+        )
+        for error in summary.errors[:20]:
+            self.stderr.write(f"  {error}")
+        if len(summary.errors) > 20:
+            self.stderr.write(f"  … and {len(summary.errors) - 20} more")
+
+    def _owner(self, email: str | None) -> Any:
+        users = get_user_model().objects
+        if email:
+            owner = users.filter(email__iexact=email).first()
+            if owner is None:
+                raise CommandError(f"No user with email {email}")
+            return owner
+        owner = users.filter(is_superuser=True).order_by("pk").first() or users.order_by("pk").first()
+        if owner is None:
+            raise CommandError("No user exists yet: run `manage.py bootstrap` (or `make run`) first")
+        return owner

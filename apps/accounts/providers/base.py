@@ -1,0 +1,118 @@
+"""The provider interface: what IMAP, Gmail, Outlook and local imports have in common.
+
+A provider talks to its server and yields raw RFC 822 messages in batches through a SyncSink; the
+sink parses, deduplicates, threads, stores and commits each batch *together with* the cursor that
+follows it (apps/accounts/sync.py). A crash between batches therefore resumes from the last committed
+cursor, and the unique constraints absorb any replay: no loss, no duplicates.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from apps.accounts.models import Attachment, MailAccount, MailFolder
+
+
+class ProviderError(Exception):
+    """A provider failure with a category the UI and the re-authorization flow understand.
+
+    category: missing_refresh_token | invalid_grant | network | auth | rate_limited | other
+    """
+
+    def __init__(self, message: str, *, category: str = "other", retry_after: float | None = None) -> None:
+        super().__init__(message)
+        self.category = category
+        self.retry_after = retry_after
+
+
+@dataclass(slots=True)
+class FolderInfo:
+    name: str  # stable provider name/id (IMAP path, Gmail label id, Graph folder id)
+    display_name: str = ""
+    role: str = ""  # inbox | sent | drafts | trash | spam | archive | ""
+
+
+@dataclass(slots=True)
+class RemoteMessage:
+    provider_id: str  # unique within the account and stable across syncs
+    raw: bytes  # RFC 822 source
+    folder: str = ""  # MailFolder.name
+    labels: list[str] = field(default_factory=list)
+    seen: bool = False
+    flagged: bool = False
+    provider_thread_id: str = ""
+    # Attachments are fetched on demand: map an IMAP-style part number (ParsedAttachment.part_ref) to
+    # the provider's own attachment reference when it has one (Gmail attachmentId, Graph id).
+    attachment_refs: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Checkpoint:
+    """The cursor to persist in the same transaction as the batch it follows."""
+
+    folder: str = ""  # MailFolder.name the fields below belong to ("" = account-wide)
+    uidvalidity: int | None = None
+    last_uid: int | None = None
+    sync_token: str | None = None  # Graph delta link, etc.
+    account_cursor: str | None = None  # Gmail history id
+
+
+@dataclass(slots=True)
+class StoreResult:
+    created: int = 0
+    duplicates: int = 0
+    parse_errors: int = 0
+    created_ids: list[int] = field(default_factory=list)
+
+
+class SyncSink(Protocol):
+    def ensure_folder(self, info: FolderInfo) -> MailFolder: ...
+
+    def folder_state(self, name: str) -> MailFolder | None: ...
+
+    def store_batch(self, messages: list[RemoteMessage], checkpoint: Checkpoint | None = None) -> StoreResult: ...
+
+    def reset_folder(self, name: str, *, uidvalidity: int | None) -> None:
+        """Forget a folder's cursor (UIDVALIDITY changed, delta token expired): the next batches resync it."""
+        ...
+
+    def update_flags(self, changes: dict[str, tuple[bool, bool]]) -> None:
+        """provider_id → (seen, flagged) for messages already stored."""
+        ...
+
+    def heartbeat(self) -> None:
+        """Called between batches: renews the account's sync lock."""
+        ...
+
+
+class MailProvider(ABC):
+    """One connected mailbox. Implementations must be safe to construct without network I/O."""
+
+    def __init__(self, account: MailAccount) -> None:
+        self.account = account
+
+    @abstractmethod
+    def test_connection(self) -> None:
+        """Log in and do one cheap call; raise ProviderError (with its category) on failure."""
+
+    @abstractmethod
+    def sync(self, sink: SyncSink) -> None:
+        """Pull everything new since the stored cursors into the sink, batch by batch."""
+
+    @abstractmethod
+    def fetch_attachment(self, attachment: Attachment) -> bytes:
+        """The decoded bytes of one attachment, fetched from the provider."""
+
+    def default_signature(self) -> str:
+        """The provider's own signature, when it has one (Gmail sendAs)."""
+        return ""
+
+    def authorize_url(self) -> str | None:
+        """Where the user re-authorizes this account (OAuth providers), or None."""
+        return None
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections."""

@@ -1,0 +1,345 @@
+"""Storing fetched messages: parse, dedupe, thread, insert and advance the cursor in one transaction.
+
+Every provider and the local importer end here. The batch is parsed outside the transaction (CPU only),
+then one short transaction inserts what is new and writes the checkpoint that follows it, so a crash
+either keeps the whole batch and its cursor or neither. Unique (account, provider_id) and
+(account, dedupe_key) make any replay harmless.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from pathlib import Path
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Count, Max, Min
+from django.utils import timezone
+
+from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, Thread
+from apps.accounts.parsing import ParsedMessage, parse_message
+from apps.accounts.providers.base import Checkpoint, RemoteMessage, StoreResult
+from apps.accounts.signals import messages_stored
+
+REPLY_PREFIX = re.compile(r"^\s*((re|fw|fwd|aw|wg|sv|vs|antw|ynt|ilt|tr|rv|res|enc)\s*(\[\d+\])?\s*:\s*)+", re.I)
+SUBJECT_THREAD_WINDOW = dt.timedelta(days=45)
+
+
+def normalize_subject(subject: str) -> str:
+    return " ".join(REPLY_PREFIX.sub("", subject or "").split()).lower()[:998]
+
+
+def is_reply_subject(subject: str) -> bool:
+    return bool(REPLY_PREFIX.match(subject or ""))
+
+
+@dataclass(slots=True)
+class _Incoming:
+    remote: RemoteMessage
+    parsed: ParsedMessage
+    provider_id: str
+    dedupe_key: str
+
+
+def dedupe_key_for(parsed: ParsedMessage) -> str:
+    return parsed.message_id[:998] if parsed.message_id else f"sha256:{parsed.raw_sha256}"
+
+
+def cache_attachment_bytes(payload: bytes) -> tuple[str, str]:
+    """Content-addressed cache under ATTACHMENT_CACHE_DIR; returns (relative path, sha256)."""
+    digest = hashlib.sha256(payload).hexdigest()
+    relative = f"{digest[:2]}/{digest}"
+    target = Path(settings.ATTACHMENT_CACHE_DIR) / relative
+    if not target.exists():
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_suffix(".part")
+        tmp.write_bytes(payload)
+        tmp.replace(target)
+    return relative, digest
+
+
+def parse_batch(messages: list[RemoteMessage], *, keep_payloads: bool) -> list[_Incoming]:
+    incoming: list[_Incoming] = []
+    seen_keys: set[str] = set()
+    seen_ids: set[str] = set()
+    for remote in messages:
+        parsed = parse_message(remote.raw, keep_attachment_payloads=keep_payloads)
+        provider_id = remote.provider_id or f"local:{parsed.raw_sha256}"
+        key = dedupe_key_for(parsed)
+        if key in seen_keys or provider_id in seen_ids:
+            continue
+        seen_keys.add(key)
+        seen_ids.add(provider_id)
+        incoming.append(_Incoming(remote=remote, parsed=parsed, provider_id=provider_id, dedupe_key=key))
+    return incoming
+
+
+def store_remote_messages(
+    *,
+    account: MailAccount,
+    messages: list[RemoteMessage],
+    checkpoint: Checkpoint | None = None,
+    keep_payloads: bool = False,
+) -> StoreResult:
+    incoming = parse_batch(messages, keep_payloads=keep_payloads)
+    in_batch_duplicates = len(messages) - len(incoming)
+    with transaction.atomic():
+        result = _insert(account=account, incoming=incoming)
+        if checkpoint is not None:
+            apply_checkpoint(account=account, checkpoint=checkpoint)
+        result.duplicates += in_batch_duplicates
+        if result.created_ids:
+            created = list(result.created_ids)
+            transaction.on_commit(
+                lambda: messages_stored.send(sender=Message, account_id=account.pk, message_ids=created)
+            )
+    return result
+
+
+def apply_checkpoint(*, account: MailAccount, checkpoint: Checkpoint) -> None:
+    if checkpoint.account_cursor is not None:
+        MailAccount.objects.filter(pk=account.pk).update(sync_cursor=checkpoint.account_cursor)
+        account.sync_cursor = checkpoint.account_cursor
+    if checkpoint.folder:
+        fields: dict[str, object] = {"last_synced_at": timezone.now()}
+        if checkpoint.uidvalidity is not None:
+            fields["uidvalidity"] = checkpoint.uidvalidity
+        if checkpoint.last_uid is not None:
+            fields["last_uid"] = checkpoint.last_uid
+        if checkpoint.sync_token is not None:
+            fields["sync_token"] = checkpoint.sync_token
+        updated = MailFolder.objects.filter(account=account, name=checkpoint.folder).update(**fields)
+        if not updated:
+            MailFolder.objects.create(account=account, name=checkpoint.folder, **fields)
+
+
+def _insert(*, account: MailAccount, incoming: list[_Incoming]) -> StoreResult:
+    result = StoreResult()
+    if not incoming:
+        return result
+    keys = [item.dedupe_key for item in incoming]
+    provider_ids = [item.provider_id for item in incoming]
+    existing_by_key = {
+        row["dedupe_key"]: row
+        for row in Message.objects.filter(account=account, dedupe_key__in=keys).values(
+            "id", "dedupe_key", "provider_id", "folder", "labels"
+        )
+    }
+    existing_provider_ids = set(
+        Message.objects.filter(account=account, provider_id__in=provider_ids).values_list("provider_id", flat=True)
+    )
+    fresh: list[_Incoming] = []
+    moved: list[Message] = []
+    for item in incoming:
+        known = existing_by_key.get(item.dedupe_key)
+        if known is None and item.provider_id not in existing_provider_ids:
+            fresh.append(item)
+            continue
+        result.duplicates += 1
+        if known is not None and known["provider_id"] != item.provider_id:
+            moved.append(_relocated(known, item, existing_provider_ids))
+    moved = [message for message in moved if message.pk]
+    if moved:
+        Message.objects.bulk_update(moved, ["provider_id", "labels"])
+    if not fresh:
+        return result
+
+    threads = _assign_threads(account=account, fresh=fresh)
+    rows = [_message_row(account, item, thread) for item, thread in zip(fresh, threads, strict=True)]
+    Message.objects.bulk_create(rows, batch_size=500)
+    attachments: list[Attachment] = []
+    for row, item in zip(rows, fresh, strict=True):
+        for parsed_attachment in item.parsed.attachments:
+            cache_path = sha = ""
+            if parsed_attachment.payload is not None:
+                cache_path, sha = cache_attachment_bytes(parsed_attachment.payload)
+            attachments.append(
+                Attachment(
+                    message=row,
+                    filename=parsed_attachment.filename[:512],
+                    mime_type=parsed_attachment.mime_type[:255] or "application/octet-stream",
+                    size=parsed_attachment.size,
+                    content_id=parsed_attachment.content_id[:998],
+                    is_inline=parsed_attachment.is_inline,
+                    provider_ref=item.remote.attachment_refs.get(
+                        parsed_attachment.part_ref, parsed_attachment.part_ref
+                    )[:2048],
+                    cache_path=cache_path,
+                    sha256=sha,
+                )
+            )
+    if attachments:
+        Attachment.objects.bulk_create(attachments, batch_size=500)
+    _refresh_thread_aggregates({thread.pk for thread in threads})
+    result.created = len(rows)
+    result.created_ids = [row.pk for row in rows]
+    result.parse_errors = sum(1 for item in fresh if item.parsed.parse_error)
+    return result
+
+
+def _relocated(known: Mapping[str, Any], item: _Incoming, taken: set[str]) -> Message:
+    """A known message seen under a new provider id: follow it when it is the same folder (resync)."""
+    labels = list(known["labels"] or [])
+    if item.remote.folder and item.remote.folder not in labels and item.remote.folder != known["folder"]:
+        labels.append(item.remote.folder)
+    provider_id = str(known["provider_id"])
+    if item.remote.folder == known["folder"] and item.provider_id not in taken:
+        provider_id = item.provider_id
+        taken.add(provider_id)
+    message = Message(pk=known["id"], provider_id=provider_id, labels=labels)
+    return message
+
+
+def _message_row(account: MailAccount, item: _Incoming, thread: Thread) -> Message:
+    parsed = item.parsed
+    remote = item.remote
+    sender = parsed.from_
+    labels = list(remote.labels)
+    if remote.folder and remote.folder not in labels:
+        labels.insert(0, remote.folder)
+    return Message(
+        account=account,
+        thread=thread,
+        provider_id=item.provider_id[:512],
+        dedupe_key=item.dedupe_key,
+        message_id=parsed.message_id[:998],
+        in_reply_to=parsed.in_reply_to[:998],
+        references=" ".join(parsed.references),
+        folder=remote.folder[:512],
+        labels=labels,
+        from_name=(sender.name if sender else "")[:512],
+        from_address=(sender.address if sender else "")[:320],
+        to=[a.as_dict() for a in parsed.to],
+        cc=[a.as_dict() for a in parsed.cc],
+        bcc=[a.as_dict() for a in parsed.bcc],
+        reply_to=[a.as_dict() for a in parsed.reply_to],
+        subject=parsed.subject,
+        date=parsed.date,
+        body_text=parsed.body_text,
+        body_html=parsed.body_html,
+        snippet=parsed.snippet[:300],
+        size=parsed.size,
+        seen=remote.seen,
+        flagged=remote.flagged,
+        has_attachments=bool(parsed.attachments),
+        raw_headers=parsed.raw_headers,
+        parse_error=parsed.parse_error,
+    )
+
+
+def _assign_threads(*, account: MailAccount, fresh: list[_Incoming]) -> list[Thread]:
+    """Thread by References/In-Reply-To, then the provider's thread id, then reply subject; else a new thread."""
+    referenced: set[str] = set()
+    for item in fresh:
+        referenced.update(item.parsed.references)
+        if item.parsed.in_reply_to:
+            referenced.add(item.parsed.in_reply_to)
+    own_ids = [item.parsed.message_id for item in fresh if item.parsed.message_id]
+    by_message_id: dict[str, int | Thread] = {}
+    if referenced:
+        by_message_id.update(
+            Message.objects.filter(account=account, message_id__in=list(referenced), thread__isnull=False)
+            .values_list("message_id", "thread_id")
+            .iterator()
+        )
+    # Replies stored before their parent: the parent joins the replies' thread.
+    children_thread: dict[str, int] = {}
+    if own_ids:
+        for parent_id, thread_id in Message.objects.filter(
+            account=account, in_reply_to__in=own_ids, thread__isnull=False
+        ).values_list("in_reply_to", "thread_id"):
+            children_thread.setdefault(parent_id, thread_id)
+    provider_thread_ids = {item.remote.provider_thread_id for item in fresh if item.remote.provider_thread_id}
+    by_provider_thread: dict[str, int | Thread] = {}
+    if provider_thread_ids:
+        by_provider_thread.update(
+            Thread.objects.filter(account=account, provider_thread_id__in=provider_thread_ids).values_list(
+                "provider_thread_id", "pk"
+            )
+        )
+    reply_subjects = {normalize_subject(i.parsed.subject) for i in fresh if is_reply_subject(i.parsed.subject)}
+    reply_subjects.discard("")
+    by_subject: dict[str, list[tuple[dt.datetime | None, int | Thread]]] = {}
+    if reply_subjects:
+        for key, last, pk in Thread.objects.filter(account=account, subject_key__in=reply_subjects).values_list(
+            "subject_key", "last_message_at", "pk"
+        ):
+            by_subject.setdefault(key, []).append((last, pk))
+
+    new_threads: list[Thread] = []
+    resolved: list[int | Thread] = []
+    for item in fresh:
+        parsed = item.parsed
+        chosen: int | Thread | None = None
+        for ref in [parsed.in_reply_to, *reversed(parsed.references)]:
+            if ref and ref in by_message_id:
+                chosen = by_message_id[ref]
+                break
+        if chosen is None and parsed.message_id in children_thread:
+            chosen = children_thread[parsed.message_id]
+        provider_thread = item.remote.provider_thread_id[:255]
+        if chosen is None and provider_thread:
+            chosen = by_provider_thread.get(provider_thread)
+        subject_key = normalize_subject(parsed.subject)
+        if chosen is None and subject_key and is_reply_subject(parsed.subject):
+            chosen = _closest_thread(by_subject.get(subject_key, []), parsed.date)
+        if chosen is None:
+            chosen = Thread(
+                account=account,
+                provider_thread_id=provider_thread,
+                subject=REPLY_PREFIX.sub("", parsed.subject).strip()[:998],
+                subject_key=subject_key,
+            )
+            new_threads.append(chosen)
+            if provider_thread:
+                by_provider_thread[provider_thread] = chosen
+            if subject_key:
+                by_subject.setdefault(subject_key, []).append((parsed.date, chosen))
+        if parsed.message_id:
+            by_message_id[parsed.message_id] = chosen
+        resolved.append(chosen)
+    if new_threads:
+        Thread.objects.bulk_create(new_threads, batch_size=500)
+    existing_ids = {value for value in resolved if isinstance(value, int)}
+    existing = {thread.pk: thread for thread in Thread.objects.filter(pk__in=existing_ids)} if existing_ids else {}
+    return [value if isinstance(value, Thread) else existing[value] for value in resolved]
+
+
+def _closest_thread(
+    candidates: list[tuple[dt.datetime | None, int | Thread]], when: dt.datetime | None
+) -> int | Thread | None:
+    best: tuple[dt.timedelta, int | Thread] | None = None
+    for last, pk in candidates:
+        if when is None or last is None:
+            distance = dt.timedelta(0) if when is None and last is None else SUBJECT_THREAD_WINDOW
+        else:
+            distance = abs(when - last)
+        if distance < SUBJECT_THREAD_WINDOW and (best is None or distance < best[0]):
+            best = (distance, pk)
+    return best[1] if best else None
+
+
+def _refresh_thread_aggregates(thread_ids: set[int]) -> None:
+    if not thread_ids:
+        return
+    stats = (
+        Message.objects.filter(thread_id__in=thread_ids)
+        .values("thread_id")
+        .annotate(count=Count("id"), first=Min("date"), last=Max("date"))
+    )
+    threads = []
+    for row in stats:
+        threads.append(
+            Thread(
+                pk=row["thread_id"],
+                message_count=row["count"],
+                first_message_at=row["first"],
+                last_message_at=row["last"],
+            )
+        )
+    Thread.objects.bulk_update(threads, ["message_count", "first_message_at", "last_message_at"], batch_size=500)

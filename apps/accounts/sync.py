@@ -1,0 +1,233 @@
+"""The sync engine: one lock per account, provider-driven batches, status and error bookkeeping."""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from apps.accounts.models import ErrorCategory, MailAccount, MailFolder, Message, SyncStatus
+from apps.accounts.providers import get_provider
+from apps.accounts.providers.base import Checkpoint, FolderInfo, ProviderError, RemoteMessage, StoreResult
+from apps.accounts.store import store_remote_messages
+
+logger = logging.getLogger(__name__)
+
+KNOWN_CATEGORIES = {choice.value for choice in ErrorCategory}
+
+
+class SyncLockLost(Exception):
+    """Another worker took over the account's expired lock; this sync must stop."""
+
+
+@dataclass(slots=True)
+class SyncOutcome:
+    account_id: int
+    status: str  # ok | error | busy | disabled | missing
+    created: int = 0
+    duplicates: int = 0
+    parse_errors: int = 0
+    error_category: str = ""
+    error_message: str = ""
+    created_ids: list[int] = field(default_factory=list)
+
+
+def sync_batch_size() -> int:
+    return max(1, int(settings.MAILAGENT_SYNC_BATCH))
+
+
+def acquire_sync_lock(account_id: int) -> str | None:
+    """Take the account's lock with one conditional UPDATE (atomic on SQLite and PostgreSQL)."""
+    token = secrets.token_hex(16)
+    now = timezone.now()
+    taken = MailAccount.objects.filter(
+        Q(pk=account_id) & (Q(sync_lock_token="") | Q(sync_lock_expires_at__lt=now) | Q(sync_lock_expires_at=None))
+    ).update(sync_lock_token=token, sync_lock_expires_at=now + timedelta(seconds=settings.MAILAGENT_SYNC_LOCK_SECONDS))
+    return token if taken else None
+
+
+def renew_sync_lock(account_id: int, token: str) -> None:
+    renewed = MailAccount.objects.filter(pk=account_id, sync_lock_token=token).update(
+        sync_lock_expires_at=timezone.now() + timedelta(seconds=settings.MAILAGENT_SYNC_LOCK_SECONDS)
+    )
+    if not renewed:
+        raise SyncLockLost(f"account {account_id}: sync lock lost")
+
+
+def release_sync_lock(account_id: int, token: str) -> None:
+    MailAccount.objects.filter(pk=account_id, sync_lock_token=token).update(
+        sync_lock_token="", sync_lock_expires_at=None
+    )
+
+
+class AccountSink:
+    """What providers write through (the SyncSink protocol in providers/base.py)."""
+
+    def __init__(
+        self,
+        account: MailAccount,
+        *,
+        lock_token: str | None,
+        keep_payloads: bool = False,
+        chunk_size: int | None = None,
+    ) -> None:
+        self.account = account
+        self.chunk_size = chunk_size or sync_batch_size()
+        self.lock_token = lock_token
+        self.keep_payloads = keep_payloads
+        self.totals = StoreResult()
+        self._folders: dict[str, MailFolder] = {}
+
+    def ensure_folder(self, info: FolderInfo) -> MailFolder:
+        folder = self._folders.get(info.name)
+        if folder is None:
+            folder, _ = MailFolder.objects.get_or_create(
+                account=self.account,
+                name=info.name[:512],
+                defaults={"display_name": info.display_name[:512], "role": info.role[:32]},
+            )
+            if (info.display_name and folder.display_name != info.display_name) or (
+                info.role and folder.role != info.role
+            ):
+                folder.display_name = info.display_name[:512] or folder.display_name
+                folder.role = info.role[:32] or folder.role
+                folder.save(update_fields=["display_name", "role"])
+            self._folders[info.name] = folder
+        return folder
+
+    def folder_state(self, name: str) -> MailFolder | None:
+        self._folders.pop(name, None)
+        folder = MailFolder.objects.filter(account=self.account, name=name).first()
+        if folder is not None:
+            self._folders[name] = folder
+        return folder
+
+    def store_batch(self, messages: list[RemoteMessage], checkpoint: Checkpoint | None = None) -> StoreResult:
+        batch = StoreResult()
+        size = self.chunk_size
+        chunks = [messages[i : i + size] for i in range(0, len(messages), size)] or [[]]
+        for index, chunk in enumerate(chunks):
+            # The cursor is written only with the last chunk: a crash before it replays the earlier chunks,
+            # which the unique constraints turn into duplicates instead of losses.
+            last = index == len(chunks) - 1
+            result = store_remote_messages(
+                account=self.account,
+                messages=chunk,
+                checkpoint=checkpoint if last else None,
+                keep_payloads=self.keep_payloads,
+            )
+            for target in (batch, self.totals):
+                target.created += result.created
+                target.duplicates += result.duplicates
+                target.parse_errors += result.parse_errors
+                target.created_ids.extend(result.created_ids)
+            self.heartbeat()
+        return batch
+
+    def reset_folder(self, name: str, *, uidvalidity: int | None) -> None:
+        MailFolder.objects.filter(account=self.account, name=name).update(
+            uidvalidity=uidvalidity, last_uid=0, sync_token=""
+        )
+        self._folders.pop(name, None)
+        logger.warning("account %s: folder %r reset for a full resync", self.account.pk, name)
+
+    def update_flags(self, changes: dict[str, tuple[bool, bool]]) -> None:
+        if not changes:
+            return
+        ids = list(changes)
+        changed: list[Message] = []
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            for message in Message.objects.filter(account=self.account, provider_id__in=chunk).only(
+                "pk", "provider_id", "seen", "flagged"
+            ):
+                seen, flagged = changes[message.provider_id]
+                if message.seen != seen or message.flagged != flagged:
+                    message.seen, message.flagged = seen, flagged
+                    changed.append(message)
+        if changed:
+            with transaction.atomic():
+                Message.objects.bulk_update(changed, ["seen", "flagged"], batch_size=500)
+
+    def heartbeat(self) -> None:
+        if self.lock_token:
+            renew_sync_lock(self.account.pk, self.lock_token)
+
+
+def _record(account_id: int, **fields: object) -> None:
+    MailAccount.objects.filter(pk=account_id).update(**fields)
+
+
+def sync_account(account_id: int) -> SyncOutcome:
+    """Pull new mail for one account. Never raises for provider trouble: the outcome says what happened."""
+    account = MailAccount.objects.filter(pk=account_id).first()
+    if account is None:
+        return SyncOutcome(account_id=account_id, status="missing")
+    if not account.enabled:
+        return SyncOutcome(account_id=account_id, status="disabled")
+    token = acquire_sync_lock(account_id)
+    if token is None:
+        return SyncOutcome(account_id=account_id, status="busy")
+    started = timezone.now()
+    _record(account_id, last_sync_status=SyncStatus.RUNNING)
+    sink = AccountSink(account, lock_token=token)
+    provider = get_provider(account)
+    outcome = SyncOutcome(account_id=account_id, status="ok")
+    try:
+        provider.sync(sink)
+        signature = _provider_signature(provider)
+    except ProviderError as exc:
+        outcome.status = "error"
+        outcome.error_category = exc.category if exc.category in KNOWN_CATEGORIES else ErrorCategory.OTHER
+        outcome.error_message = str(exc)
+        signature = None
+    except SyncLockLost as exc:
+        outcome.status = "error"
+        outcome.error_category = ErrorCategory.OTHER
+        outcome.error_message = str(exc)
+        signature = None
+    except Exception as exc:
+        logger.exception("account %s: sync failed", account_id)
+        outcome.status = "error"
+        outcome.error_category = ErrorCategory.OTHER
+        outcome.error_message = f"{type(exc).__name__}: {exc}"
+        signature = None
+    finally:
+        provider.close()
+    outcome.created = sink.totals.created
+    outcome.duplicates = sink.totals.duplicates
+    outcome.parse_errors = sink.totals.parse_errors
+    outcome.created_ids = sink.totals.created_ids
+    fields: dict[str, object] = {
+        "last_sync_at": timezone.now(),
+        "last_sync_status": SyncStatus.OK if outcome.status == "ok" else SyncStatus.ERROR,
+        "last_error_category": outcome.error_category,
+        "last_error_message": outcome.error_message[:2000],
+        "last_sync_summary": {
+            "created": outcome.created,
+            "duplicates": outcome.duplicates,
+            "parse_errors": outcome.parse_errors,
+            "seconds": round((timezone.now() - started).total_seconds(), 2),
+        },
+    }
+    if signature is not None:
+        fields["provider_signature"] = signature
+    _record(account_id, **fields)
+    release_sync_lock(account_id, token)
+    return outcome
+
+
+def _provider_signature(provider: object) -> str | None:
+    getter = getattr(provider, "default_signature", None)
+    if getter is None:
+        return None
+    try:
+        return str(getter() or "")
+    except ProviderError:
+        return None

@@ -1,0 +1,45 @@
+"""django-q2 entry points: take ids, re-fetch, tolerate vanished rows, call one function."""
+
+from __future__ import annotations
+
+import logging
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from django.db import close_old_connections
+
+from apps.accounts.models import MailAccount
+from apps.accounts.sync import sync_account
+
+logger = logging.getLogger(__name__)
+PARALLEL_ACCOUNTS = 4
+
+
+def sync_account_task(account_id: int) -> dict[str, Any]:
+    outcome = sync_account(account_id)
+    if outcome.status == "error":
+        logger.warning("account %s sync failed (%s): %s", account_id, outcome.error_category, outcome.error_message)
+    return {
+        "account_id": account_id,
+        "status": outcome.status,
+        "created": outcome.created,
+        "duplicates": outcome.duplicates,
+        "parse_errors": outcome.parse_errors,
+        "error_category": outcome.error_category,
+    }
+
+
+def _sync_in_thread(account_id: int) -> dict[str, Any]:
+    try:
+        return sync_account_task(account_id)
+    finally:
+        close_old_connections()
+
+
+def sync_all_accounts_task() -> list[dict[str, Any]]:
+    """Sync every enabled account; accounts run in parallel (network-bound), each under its own lock."""
+    ids = list(MailAccount.objects.filter(enabled=True).values_list("pk", flat=True))
+    if not ids:
+        return []
+    with ThreadPoolExecutor(max_workers=min(PARALLEL_ACCOUNTS, len(ids))) as pool:
+        return list(pool.map(_sync_in_thread, ids))

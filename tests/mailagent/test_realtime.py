@@ -1,0 +1,65 @@
+"""Events cross processes through channels-redis and reach a websocket consumer."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from asgiref.sync import sync_to_async
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.test import Client, override_settings
+
+from mailagent.asgi import application
+from tests.services import REPO_ROOT, subprocess_env
+
+pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
+
+
+async def _connect(session_key: str | None) -> WebsocketCommunicator:
+    headers = [(b"origin", b"http://localhost"), (b"host", b"localhost")]
+    if session_key:
+        headers.append((b"cookie", f"{settings.SESSION_COOKIE_NAME}={session_key}".encode()))
+    return WebsocketCommunicator(application, "/ws/notifications/", headers=headers)
+
+
+async def test_anonymous_websocket_is_refused() -> None:
+    communicator = await _connect(None)
+    connected, code = await communicator.connect()
+    assert not connected
+    assert code == 4401
+
+
+async def test_event_sent_from_another_process_reaches_the_consumer(redis_url: str, user: Any) -> None:
+    layers = {
+        "default": {
+            "BACKEND": "channels_redis.core.RedisChannelLayer",
+            "CONFIG": {"hosts": [redis_url], "prefix": "mailagent"},
+        }
+    }
+    client = Client()
+    await sync_to_async(client.force_login)(user)
+    session_key = client.cookies[settings.SESSION_COOKIE_NAME].value
+    with override_settings(CHANNEL_LAYERS=layers):
+        communicator = await _connect(session_key)
+        connected, _ = await communicator.connect()
+        assert connected
+        sender = (
+            "from asgiref.sync import async_to_sync; from channels.layers import get_channel_layer;"
+            f"async_to_sync(get_channel_layer().group_send)('user.{user.pk}',"
+            " {'type': 'notify', 'event': {'type': 'sync_completed', 'account_id': 7, 'created': 3}})"
+        )
+        result = await sync_to_async(subprocess.run)(
+            [sys.executable, "manage.py", "shell", "--verbosity", "0", "-c", sender],
+            cwd=REPO_ROOT,
+            env=subprocess_env(REDIS_URL=redis_url),
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        event = await communicator.receive_json_from(timeout=10)
+        assert event == {"type": "sync_completed", "account_id": 7, "created": 3}
+        await communicator.disconnect()
