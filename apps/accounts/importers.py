@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import mailbox
 import os
+import re
 import zipfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -57,6 +58,15 @@ def _flags_from_status(raw: bytes) -> tuple[bool, bool]:
         elif lower.startswith(b"x-status:"):
             flagged = b"F" in line[9:]
     return seen, flagged
+
+
+HEADER_LINE = re.compile(rb"^[!-9;-~]{1,76}[ \t]*:")
+
+
+def looks_like_mail(raw: bytes) -> bool:
+    """A message starts with a header field (READMEs, licences and other stray files do not)."""
+    first = raw.lstrip(b"\r\n")[:200].split(b"\n", 1)[0]
+    return bool(HEADER_LINE.match(first))
 
 
 def _is_maildir(path: Path) -> bool:
@@ -127,11 +137,12 @@ def _iter_file(path: Path, folder: str, summary: ImportSummary) -> Iterator[_Sou
     summary.files += 1
     if raw.startswith(MBOX_MAGIC):
         yield from _iter_mbox(path, folder, summary)
-    elif raw.strip():
+    elif looks_like_mail(raw):
         seen, flagged = _flags_from_status(raw)
         yield _Source(folder=folder, raw=raw, seen=seen, flagged=flagged)
     else:
         summary.skipped += 1
+        summary.errors.append(f"{path.name}: not an email (no header on the first line); skipped")
 
 
 def _iter_zip(path: Path, summary: ImportSummary) -> Iterator[_Source]:
@@ -160,7 +171,7 @@ def _iter_zip(path: Path, summary: ImportSummary) -> Iterator[_Source]:
                 yield _Source(folder=_folder_name(parent), raw=data, seen="S" in info, flagged="F" in info)
             elif data.startswith(MBOX_MAGIC):
                 yield from _iter_mbox_bytes(data, _folder_name(str(name.with_suffix(""))), summary)
-            elif data.strip():
+            elif looks_like_mail(data):
                 seen, flagged = _flags_from_status(data)
                 yield _Source(folder=_folder_name(parent), raw=data, seen=seen, flagged=flagged)
 
@@ -184,7 +195,6 @@ def iter_sources(path: Path, summary: ImportSummary) -> Iterator[_Source]:
         if _is_maildir(here):
             yield from _iter_maildir(here, relative or path.name, summary)
             dirnames[:] = [d for d in dirnames if d not in {"cur", "new", "tmp"}]
-            continue
         for filename in sorted(filenames):
             if filename.startswith("."):
                 continue

@@ -13,8 +13,8 @@ import hashlib
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.db import transaction

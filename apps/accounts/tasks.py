@@ -10,6 +10,7 @@ from django.db import close_old_connections
 
 from apps.accounts.models import MailAccount
 from apps.accounts.sync import sync_account
+from mailagent.events import notify_user
 
 logger = logging.getLogger(__name__)
 PARALLEL_ACCOUNTS = 4
@@ -17,6 +18,12 @@ PARALLEL_ACCOUNTS = 4
 
 def sync_account_task(account_id: int) -> dict[str, Any]:
     outcome = sync_account(account_id)
+    owner_id = MailAccount.objects.filter(pk=account_id).values_list("owner_id", flat=True).first()
+    if owner_id is not None and outcome.status in {"ok", "error"}:
+        notify_user(
+            owner_id,
+            {"type": "sync_completed", "account_id": account_id, "status": outcome.status, "created": outcome.created},
+        )
     if outcome.status == "error":
         logger.warning("account %s sync failed (%s): %s", account_id, outcome.error_category, outcome.error_message)
     return {
