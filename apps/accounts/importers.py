@@ -142,7 +142,8 @@ def _iter_file(path: Path, folder: str, summary: ImportSummary) -> Iterator[_Sou
         yield _Source(folder=folder, raw=raw, seen=seen, flagged=flagged)
     else:
         summary.skipped += 1
-        summary.errors.append(f"{path.name}: not an email (no header on the first line); skipped")
+        reason = "empty file" if not raw.strip() else "not an email (no header on the first line)"
+        summary.errors.append(f"{path.name}: {reason}; skipped")
 
 
 def _iter_zip(path: Path, summary: ImportSummary) -> Iterator[_Source]:

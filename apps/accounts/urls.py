@@ -1,6 +1,24 @@
+"""Mail pages, mounted by the project at `/mail/`; mailbox OAuth lives under `/mail/oauth/`."""
+
 from __future__ import annotations
 
-from django.urls import URLPattern, URLResolver
+from django.urls import URLPattern, URLResolver, include, path
+
+from apps.accounts import views
 
 app_name = "mail"
-urlpatterns: list[URLPattern | URLResolver] = []
+
+urlpatterns: list[URLPattern | URLResolver] = [
+    path("", views.mailbox, name="mailbox"),
+    path("threads/<int:thread_id>/", views.thread, name="thread"),
+    path("messages/<int:message_id>/", views.message, name="message"),
+    path("attachments/<int:attachment_id>/download/", views.attachment_download, name="attachment_download"),
+    path("accounts/", views.accounts, name="accounts"),
+    path("accounts/add-imap/", views.account_add_imap, name="account_add_imap"),
+    path("accounts/import/", views.account_import, name="account_import"),
+    path("accounts/<int:account_id>/", views.account_detail, name="account_detail"),
+    path("accounts/<int:account_id>/sync/", views.account_sync, name="account_sync"),
+    path("accounts/<int:account_id>/signature/", views.account_signature, name="account_signature"),
+    path("accounts/<int:account_id>/enabled/", views.account_set_enabled, name="account_set_enabled"),
+    path("oauth/", include("apps.accounts.oauth_urls")),
+]

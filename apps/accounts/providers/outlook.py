@@ -1,0 +1,367 @@
+"""Outlook / Microsoft 365 through Microsoft Graph: per-folder delta queries, MIME for every new message.
+
+- Folders: /me/mailFolders (paged) and their childFolders, recursively; well-known folders get a role.
+- Per folder: /me/mailFolders/{id}/messages/delta. Every page is stored together with the link that
+  follows it (nextLink while paging, deltaLink at the end) as the folder's sync_token, so a crash resumes
+  from the last committed page. New messages are fetched as MIME (/me/messages/{id}/$value); messages we
+  already have only get their read/flag state updated.
+- An expired delta link (410 Gone / syncStateNotFound) resets the folder and runs its delta from scratch;
+  stored messages are recognised by id, so nothing is stored twice.
+- Immutable ids (Prefer: IdType="ImmutableId") keep a message's id stable when it moves between folders.
+- 429/503/504: wait as told by Retry-After (capped, limited attempts), then ProviderError("rate_limited").
+- Tokens come from MSAL (apps.accounts.oauth.OutlookTokenSource); Graph has no signature API, so the
+  Outlook signature is the user's custom text.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+import requests
+
+from apps.accounts import oauth
+from apps.accounts.models import Message
+from apps.accounts.providers.base import (
+    Checkpoint,
+    FolderInfo,
+    MailProvider,
+    ProviderError,
+    RemoteMessage,
+    SyncSink,
+)
+
+if TYPE_CHECKING:
+    from apps.accounts.models import Attachment, MailAccount
+
+logger = logging.getLogger(__name__)
+
+WELL_KNOWN_ROLES = {
+    "inbox": "inbox",
+    "sentitems": "sent",
+    "drafts": "drafts",
+    "deleteditems": "trash",
+    "junkemail": "spam",
+    "archive": "archive",
+}
+DELTA_EXPIRED_CODES = {"syncstatenotfound", "syncstateinvalid", "resyncrequired"}
+RETRY_STATUSES = {429, 503, 504}
+MAX_FOLDER_DEPTH = 10
+DELTA_SELECT = "id,isRead,flag,conversationId,receivedDateTime"
+
+
+class DeltaExpired(Exception):
+    """The folder's delta link is no longer valid: resync the folder from scratch."""
+
+
+@dataclass(slots=True)
+class GraphFolder:
+    id: str
+    path: str
+    role: str = ""
+
+
+def _error_code(response: requests.Response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        return ""
+    error = data.get("error") if isinstance(data, dict) else None
+    return str(error.get("code") or "") if isinstance(error, dict) else ""
+
+
+def graph_error(response: requests.Response, what: str) -> ProviderError:
+    status = response.status_code
+    code = _error_code(response)
+    detail = f"Microsoft Graph {what} failed: HTTP {status} {code}".strip()
+    if status == 401:
+        return ProviderError(f"{detail}: the stored authorization was not accepted", category="invalid_grant")
+    if status == 403:
+        return ProviderError(f"{detail}: a required permission was not granted", category="auth")
+    if status in RETRY_STATUSES:
+        return ProviderError(detail, category="rate_limited")
+    if status >= 500:
+        return ProviderError(f"{detail}: Microsoft Graph is unavailable", category="network")
+    return ProviderError(detail, category="other")
+
+
+def _graph_get(
+    session: requests.Session,
+    url: str,
+    token: str,
+    *,
+    params: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> requests.Response:
+    try:
+        return session.get(
+            url,
+            params=params,
+            headers={**(headers or {}), "Authorization": f"Bearer {token}"},
+            timeout=oauth.HTTP_TIMEOUT_SECONDS,
+        )
+    except requests.RequestException as exc:
+        raise ProviderError(f"Could not reach Microsoft Graph: {exc}", category="network") from exc
+
+
+def fetch_graph_me(access_token: str) -> dict[str, Any]:
+    """/me with a fresh access token (the connect callback uses it to learn the address)."""
+    with requests.Session() as session:
+        response = _graph_get(
+            session,
+            f"{oauth.graph_api_endpoint()}/me",
+            access_token,
+            params={"$select": "displayName,mail,userPrincipalName"},
+        )
+    if response.status_code != 200:
+        raise graph_error(response, "/me")
+    return dict(response.json())
+
+
+class OutlookProvider(MailProvider):
+    folder_page_size = 100
+    delta_page_size = 50
+
+    def __init__(self, account: MailAccount) -> None:
+        super().__init__(account)
+        self._tokens = oauth.OutlookTokenSource(account)
+        self._token: str | None = None
+        self._http: requests.Session | None = None
+
+    # --- plumbing -----------------------------------------------------------------------------------
+
+    def _session(self) -> requests.Session:
+        if self._http is None:
+            self._http = requests.Session()
+        return self._http
+
+    def _access_token(self, *, force_refresh: bool = False) -> str:
+        if self._token is None or force_refresh:
+            self._token = self._tokens.access_token(force_refresh=force_refresh)
+        return self._token
+
+    def _url(self, path_or_url: str) -> str:
+        if path_or_url.startswith(("http://", "https://")):
+            return path_or_url
+        return f"{oauth.graph_api_endpoint()}/{path_or_url.lstrip('/')}"
+
+    def _get(
+        self, path_or_url: str, *, params: dict[str, Any] | None = None, prefer: list[str] | None = None
+    ) -> requests.Response:
+        """GET with auth, one token refresh on 401, and Retry-After backoff; returns any other response."""
+        headers = {"Prefer": ", ".join(['IdType="ImmutableId"', *(prefer or [])])}
+        backoff = oauth.RateLimitBackoff("Microsoft Graph")
+        refreshed = False
+        while True:
+            token = self._access_token()
+            response = _graph_get(self._session(), self._url(path_or_url), token, params=params, headers=headers)
+            if response.status_code == 401 and not refreshed:
+                refreshed = True
+                self._access_token(force_refresh=True)
+                continue
+            if response.status_code in RETRY_STATUSES:
+                backoff.wait(oauth.parse_retry_after(response.headers.get("Retry-After")))
+                continue
+            return response
+
+    def _json(self, path_or_url: str, *, what: str, **kwargs: Any) -> dict[str, Any]:
+        response = self._get(path_or_url, **kwargs)
+        if response.status_code != 200:
+            raise graph_error(response, what)
+        try:
+            return dict(response.json())
+        except ValueError as exc:
+            raise ProviderError(f"Microsoft Graph {what} returned invalid JSON", category="other") from exc
+
+    def _pages(self, path: str, *, what: str, params: dict[str, Any] | None = None) -> Iterator[dict[str, Any]]:
+        url: str | None = path
+        while url:
+            page = self._json(url, what=what, params=params)
+            params = None  # nextLink carries the query
+            yield from (item for item in page.get("value") or [] if isinstance(item, dict))
+            url = page.get("@odata.nextLink")
+
+    # --- MailProvider -------------------------------------------------------------------------------
+
+    def test_connection(self) -> None:
+        if not self._tokens.has_refresh_token():
+            raise ProviderError(
+                "No refresh token is stored: the account stops working when the access token expires; connect it again",
+                category="missing_refresh_token",
+            )
+        self._json("me", what="/me", params={"$select": "id,mail,userPrincipalName"})
+
+    def sync(self, sink: SyncSink) -> None:
+        folders = self._list_folders()
+        states = {folder.id: sink.folder_state(folder.id) for folder in folders}
+        # Roles are looked up once, when a folder is first seen (six small requests).
+        roles = self._well_known_roles() if any(state is None for state in states.values()) else {}
+        for folder in folders:
+            state = states[folder.id]
+            folder.role = roles.get(folder.id, "") or (state.role if state is not None else "")
+        for folder in folders:
+            sink.ensure_folder(FolderInfo(name=folder.id, display_name=folder.path, role=folder.role))
+        for folder in folders:
+            self._sync_folder(sink, folder)
+
+    def _list_folders(self) -> list[GraphFolder]:
+        folders: list[GraphFolder] = []
+        params = {"$top": self.folder_page_size}
+
+        def walk(path: str, prefix: str, depth: int) -> None:
+            for item in self._pages(path, what="mailFolders", params=dict(params)):
+                folder = GraphFolder(id=str(item["id"]), path=f"{prefix}{item.get('displayName') or item['id']}")
+                folders.append(folder)
+                if int(item.get("childFolderCount") or 0) > 0 and depth < MAX_FOLDER_DEPTH:
+                    walk(f"me/mailFolders/{quote(folder.id, safe='')}/childFolders", f"{folder.path}/", depth + 1)
+
+        walk("me/mailFolders", "", 0)
+        return folders
+
+    def _well_known_roles(self) -> dict[str, str]:
+        roles: dict[str, str] = {}
+        for name, role in WELL_KNOWN_ROLES.items():
+            response = self._get(f"me/mailFolders/{name}", params={"$select": "id"})
+            if response.status_code == 200:
+                roles[str(response.json().get("id"))] = role
+            elif response.status_code not in (400, 404):
+                raise graph_error(response, f"mailFolders/{name}")
+        return roles
+
+    def _initial_delta_url(self, folder_id: str) -> str:
+        return self._url(f"me/mailFolders/{quote(folder_id, safe='')}/messages/delta?$select={DELTA_SELECT}")
+
+    def _delta_page(self, url: str) -> dict[str, Any]:
+        response = self._get(url, prefer=[f"odata.maxpagesize={self.delta_page_size}"])
+        if response.status_code == 410 or (
+            400 <= response.status_code < 500 and _error_code(response).lower() in DELTA_EXPIRED_CODES
+        ):
+            raise DeltaExpired(_error_code(response) or "410 Gone")
+        if response.status_code != 200:
+            raise graph_error(response, "messages/delta")
+        return dict(response.json())
+
+    def _sync_folder(self, sink: SyncSink, folder: GraphFolder) -> None:
+        state = sink.folder_state(folder.id)
+        url = state.sync_token if state is not None and state.sync_token else self._initial_delta_url(folder.id)
+        restarted = False
+        while True:
+            try:
+                page = self._delta_page(url)
+            except DeltaExpired as exc:
+                if restarted:
+                    raise ProviderError(
+                        f"Delta sync of {folder.path!r} keeps failing ({exc})", category="other"
+                    ) from exc
+                logger.warning(
+                    "account %s: delta link of %r expired (%s); resyncing", self.account.pk, folder.path, exc
+                )
+                sink.reset_folder(folder.id, uidvalidity=None)
+                url, restarted = self._initial_delta_url(folder.id), True
+                continue
+            items = [item for item in page.get("value") or [] if isinstance(item, dict) and "@removed" not in item]
+            ids = [str(item["id"]) for item in items if item.get("id")]
+            known = self._known_ids(ids)
+            sink.update_flags({str(item["id"]): _flags(item) for item in items if str(item.get("id")) in known})
+            batch: list[RemoteMessage] = []
+            for item in items:
+                message_id = str(item.get("id") or "")
+                if not message_id or message_id in known:
+                    continue
+                raw = self._mime(message_id)
+                if raw is None:
+                    continue
+                seen, flagged = _flags(item)
+                batch.append(
+                    RemoteMessage(
+                        provider_id=message_id,
+                        raw=raw,
+                        folder=folder.id,
+                        seen=seen,
+                        flagged=flagged,
+                        provider_thread_id=str(item.get("conversationId") or ""),
+                    )
+                )
+            next_link = page.get("@odata.nextLink")
+            delta_link = page.get("@odata.deltaLink")
+            cursor = next_link or delta_link
+            sink.store_batch(batch, Checkpoint(folder=folder.id, sync_token=cursor) if cursor else None)
+            if not next_link:
+                return
+            url = str(next_link)
+
+    def _known_ids(self, ids: list[str]) -> set[str]:
+        if not ids:
+            return set()
+        return set(
+            Message.objects.filter(account=self.account, provider_id__in=ids).values_list("provider_id", flat=True)
+        )
+
+    def _mime(self, message_id: str) -> bytes | None:
+        response = self._get(f"me/messages/{quote(message_id, safe='')}/$value")
+        if response.status_code == 404:
+            logger.info("outlook message %s vanished before it was fetched", message_id)
+            return None
+        if response.status_code != 200:
+            raise graph_error(response, "messages/$value")
+        return response.content
+
+    def fetch_attachment(self, attachment: Attachment) -> bytes:
+        message_id = attachment.message.provider_id
+        base = f"me/messages/{quote(message_id, safe='')}"
+        response = self._get(f"{base}/attachments", params={"$select": "id,name,size,contentType,contentId,isInline"})
+        if response.status_code == 404:
+            raise ProviderError("The message no longer exists in Outlook", category="other")
+        if response.status_code != 200:
+            raise graph_error(response, "attachments")
+        listed = [item for item in response.json().get("value") or [] if isinstance(item, dict)]
+        match = _match_attachment(listed, attachment)
+        if match is not None:
+            content = self._get(f"{base}/attachments/{quote(str(match['id']), safe='')}/$value")
+            if content.status_code == 200:
+                return content.content
+            if content.status_code != 404:
+                raise graph_error(content, "attachments/$value")
+        return self._attachment_from_mime(message_id, attachment)
+
+    def _attachment_from_mime(self, message_id: str, attachment: Attachment) -> bytes:
+        from apps.accounts.parsing import parse_message
+
+        raw = self._mime(message_id)
+        if raw is None:
+            raise ProviderError("The message no longer exists in Outlook", category="other")
+        for part in parse_message(raw, keep_attachment_payloads=True).attachments:
+            if part.part_ref == attachment.provider_ref and part.payload is not None:
+                return bytes(part.payload)
+        raise ProviderError(f"Attachment {attachment.filename!r} was not found in the message", category="other")
+
+    def authorize_url(self) -> str | None:
+        return oauth.authorize_path(self.account)
+
+    def close(self) -> None:
+        self._tokens.close()
+        http, self._http = self._http, None
+        if http is not None:
+            http.close()
+
+
+def _flags(item: dict[str, Any]) -> tuple[bool, bool]:
+    flag = item.get("flag") if isinstance(item.get("flag"), dict) else {}
+    return bool(item.get("isRead")), (flag or {}).get("flagStatus") == "flagged"
+
+
+def _match_attachment(listed: list[dict[str, Any]], attachment: Attachment) -> dict[str, Any] | None:
+    """Graph's attachment ids are not in the MIME source: match by content id, then name (+ closest size)."""
+    if attachment.content_id:
+        wanted = attachment.content_id.strip("<>")
+        for item in listed:
+            if str(item.get("contentId") or "").strip("<>") == wanted:
+                return item
+    named = [item for item in listed if attachment.filename and item.get("name") == attachment.filename]
+    if not named:
+        return None
+    # Graph's size includes some overhead, so the closest one wins rather than an exact match.
+    return min(named, key=lambda item: abs(int(item.get("size") or 0) - attachment.size))

@@ -1,0 +1,262 @@
+"""Reads for the mail pages: always scoped to the requesting user's accounts, no N+1 loops.
+
+`access_*` functions are the permission check: another user's row is indistinguishable from a
+missing one (Http404).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.core.paginator import Page, Paginator
+from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.http import Http404
+
+from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, Provider, Thread
+
+THREADS_PER_PAGE = 50
+MAX_SENDERS_SHOWN = 3
+
+
+# --- permission-checked single objects ------------------------------------------------------------
+
+
+def _parse_id(value: object) -> int:
+    try:
+        number = int(str(value))
+    except (TypeError, ValueError):
+        raise Http404("No such object") from None
+    if number <= 0:
+        raise Http404("No such object")
+    return number
+
+
+def access_account(*, user: Any, account_id: object) -> MailAccount:
+    account = MailAccount.objects.filter(pk=_parse_id(account_id), owner=user).first()
+    if account is None:
+        raise Http404("No such account")
+    return account
+
+
+def access_thread(*, user: Any, thread_id: object) -> Thread:
+    thread = Thread.objects.select_related("account").filter(pk=_parse_id(thread_id), account__owner=user).first()
+    if thread is None:
+        raise Http404("No such thread")
+    return thread
+
+
+def access_message(*, user: Any, message_id: object) -> Message:
+    message = (
+        Message.objects.select_related("account")
+        .prefetch_related(Prefetch("attachments", queryset=Attachment.objects.order_by("pk")))
+        .filter(pk=_parse_id(message_id), account__owner=user)
+        .first()
+    )
+    if message is None:
+        raise Http404("No such message")
+    return message
+
+
+def access_attachment(*, user: Any, attachment_id: object) -> Attachment:
+    attachment = (
+        Attachment.objects.select_related("message__account")
+        .filter(pk=_parse_id(attachment_id), message__account__owner=user)
+        .first()
+    )
+    if attachment is None:
+        raise Http404("No such attachment")
+    return attachment
+
+
+# --- accounts and folders -------------------------------------------------------------------------
+
+
+def list_accounts_for_user(*, user: Any) -> QuerySet[MailAccount]:
+    """The user's accounts with their message counts (one query)."""
+    message_count = (
+        Message.objects.filter(account=OuterRef("pk")).order_by().values("account").annotate(n=Count("pk")).values("n")
+    )
+    return MailAccount.objects.filter(owner=user).annotate(message_count=Subquery(message_count)).order_by("name")
+
+
+def list_local_accounts_for_user(*, user: Any) -> QuerySet[MailAccount]:
+    return MailAccount.objects.filter(owner=user, provider=Provider.LOCAL).order_by("name")
+
+
+@dataclass(slots=True)
+class FolderEntry:
+    """A folder as the sidebar and the account page show it."""
+
+    account_id: int
+    name: str
+    label: str
+    role: str = ""
+    total: int = 0
+    unread: int = 0
+    last_synced_at: Any = None
+
+
+@dataclass(slots=True)
+class AccountEntry:
+    account: MailAccount
+    folders: list[FolderEntry] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return sum(folder.total for folder in self.folders)
+
+    @property
+    def unread(self) -> int:
+        return sum(folder.unread for folder in self.folders)
+
+
+ROLE_ORDER = {"inbox": 0, "sent": 1, "drafts": 2, "archive": 3, "spam": 8, "trash": 9}
+
+
+def _folder_sort_key(entry: FolderEntry) -> tuple[int, str]:
+    return ROLE_ORDER.get(entry.role, 5), entry.label.lower()
+
+
+def folder_entries(accounts: list[MailAccount]) -> list[AccountEntry]:
+    """Accounts with their folders and per-folder counts: two queries for any number of accounts.
+
+    Messages whose folder has no MailFolder row (older syncs, providers without folder listings) still
+    get an entry, so every stored message is reachable from the sidebar.
+    """
+    by_account: dict[int, AccountEntry] = {account.pk: AccountEntry(account=account) for account in accounts}
+    if not by_account:
+        return []
+    folders: dict[tuple[int, str], FolderEntry] = {}
+    for folder in MailFolder.objects.filter(account_id__in=list(by_account)).only(
+        "id", "account_id", "name", "display_name", "role", "last_synced_at"
+    ):
+        folders[(folder.account_id, folder.name)] = FolderEntry(
+            account_id=folder.account_id,
+            name=folder.name,
+            label=folder.display_name or folder.name,
+            role=folder.role,
+            last_synced_at=folder.last_synced_at,
+        )
+    counts = (
+        Message.objects.filter(account_id__in=list(by_account))
+        .order_by()
+        .values("account_id", "folder")
+        .annotate(total=Count("pk"), unread=Count("pk", filter=Q(seen=False)))
+    )
+    for row in counts:
+        key = (row["account_id"], row["folder"])
+        entry = folders.get(key)
+        if entry is None:
+            entry = FolderEntry(account_id=row["account_id"], name=row["folder"], label=row["folder"] or "(no folder)")
+            folders[key] = entry
+        entry.total = row["total"]
+        entry.unread = row["unread"]
+    for entry in sorted(folders.values(), key=_folder_sort_key):
+        by_account[entry.account_id].folders.append(entry)
+    return [by_account[account.pk] for account in accounts]
+
+
+def folders_for_account(*, account: MailAccount) -> list[FolderEntry]:
+    entries = folder_entries([account])
+    return entries[0].folders if entries else []
+
+
+def default_folder(entry: AccountEntry) -> str | None:
+    """The inbox when the account has one; None means "all mail"."""
+    for folder in entry.folders:
+        if folder.role == "inbox" or folder.name.lower() == "inbox":
+            return folder.name
+    return None
+
+
+# --- threads --------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class MailboxSelection:
+    accounts: list[AccountEntry]
+    account: MailAccount | None
+    folder: str | None  # None: every folder of the account
+
+
+def select_mailbox(*, user: Any, account_id: str | None, folder: str | None) -> MailboxSelection:
+    """Resolve the `account` / `folder` query parameters against the user's own accounts."""
+    accounts = list(MailAccount.objects.filter(owner=user).order_by("name"))
+    entries = folder_entries(accounts)
+    chosen: AccountEntry | None = None
+    if account_id:
+        wanted = _parse_id(account_id)
+        chosen = next((entry for entry in entries if entry.account.pk == wanted), None)
+        if chosen is None:
+            raise Http404("No such account")
+    elif entries:
+        chosen = entries[0]
+    if chosen is None:
+        return MailboxSelection(accounts=entries, account=None, folder=None)
+    if folder is None:
+        folder = default_folder(chosen)
+    elif folder == "":
+        folder = None  # explicit "all mail"
+    return MailboxSelection(accounts=entries, account=chosen.account, folder=folder)
+
+
+def thread_list_queryset(*, account: MailAccount, folder: str | None) -> QuerySet[Thread]:
+    """Threads of one account (optionally those with a message in one folder), newest activity first.
+
+    Everything a row shows comes from annotations and a single prefetch of the senders, so a page costs a
+    constant number of queries however many threads it holds.
+    """
+    messages = Message.objects.filter(thread=OuterRef("pk"))
+    latest = messages.order_by("-date", "-pk")
+    threads = Thread.objects.filter(account=account)
+    if folder is not None:
+        threads = threads.filter(Exists(Message.objects.filter(thread=OuterRef("pk"), folder=folder)))
+    return (
+        threads.annotate(
+            has_unread=Exists(messages.filter(seen=False)),
+            has_flagged=Exists(messages.filter(flagged=True)),
+            has_attachments=Exists(messages.filter(has_attachments=True)),
+            latest_snippet=Subquery(latest.values("snippet")[:1]),
+            latest_subject=Subquery(latest.values("subject")[:1]),
+        )
+        .prefetch_related(
+            Prefetch(
+                "messages",
+                queryset=Message.objects.only("id", "thread_id", "from_name", "from_address", "date").order_by(
+                    "date", "pk"
+                ),
+                to_attr="sender_rows",
+            )
+        )
+        .order_by(F("last_message_at").desc(nulls_last=True), "-pk")
+    )
+
+
+def thread_senders(thread: Thread) -> list[str]:
+    """Distinct sender names in order of first appearance (uses the prefetched `sender_rows`)."""
+    names: list[str] = []
+    for message in getattr(thread, "sender_rows", []):
+        name = message.from_name or message.from_address or "(unknown)"
+        if name not in names:
+            names.append(name)
+    return names
+
+
+def paginate_threads(*, account: MailAccount, folder: str | None, page: str | None) -> Page:
+    paginator = Paginator(thread_list_queryset(account=account, folder=folder), THREADS_PER_PAGE)
+    page_obj = paginator.get_page(page)
+    for thread in page_obj.object_list:
+        senders = thread_senders(thread)
+        thread.sender_names = senders[:MAX_SENDERS_SHOWN]  # type: ignore[attr-defined]
+        thread.more_senders = max(0, len(senders) - MAX_SENDERS_SHOWN)  # type: ignore[attr-defined]
+    return page_obj
+
+
+def thread_messages(*, thread: Thread) -> list[Message]:
+    """All messages of a thread, oldest first, with their attachments (two queries)."""
+    return list(
+        Message.objects.filter(thread=thread)
+        .prefetch_related(Prefetch("attachments", queryset=Attachment.objects.order_by("pk")))
+        .order_by(F("date").asc(nulls_first=True), "pk")
+    )

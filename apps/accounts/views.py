@@ -1,0 +1,412 @@
+"""Mail pages: accounts, account detail, mailbox, thread, attachment download.
+
+Thin function views: parse → `access_*` selector (404 for other users' rows) → one action → render.
+Login is enforced for every path here by mailagent.middleware.LoginRequiredMiddleware.
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import tempfile
+import unicodedata
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+from django.conf import settings
+from django.contrib import messages
+from django.core.files.uploadedfile import UploadedFile
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import redirect, render
+from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
+from django.utils.http import content_disposition_header
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.middleware import HtmxDetails
+
+from apps.accounts import actions, selectors
+from apps.accounts.forms import (
+    EnabledForm,
+    ImapAccountForm,
+    ImportUploadForm,
+    SignatureForm,
+    max_upload_bytes,
+    upload_too_large_message,
+)
+from apps.accounts.models import ErrorCategory, MailAccount, Message, Provider
+from apps.accounts.providers.base import ProviderError
+
+GMAIL_SETUP_SCOPES = (
+    "https://www.googleapis.com/auth/gmail.readonly",
+    "https://www.googleapis.com/auth/gmail.settings.basic",
+)
+OUTLOOK_SETUP_SCOPES = ("Mail.Read", "offline_access", "User.Read")
+
+
+# --- accounts page --------------------------------------------------------------------------------
+
+
+def _oauth_setup(request: HttpRequest) -> dict[str, Any]:
+    """What the Gmail/Outlook connect panel needs: configured or not, and the values to register."""
+    base = request.build_absolute_uri("/").rstrip("/")
+    return {
+        "gmail_configured": bool(getattr(settings, "GMAIL_CLIENT_ID", "")),
+        "outlook_configured": bool(getattr(settings, "OUTLOOK_CLIENT_ID", "")),
+        "gmail_redirect_uri": f"{base}/mail/oauth/gmail/callback/",
+        "outlook_redirect_uri": f"{base}/mail/oauth/outlook/callback/",
+        "gmail_scopes": GMAIL_SETUP_SCOPES,
+        "outlook_scopes": OUTLOOK_SETUP_SCOPES,
+    }
+
+
+def _error_labels() -> dict[str, str]:
+    """Category → label for the connection-test script (the API answers with the category only)."""
+    return {str(choice.value): str(choice.label) for choice in ErrorCategory if choice.value}
+
+
+def _render_accounts_page(
+    request: HttpRequest,
+    *,
+    imap_form: ImapAccountForm | None = None,
+    import_form: ImportUploadForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    context = {
+        "accounts": selectors.list_accounts_for_user(user=request.user),
+        "imap_form": imap_form or ImapAccountForm(owner=request.user),
+        "import_form": import_form or ImportUploadForm(owner=request.user),
+        "max_upload_bytes": max_upload_bytes(),
+        "open_imap_form": imap_form is not None,
+        "open_import_form": import_form is not None,
+        "error_labels": _error_labels(),
+        **_oauth_setup(request),
+    }
+    return render(request, "accounts/pages/accounts.html", context, status=status)
+
+
+@require_GET
+def accounts(request: HttpRequest) -> HttpResponse:
+    return _render_accounts_page(request)
+
+
+@require_POST
+def account_add_imap(request: HttpRequest) -> HttpResponse:
+    form = ImapAccountForm(request.POST, owner=request.user)
+    if not form.is_valid():
+        return _render_accounts_page(request, imap_form=form)
+    data = form.cleaned_data
+    try:
+        account = actions.create_imap_account(
+            owner=request.user,
+            name=data["name"],
+            address=data["address"],
+            host=data["host"],
+            port=data["port"],
+            security=data["security"],
+            username=data["username"] or data["address"],
+            password=data["password"],
+        )
+    except actions.AccountNameTaken as exc:
+        form.add_error("name", str(exc))
+        return _render_accounts_page(request, imap_form=form)
+    messages.success(request, f"IMAP account “{account.name}” added. Use “Sync now” to fetch its mail.")
+    return redirect("mail:account_detail", account_id=account.pk)
+
+
+def _upload_too_large(request: HttpRequest) -> bool:
+    try:
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return False
+    return length > max_upload_bytes()
+
+
+_UNSAFE_STEM = re.compile(r"[^A-Za-z0-9 ._-]+")
+
+
+def _stored_upload_name(upload: UploadedFile) -> str:
+    """A file name for the temp copy. A single mbox becomes a folder named after the file's stem."""
+    original = Path((upload.name or "upload").replace("\\", "/")).name
+    suffix = Path(original).suffix.lower()
+    if suffix == ".eml":
+        return "Imported.eml"
+    ascii_name = unicodedata.normalize("NFKD", Path(original).stem).encode("ascii", "ignore").decode()
+    stem = _UNSAFE_STEM.sub("_", ascii_name).strip(" ._")[:80] or "Imported"
+    return f"{stem}{suffix or '.mbox'}"
+
+
+def _save_upload(upload: UploadedFile) -> Path:
+    uploads = Path(settings.DATA_DIR) / "uploads"
+    uploads.mkdir(parents=True, exist_ok=True)
+    directory = Path(tempfile.mkdtemp(prefix="import-", dir=uploads))
+    target = directory / _stored_upload_name(upload)
+    with target.open("wb") as handle:
+        for chunk in upload.chunks():
+            handle.write(chunk)
+    return target
+
+
+@csrf_exempt  # only so the size check runs before CsrfViewMiddleware reads (and spools) the body
+@require_POST
+def account_import(request: HttpRequest) -> HttpResponse:
+    if _upload_too_large(request):
+        messages.error(request, upload_too_large_message())
+        return redirect("mail:accounts")
+    return _account_import(request)
+
+
+@csrf_protect
+def _account_import(request: HttpRequest) -> HttpResponse:
+    from apps.accounts.importers import MailImportError, import_path
+
+    form = ImportUploadForm(request.POST, request.FILES, owner=request.user)
+    if not form.is_valid():
+        return _render_accounts_page(request, import_form=form)
+    account: MailAccount | None = form.cleaned_data["account"]
+    try:
+        if account is None:
+            account = actions.get_or_create_local_account(
+                owner=request.user, name=form.cleaned_data["new_account_name"]
+            )
+    except actions.AccountNameTaken as exc:
+        form.add_error("new_account_name", str(exc))
+        return _render_accounts_page(request, import_form=form)
+    path = _save_upload(form.cleaned_data["file"])
+    try:
+        summary = import_path(account, path)
+    except MailImportError as exc:
+        messages.error(request, f"Import into “{account.name}” failed: {exc}")
+        return redirect("mail:accounts")
+    finally:
+        shutil.rmtree(path.parent, ignore_errors=True)
+    text = (
+        f"Imported into “{account.name}”: {summary.imported} new, {summary.duplicates} duplicates, "
+        f"{summary.parse_errors} with parse errors, from {summary.files} file(s)."
+    )
+    if summary.skipped:
+        text += f" {summary.skipped} item(s) skipped."
+    (messages.warning if summary.skipped or summary.parse_errors else messages.success)(request, text)
+    for error in summary.errors[:5]:
+        messages.warning(request, error)
+    return redirect("mail:accounts")
+
+
+# --- account detail -------------------------------------------------------------------------------
+
+
+@require_GET
+def account_detail(request: HttpRequest, account_id: int) -> HttpResponse:
+    account = selectors.access_account(user=request.user, account_id=account_id)
+    return _render_account_detail(request, account)
+
+
+def _render_account_detail(
+    request: HttpRequest, account: MailAccount, *, signature_form: SignatureForm | None = None
+) -> HttpResponse:
+    form = signature_form or SignatureForm(initial={"mode": account.signature_mode, "text": account.signature_text})
+    context = {
+        "account": account,
+        "folders": selectors.folders_for_account(account=account),
+        "signature_form": form,
+        "is_oauth": account.provider in (Provider.GMAIL, Provider.OUTLOOK),
+        "error_labels": _error_labels(),
+    }
+    return render(request, "accounts/pages/account_detail.html", context)
+
+
+@require_POST
+def account_signature(request: HttpRequest, account_id: int) -> HttpResponse:
+    account = selectors.access_account(user=request.user, account_id=account_id)
+    form = SignatureForm(request.POST)
+    if not form.is_valid():
+        return _render_account_detail(request, account, signature_form=form)
+    actions.update_signature(account=account, mode=form.cleaned_data["mode"], text=form.cleaned_data["text"])
+    messages.success(request, "Signature saved.")
+    return redirect("mail:account_detail", account_id=account.pk)
+
+
+@require_POST
+def account_set_enabled(request: HttpRequest, account_id: int) -> HttpResponse:
+    account = selectors.access_account(user=request.user, account_id=account_id)
+    form = EnabledForm(request.POST)
+    enabled = bool(form.is_valid() and form.cleaned_data["enabled"])
+    actions.set_account_enabled(account=account, enabled=enabled)
+    messages.success(request, f"“{account.name}” {'enabled' if enabled else 'disabled'}.")
+    return _back(request, default=reverse("mail:account_detail", args=[account.pk]))
+
+
+@require_POST
+def account_sync(request: HttpRequest, account_id: int) -> HttpResponse:
+    account = selectors.access_account(user=request.user, account_id=account_id)
+    actions.request_sync(account=account)
+    messages.success(request, f"Sync of “{account.name}” queued.")
+    return _back(request, default=reverse("mail:accounts"))
+
+
+def _back(request: HttpRequest, *, default: str) -> HttpResponseRedirect:
+    """Return to the page the form was on (only our own account pages), else `default`."""
+    candidate = request.POST.get("next", "")
+    allowed = (reverse("mail:accounts"),)
+    if candidate.startswith(allowed) and "//" not in candidate and "\\" not in candidate:
+        return HttpResponseRedirect(candidate)
+    return HttpResponseRedirect(default)
+
+
+# --- mailbox and threads --------------------------------------------------------------------------
+
+
+class HtmxHttpRequest(HttpRequest):
+    htmx: HtmxDetails
+
+
+def _search_available() -> bool:
+    try:
+        reverse("search:results")
+    except NoReverseMatch:
+        return False
+    return True
+
+
+@require_GET
+def mailbox(request: HtmxHttpRequest) -> HttpResponse:
+    selection = selectors.select_mailbox(
+        user=request.user, account_id=request.GET.get("account"), folder=request.GET.get("folder")
+    )
+    page = None
+    if selection.account is not None:
+        page = selectors.paginate_threads(
+            account=selection.account, folder=selection.folder, page=request.GET.get("page")
+        )
+    # A history restore after a cache miss wants the whole page, not the fragment.
+    partial = bool(request.htmx) and not request.htmx.history_restore_request
+    today = timezone.localdate()
+    context = {
+        "selection": selection,
+        "page": page,
+        "page_query": _page_query(selection),
+        "is_partial": partial,
+        "today": today.isoformat(),
+        "this_year": str(today.year),
+        "search_available": _search_available(),
+    }
+    template = "accounts/partials/thread_list.html" if partial else "accounts/pages/mailbox.html"
+    return render(request, template, context)
+
+
+def _page_query(selection: selectors.MailboxSelection) -> str:
+    """Query string (without `page`) that keeps the current account and folder."""
+    if selection.account is None:
+        return ""
+    return urlencode({"account": selection.account.pk, "folder": selection.folder or ""})
+
+
+EMAIL_FRAME_CSP = (
+    "default-src 'none'; style-src 'unsafe-inline'; font-src data:; img-src {images}; form-action 'none'; "
+    "frame-src 'none'; script-src 'none'; object-src 'none'"
+)
+EMAIL_FRAME_STYLE = (
+    "body{margin:0;padding:.25rem;font:15px/1.5 system-ui,sans-serif;overflow-wrap:anywhere;color:#1b1d21;"
+    "background:#fff}img{max-width:100%;height:auto}table{max-width:100%}"
+)
+
+
+def email_frame_document(body_html: str, *, remote_images: bool) -> str:
+    """The srcdoc of the sandboxed iframe: the (already nh3-sanitized) HTML under its own CSP.
+
+    The iframe has no allow-scripts and no allow-same-origin, so even markup that slipped past the
+    sanitizer cannot run code or reach this site's cookies; remote images (tracking pixels) stay
+    blocked unless the reader asks for them.
+    """
+    images = "data: https: http:" if remote_images else "data:"
+    csp = EMAIL_FRAME_CSP.format(images=images)
+    return (
+        '<!DOCTYPE html><html><head><meta charset="utf-8">'
+        f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
+        '<meta name="referrer" content="no-referrer"><base target="_blank">'
+        f"<style>{EMAIL_FRAME_STYLE}</style></head><body>{body_html}</body></html>"
+    )
+
+
+@require_GET
+def thread(request: HttpRequest, thread_id: int) -> HttpResponse:
+    mail_thread = selectors.access_thread(user=request.user, thread_id=thread_id)
+    thread_messages = selectors.thread_messages(thread=mail_thread)
+    return _render_conversation(
+        request, title=mail_thread.subject, account=mail_thread.account, thread_messages=thread_messages
+    )
+
+
+@require_GET
+def message(request: HttpRequest, message_id: int) -> HttpResponse:
+    """One message (search results link here): its conversation, scrolled to it."""
+    mail_message = selectors.access_message(user=request.user, message_id=message_id)
+    if mail_message.thread_id is not None:
+        url = reverse("mail:thread", args=[mail_message.thread_id])
+        return HttpResponseRedirect(f"{url}#message-{mail_message.pk}")
+    return _render_conversation(
+        request, title=mail_message.subject, account=mail_message.account, thread_messages=[mail_message]
+    )
+
+
+def _render_conversation(
+    request: HttpRequest, *, title: str, account: MailAccount, thread_messages: list[Message]
+) -> HttpResponse:
+    remote_images = request.GET.get("images") == "1"
+    entries = [_message_entry(item, remote_images=remote_images) for item in thread_messages]
+    back_query: dict[str, Any] = {"account": account.pk}
+    if "folder" in request.GET:
+        back_query["folder"] = request.GET["folder"]
+    context = {
+        "title": title,
+        "account": account,
+        "entries": entries,
+        "remote_images": remote_images,
+        "has_html": any(entry["frame"] for entry in entries),
+        "back_url": f"{reverse('mail:mailbox')}?{urlencode(back_query)}",
+    }
+    return render(request, "accounts/pages/thread.html", context)
+
+
+def _message_entry(message: Message, *, remote_images: bool) -> dict[str, Any]:
+    frame = email_frame_document(message.body_html, remote_images=remote_images) if message.body_html else ""
+    return {"message": message, "frame": frame, "attachments": list(message.attachments.all())}
+
+
+# --- attachments ----------------------------------------------------------------------------------
+
+_SAFE_MIME = re.compile(r"^[a-z0-9][a-z0-9!#$&^_.+-]{0,126}/[a-z0-9][a-z0-9!#$&^_.+-]{0,126}$")
+_FILENAME_UNSAFE = re.compile(r'[\x00-\x1f\x7f"\\/:*?<>|;]+')
+
+
+def safe_download_name(filename: str, *, fallback: str) -> str:
+    """A file name that is only a name: no path parts, controls, quotes or leading dots."""
+    name = filename.replace("\\", "/").rsplit("/", 1)[-1]
+    name = _FILENAME_UNSAFE.sub("_", name)
+    name = " ".join(name.split()).strip(" .")[:200]
+    return name or fallback
+
+
+def download_content_type(mime_type: str) -> str:
+    mime = (mime_type or "").strip().lower()
+    return mime if _SAFE_MIME.match(mime) else "application/octet-stream"
+
+
+@require_GET
+def attachment_download(request: HttpRequest, attachment_id: int) -> HttpResponse:
+    attachment = selectors.access_attachment(user=request.user, attachment_id=attachment_id)
+    try:
+        payload = actions.fetch_attachment_bytes(attachment=attachment)
+    except ProviderError as exc:
+        context = {"attachment": attachment, "error": str(exc), "category": exc.category}
+        return render(request, "accounts/pages/attachment_error.html", context, status=502)
+    name = safe_download_name(attachment.filename, fallback=f"attachment-{attachment.pk}")
+    response = HttpResponse(payload, content_type=download_content_type(attachment.mime_type))
+    response["Content-Disposition"] = content_disposition_header(as_attachment=True, filename=name)
+    response["Content-Length"] = str(len(payload))
+    response["X-Content-Type-Options"] = "nosniff"
+    # Were a browser ever to render it anyway, it gets no scripts and no origin.
+    response["Content-Security-Policy"] = "default-src 'none'; sandbox"
+    response["Cache-Control"] = "private, no-store"
+    return response

@@ -1,0 +1,148 @@
+"""Every write to the search index. Other apps call these (or send the signals search listens to)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from apps.accounts.models import Message
+from apps.search.backends import get_search_backend
+from apps.search.backends.base import IndexResult
+from apps.search.documents import documents_for_messages
+from apps.search.embedders import Embedder
+from apps.search.models import SearchIndexState
+
+logger = logging.getLogger(__name__)
+
+INDEX_BATCH = 500
+BACKFILL_LOCK_SECONDS = 600
+
+
+def index_messages(*, message_ids: Iterable[int]) -> IndexResult:
+    """(Re)index messages and their extracted attachment texts; vanished ids are removed."""
+    backend = get_search_backend()
+    total = IndexResult()
+    ids = list(message_ids)
+    for start in range(0, len(ids), INDEX_BATCH):
+        documents, missing = documents_for_messages(ids[start : start + INDEX_BATCH])
+        result = backend.index(documents)
+        if missing:
+            backend.delete(kind="message", object_ids=missing)
+        total.created += result.created
+        total.updated += result.updated
+        total.unchanged += result.unchanged
+        total.document_ids.extend(result.document_ids)
+    return total
+
+
+def unindex_documents(*, kind: str, object_ids: Iterable[int]) -> int:
+    return get_search_backend().delete(kind=kind, object_ids=object_ids)
+
+
+@dataclass(slots=True)
+class ReindexSummary:
+    messages: int = 0
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    fulltext_rebuilt: int = 0
+    embedded: int = 0
+
+
+def reindex_all(
+    *, rebuild_fulltext: bool = False, progress: Callable[[int], object] | None = None, batch_size: int = INDEX_BATCH
+) -> ReindexSummary:
+    """Index every stored message (new or changed ones are written, the rest skipped)."""
+    summary = ReindexSummary()
+    backend = get_search_backend()
+    last = 0
+    while True:
+        ids = list(Message.objects.filter(pk__gt=last).order_by("pk").values_list("pk", flat=True)[:batch_size])
+        if not ids:
+            break
+        result = index_messages(message_ids=ids)
+        summary.messages += len(ids)
+        summary.created += result.created
+        summary.updated += result.updated
+        summary.unchanged += result.unchanged
+        last = ids[-1]
+        if progress is not None:
+            progress(len(ids))
+    if rebuild_fulltext:
+        summary.fulltext_rebuilt = backend.rebuild_fulltext()
+    return summary
+
+
+def request_embedding_backfill() -> None:
+    """Queue the embedding backfill once the current transaction commits (at once outside one)."""
+    from django_q.tasks import async_task
+
+    transaction.on_commit(
+        lambda: async_task("apps.search.tasks.backfill_embeddings_task", task_name="search: embedding backfill")
+    )
+
+
+def _acquire_backfill_lock() -> bool:
+    SearchIndexState.objects.get_or_create(pk=1)
+    now = timezone.now()
+    claimed = (
+        SearchIndexState.objects.filter(pk=1)
+        .filter(Q(backfill_lock_until__isnull=True) | Q(backfill_lock_until__lt=now))
+        .update(backfill_lock_until=now + dt.timedelta(seconds=BACKFILL_LOCK_SECONDS))
+    )
+    return claimed == 1
+
+
+def _renew_backfill_lock() -> None:
+    SearchIndexState.objects.filter(pk=1).update(
+        backfill_lock_until=timezone.now() + dt.timedelta(seconds=BACKFILL_LOCK_SECONDS)
+    )
+
+
+def _release_backfill_lock() -> None:
+    SearchIndexState.objects.filter(pk=1).update(backfill_lock_until=None)
+
+
+def backfill_embeddings(
+    *,
+    seconds: float | None = None,
+    embedder: Embedder | None = None,
+    progress: Callable[[int], object] | None = None,
+    requeue: bool = True,
+) -> int:
+    """Embed pending documents until none are left or `seconds` have passed; then queue a continuation.
+
+    One backfill runs at a time (a lease on the state row); a second caller returns at once, and the
+    running one picks up whatever was stored meanwhile because it loops until nothing is pending."""
+    budget = settings.SEARCH_BACKFILL_SECONDS if seconds is None else seconds
+    deadline = time.monotonic() + budget if budget else None
+    backend = get_search_backend()
+    embedded = 0
+    while _acquire_backfill_lock():
+        try:
+
+            def step(count: int) -> None:
+                _renew_backfill_lock()
+                if progress is not None:
+                    progress(count)
+
+            this_round = backend.embed_pending(embedder=embedder, deadline=deadline, progress=step)
+        finally:
+            _release_backfill_lock()
+        embedded += this_round
+        if deadline is not None and time.monotonic() >= deadline:
+            if requeue and backend.has_pending_embeddings():
+                request_embedding_backfill()
+            break
+        # Mail stored while we held the lease was not picked up by its own (refused) backfill.
+        if not this_round or not backend.has_pending_embeddings():
+            break
+    return embedded

@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class SearchConfig(AppConfig):
+    name = "apps.search"
+    label = "search"
+    verbose_name = "Search"
+
+    def ready(self) -> None:
+        from django.core import checks
+        from django.db.models.signals import post_delete
+
+        from apps.accounts.models import Attachment
+        from apps.accounts.signals import messages_stored
+        from apps.search import checks as search_checks
+        from apps.search import receivers
+
+        messages_stored.connect(receivers.index_stored_messages, dispatch_uid="search.index_stored_messages")
+        post_delete.connect(receivers.unindex_attachment, sender=Attachment, dispatch_uid="search.unindex_attachment")
+        checks.register(search_checks.check_search_libraries, "search")
+        checks.register(search_checks.check_search_database, checks.Tags.database)

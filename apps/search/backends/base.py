@@ -1,0 +1,529 @@
+"""The search backend interface (after Wagtail's django-modelsearch): documents in, ranked hits out.
+
+The base class owns everything that is the same on every database: document upserts through the ORM,
+query parsing, the all-words → any-word keyword fallback, reciprocal-rank fusion, snippets and the
+embedding backfill. A vendor subclass supplies the full-text index, the vector search and its checks.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Literal
+
+import numpy as np
+from django.core.checks import CheckMessage
+from django.db import connection, transaction
+from django.db.models import Q
+
+from apps.search.documents import IndexDocument, chunk_texts
+from apps.search.embedders import Embedder, get_embedder
+from apps.search.folding import ParsedQuery, highlight, parse_query
+from apps.search.models import SearchChunk, SearchDocument, SearchIndexState
+
+logger = logging.getLogger(__name__)
+
+Mode = Literal["keyword", "semantic", "hybrid"]
+MODES: tuple[Mode, ...] = ("keyword", "semantic", "hybrid")
+KeywordMatch = Literal["all", "any"]
+
+
+@dataclass(frozen=True, slots=True)
+class SearchFilters:
+    """Restrictions applied inside the index queries. `account_ids=None` means every account;
+    an empty tuple means none (a user without accounts finds nothing)."""
+
+    account_ids: tuple[int, ...] | None = None
+    folder: str | None = None
+    date_from: dt.datetime | None = None
+    date_to: dt.datetime | None = None
+    from_address: str | None = None
+    to_address: str | None = None
+    has_attachment: bool | None = None
+    kinds: tuple[str, ...] | None = None
+
+    @property
+    def matches_nothing(self) -> bool:
+        return self.account_ids is not None and not self.account_ids
+
+    def sql(self, alias: str = "d") -> tuple[str, list[Any]]:
+        """A WHERE fragment (starting with " AND ") over search_document aliased `alias`."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        ops = connection.ops
+        if self.account_ids is not None:
+            clauses.append(f"{alias}.account_id IN ({', '.join(['%s'] * len(self.account_ids))})")
+            params.extend(self.account_ids)
+        if self.kinds:
+            clauses.append(f"{alias}.kind IN ({', '.join(['%s'] * len(self.kinds))})")
+            params.extend(self.kinds)
+        if self.folder:
+            clauses.append(f"{alias}.folder = %s")
+            params.append(self.folder)
+        if self.date_from is not None:
+            clauses.append(f"{alias}.date >= %s")
+            params.append(ops.adapt_datetimefield_value(self.date_from))
+        if self.date_to is not None:
+            clauses.append(f"{alias}.date <= %s")
+            params.append(ops.adapt_datetimefield_value(self.date_to))
+        if self.from_address:
+            clauses.append(f"{alias}.from_address LIKE %s ESCAPE '\\'")
+            params.append(_like_pattern(self.from_address))
+        if self.to_address:
+            clauses.append(f"{alias}.recipients LIKE %s ESCAPE '\\'")
+            params.append(_like_pattern(self.to_address))
+        if self.has_attachment is not None:
+            clauses.append(f"{alias}.has_attachments = %s")
+            params.append(self.has_attachment)
+        return "".join(f" AND {clause}" for clause in clauses), params
+
+    def needs_sql_for_vectors(self) -> bool:
+        """Filters that in-memory vector metadata does not carry (resolved to document ids by SQL)."""
+        return bool(self.folder or self.from_address or self.to_address)
+
+    def as_q(self) -> Q:
+        q = Q()
+        if self.account_ids is not None:
+            q &= Q(account_id__in=self.account_ids)
+        if self.kinds:
+            q &= Q(kind__in=self.kinds)
+        if self.folder:
+            q &= Q(folder=self.folder)
+        if self.date_from is not None:
+            q &= Q(date__gte=self.date_from)
+        if self.date_to is not None:
+            q &= Q(date__lte=self.date_to)
+        if self.from_address:
+            q &= Q(from_address__contains=self.from_address.strip().lower())
+        if self.to_address:
+            q &= Q(recipients__contains=self.to_address.strip().lower())
+        if self.has_attachment is not None:
+            q &= Q(has_attachments=self.has_attachment)
+        return q
+
+
+def _like_pattern(value: str) -> str:
+    escaped = value.strip().lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+@dataclass(slots=True)
+class SearchHit:
+    document_id: int
+    score: float
+    sources: list[str]
+    kind: str = ""
+    object_id: int = 0
+    message_id: int | None = None  # primary key of the message the document belongs to
+    chunk_no: int | None = None
+    partial: bool = False  # a keyword hit that matched only some of the words
+    snippet: str = ""
+
+
+@dataclass(slots=True)
+class IndexResult:
+    created: int = 0
+    updated: int = 0
+    unchanged: int = 0
+    document_ids: list[int] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class EmbeddingProgress:
+    done: int
+    total: int
+    embedder: str
+
+    @property
+    def pending(self) -> int:
+        return max(0, self.total - self.done)
+
+    @property
+    def percent(self) -> float:
+        return 100.0 if not self.total else round(100.0 * self.done / self.total, 1)
+
+
+DEFAULT_OPTIONS: dict[str, Any] = {
+    "CHUNK_CHARS": 1200,
+    "MAX_CHUNKS": 2,
+    "EMBED_BATCH": 64,
+    "RRF_K": 60,
+    # Weight in the fusion of keyword hits that matched only some query words (0: they only fill up).
+    "PARTIAL_KEYWORD_WEIGHT": 0.0,
+    "CANDIDATES": 100,
+}
+
+
+class BaseSearchBackend:
+    vendor: ClassVar[str] = ""
+
+    def __init__(self, options: dict[str, Any] | None = None) -> None:
+        self.options = {**DEFAULT_OPTIONS, **(options or {})}
+
+    # ---------------------------------------------------------------- documents
+
+    def index(self, documents: Sequence[IndexDocument]) -> IndexResult:
+        """Insert or update documents (full text now; embeddings are marked pending when text changed)."""
+        result = IndexResult()
+        if not documents:
+            return result
+        unique: dict[tuple[str, int], IndexDocument] = {(d.kind, d.object_id): d for d in documents}
+        with transaction.atomic():
+            existing: dict[tuple[str, int], tuple[int, str]] = {}
+            by_kind: dict[str, list[int]] = {}
+            for kind, object_id in unique:
+                by_kind.setdefault(kind, []).append(object_id)
+            for kind, object_ids in by_kind.items():
+                for pk, object_id, content_hash in SearchDocument.objects.filter(
+                    kind=kind, object_id__in=object_ids
+                ).values_list("id", "object_id", "content_hash"):
+                    existing[(kind, object_id)] = (pk, content_hash)
+            fresh: list[SearchDocument] = []
+            fresh_docs: list[IndexDocument] = []
+            changed: list[SearchDocument] = []
+            changed_docs: list[IndexDocument] = []
+            for key, doc in unique.items():
+                content_hash = doc.content_hash()
+                row = self._row(doc, content_hash)
+                known = existing.get(key)
+                if known is None:
+                    fresh.append(row)
+                    fresh_docs.append(doc)
+                elif known[1] != content_hash:
+                    row.pk = known[0]
+                    changed.append(row)
+                    changed_docs.append(doc)
+                else:
+                    result.unchanged += 1
+                    result.document_ids.append(known[0])
+            if fresh:
+                SearchDocument.objects.bulk_create(fresh, batch_size=500)
+            if changed:
+                SearchDocument.objects.bulk_update(changed, [*UPDATABLE_FIELDS], batch_size=500)
+            written = [(row.pk, doc) for row, doc in zip(fresh + changed, fresh_docs + changed_docs, strict=True)]
+            self._write_fulltext(written, replaced_ids=[row.pk for row in changed])
+        result.created = len(fresh)
+        result.updated = len(changed)
+        result.document_ids.extend(pk for pk, _doc in written)
+        return result
+
+    @staticmethod
+    def _row(doc: IndexDocument, content_hash: str) -> SearchDocument:
+        return SearchDocument(
+            kind=doc.kind,
+            object_id=doc.object_id,
+            message_id=doc.message_id,
+            account_id=doc.account_id,
+            owner_id=doc.owner_id,
+            title=doc.title,
+            people=doc.people,
+            body=doc.body,
+            folder=doc.folder[:512],
+            date=doc.date,
+            from_address=doc.from_address[:320],
+            recipients=doc.recipients,
+            has_attachments=doc.has_attachments,
+            content_hash=content_hash,
+            embedded_with="",
+        )
+
+    def delete(self, *, kind: str, object_ids: Iterable[int]) -> int:
+        """Remove documents from both indexes (chunks cascade; vendor triggers/columns follow)."""
+        ids = list(object_ids)
+        if not ids:
+            return 0
+        deleted, _ = SearchDocument.objects.filter(kind=kind, object_id__in=ids).delete()
+        return deleted
+
+    def clear(self) -> None:
+        SearchDocument.objects.all().delete()
+
+    # ---------------------------------------------------------------- queries
+
+    def keyword(
+        self,
+        query: str | ParsedQuery,
+        *,
+        filters: SearchFilters | None = None,
+        limit: int = 20,
+        prefix_last: bool = False,
+        snippets: bool = True,
+    ) -> list[SearchHit]:
+        """bm25-style ranking; all words first, then documents matching only some words (marked partial)."""
+        parsed = query if isinstance(query, ParsedQuery) else parse_query(query, prefix_last=prefix_last)
+        filters = filters or SearchFilters()
+        if parsed.is_empty or filters.matches_nothing or limit <= 0:
+            return []
+        hits = [
+            SearchHit(document_id=pk, score=score, sources=["fts"])
+            for pk, score in self._keyword_ids(parsed, "all", filters, limit)
+        ]
+        if len(hits) < limit and len(parsed.terms) + len(parsed.phrases) > 1:
+            loose = ParsedQuery(text=parsed.text, terms=parsed.any_word_terms())
+            if loose.terms:
+                seen = {hit.document_id for hit in hits}
+                for pk, score in self._keyword_ids(loose, "any", filters, limit):
+                    if pk not in seen and len(hits) < limit:
+                        hits.append(SearchHit(document_id=pk, score=score, sources=["fts"], partial=True))
+        return self._finish(hits, parsed if snippets else None, with_snippets=snippets)
+
+    def semantic(
+        self,
+        query: str,
+        *,
+        filters: SearchFilters | None = None,
+        limit: int = 20,
+        embedder: Embedder | None = None,
+        snippets: bool = True,
+    ) -> list[SearchHit]:
+        """Cosine similarity between the query and document chunks (best chunk per document)."""
+        filters = filters or SearchFilters()
+        if not (query or "").strip() or filters.matches_nothing or limit <= 0:
+            return []
+        embedder = embedder or get_embedder()
+        state = self.state()
+        if state.embedder != embedder.key or not state.dimension:
+            return []  # nothing has been embedded with this model yet
+        vector = np.asarray(embedder.embed_query(query[:2000]), dtype=np.float32)
+        hits = [
+            SearchHit(document_id=pk, score=float(score), sources=["vector"], chunk_no=chunk_no)
+            for pk, chunk_no, score in self._vector_ids(vector, filters, limit, state.dimension)
+        ]
+        parsed = parse_query(query) if snippets else None
+        return self._finish(hits, parsed, with_snippets=snippets)
+
+    def hybrid(
+        self,
+        query: str,
+        *,
+        filters: SearchFilters | None = None,
+        limit: int = 20,
+        prefix_last: bool = False,
+        embedder: Embedder | None = None,
+        snippets: bool = True,
+    ) -> list[SearchHit]:
+        """Keyword and semantic candidates fused by reciprocal rank."""
+        filters = filters or SearchFilters()
+        parsed = parse_query(query, prefix_last=prefix_last)
+        candidates = max(limit, int(self.options["CANDIDATES"]))
+        keyword_hits = self.keyword(parsed, filters=filters, limit=candidates, snippets=False)
+        semantic_hits = self.semantic(query, filters=filters, limit=candidates, embedder=embedder, snippets=False)
+        # Documents that contain only some of the words are weak evidence next to the meaning of the whole
+        # query (a question shares "credit" and "card" with an advert more than with a statement in
+        # another language), so by default they only fill up the list; without vectors they are all we have.
+        partial_weight = float(self.options["PARTIAL_KEYWORD_WEIGHT"]) if semantic_hits else 1.0
+        fused = self.fuse(
+            [
+                ([hit for hit in keyword_hits if partial_weight > 0 or not hit.partial], lambda hit: partial_weight if hit.partial else 1.0),
+                (semantic_hits, lambda hit: 1.0),
+            ],
+            limit=limit,
+        )
+        if len(fused) < limit:
+            present = {hit.document_id for hit in fused}
+            k = float(self.options["RRF_K"])
+            fillers = [hit for hit in keyword_hits if hit.document_id not in present and hit.partial]
+            for rank, hit in enumerate(fillers[: limit - len(fused)], start=1):
+                # Below every fused hit: as if ranked after the whole candidate list.
+                hit.score = 1.0 / (k + candidates + rank)
+                fused.append(hit)
+        return self._finish(fused, parsed, with_snippets=snippets)
+
+    def search(self, query: str, *, mode: Mode = "hybrid", **kwargs: Any) -> list[SearchHit]:
+        if mode == "keyword":
+            kwargs.pop("embedder", None)
+            return self.keyword(query, **kwargs)
+        if mode == "semantic":
+            kwargs.pop("prefix_last", None)
+            return self.semantic(query, **kwargs)
+        return self.hybrid(query, **kwargs)
+
+    def fuse(
+        self, ranked_lists: Sequence[tuple[Sequence[SearchHit], Callable[[SearchHit], float]]], *, limit: int
+    ) -> list[SearchHit]:
+        """Reciprocal-rank fusion: score = Σ weight / (k + rank); sources record which lists found it."""
+        k = float(self.options["RRF_K"])
+        merged: dict[int, SearchHit] = {}
+        for hits, weight in ranked_lists:
+            for rank, hit in enumerate(hits, start=1):
+                contribution = weight(hit) / (k + rank)
+                current = merged.get(hit.document_id)
+                if current is None:
+                    merged[hit.document_id] = SearchHit(
+                        document_id=hit.document_id,
+                        score=contribution,
+                        sources=list(hit.sources),
+                        chunk_no=hit.chunk_no,
+                        partial=hit.partial,
+                    )
+                else:
+                    current.score += contribution
+                    current.sources.extend(s for s in hit.sources if s not in current.sources)
+                    current.chunk_no = current.chunk_no if current.chunk_no is not None else hit.chunk_no
+        fused = sorted(merged.values(), key=lambda hit: (-hit.score, -hit.document_id))
+        return fused[:limit]
+
+    def _finish(self, hits: list[SearchHit], parsed: ParsedQuery | None, *, with_snippets: bool) -> list[SearchHit]:
+        """Attach kind/object/message ids (and snippets) to the final page of hits in one query."""
+        if not hits:
+            return hits
+        fields = ["id", "kind", "object_id", "message_id"] + (["title", "body"] if with_snippets else [])
+        rows = {row["id"]: row for row in SearchDocument.objects.filter(pk__in=[h.document_id for h in hits]).values(*fields)}
+        finished: list[SearchHit] = []
+        for hit in hits:
+            row = rows.get(hit.document_id)
+            if row is None:
+                continue  # deleted while we were ranking
+            hit.kind, hit.object_id, hit.message_id = row["kind"], row["object_id"], row["message_id"]
+            if with_snippets:
+                hit.snippet = highlight(row["body"] or row["title"] or "", parsed)
+            finished.append(hit)
+        return finished
+
+    # ---------------------------------------------------------------- embeddings
+
+    def state(self) -> SearchIndexState:
+        state, _ = SearchIndexState.objects.get_or_create(pk=1)
+        return state
+
+    def ensure_embedder(self, embedder: Embedder) -> bool:
+        """Switching embedders invalidates every vector: drop them and mark all documents pending."""
+        state = self.state()
+        if state.embedder == embedder.key and state.dimension == embedder.dimension:
+            return False
+        logger.info("search: embedder changed (%r -> %r), re-embedding everything", state.embedder, embedder.key)
+        with transaction.atomic():
+            SearchChunk.objects.all().delete()
+            SearchDocument.objects.exclude(embedded_with="").update(embedded_with="")
+            SearchIndexState.objects.filter(pk=1).update(embedder=embedder.key, dimension=embedder.dimension)
+            self._on_embedder_changed(embedder.dimension)
+        return True
+
+    def embedding_progress(self, embedder_key: str | None = None) -> EmbeddingProgress:
+        key = embedder_key if embedder_key is not None else self.state().embedder
+        total = SearchDocument.objects.count()
+        done = SearchDocument.objects.filter(embedded_with=key).count() if key else 0
+        return EmbeddingProgress(done=done, total=total, embedder=key)
+
+    def has_pending_embeddings(self) -> bool:
+        return SearchDocument.objects.filter(embedded_with="").exists()
+
+    def embed_pending(
+        self,
+        *,
+        embedder: Embedder | None = None,
+        batch_size: int | None = None,
+        max_documents: int | None = None,
+        deadline: float | None = None,
+        progress: Callable[[int], object] | None = None,
+    ) -> int:
+        """Embed documents waiting for vectors, oldest first, one committed batch at a time (resumable).
+
+        The model runs outside any transaction; the write re-checks each document's content hash so
+        a document re-indexed meanwhile stays pending instead of getting stale vectors."""
+        embedder = embedder or get_embedder()
+        self.ensure_embedder(embedder)
+        size = max(1, int(batch_size or self.options["EMBED_BATCH"]))
+        chunk_chars = int(self.options["CHUNK_CHARS"])
+        max_chunks = int(self.options["MAX_CHUNKS"])
+        done = 0
+        while True:
+            take = size if max_documents is None else min(size, max_documents - done)
+            if take <= 0:
+                break
+            batch = list(
+                SearchDocument.objects.filter(embedded_with="")
+                .order_by("id")
+                .values("id", "title", "people", "body", "content_hash")[:take]
+            )
+            if not batch:
+                break
+            texts: list[str] = []
+            owners: list[tuple[int, int]] = []
+            for row in batch:
+                for chunk_no, text in enumerate(
+                    chunk_texts(row["title"], row["people"], row["body"], size=chunk_chars, limit=max_chunks)
+                ):
+                    texts.append(text)
+                    owners.append((row["id"], chunk_no))
+            vectors = embedder.embed_documents(texts)
+            self._store_vectors(batch, owners, texts, vectors, embedder.key)
+            done += len(batch)
+            if progress is not None:
+                progress(len(batch))
+            if deadline is not None and time.monotonic() >= deadline:
+                break
+        return done
+
+    def _store_vectors(
+        self,
+        batch: list[dict[str, Any]],
+        owners: list[tuple[int, int]],
+        texts: list[str],
+        vectors: np.ndarray,
+        embedder_key: str,
+    ) -> None:
+        expected = {row["id"]: row["content_hash"] for row in batch}
+        with transaction.atomic():
+            current = dict(
+                SearchDocument.objects.select_for_update()
+                .filter(pk__in=list(expected), embedded_with="")
+                .values_list("id", "content_hash")
+            )
+            valid = {pk for pk, content_hash in current.items() if expected.get(pk) == content_hash}
+            if not valid:
+                return
+            SearchChunk.objects.filter(document_id__in=valid).delete()
+            SearchChunk.objects.bulk_create(
+                [
+                    SearchChunk(document_id=pk, chunk_no=chunk_no, text=text, embedding=vector)
+                    for (pk, chunk_no), text, vector in zip(owners, texts, vectors, strict=True)
+                    if pk in valid
+                ],
+                batch_size=500,
+            )
+            SearchDocument.objects.filter(pk__in=valid).update(embedded_with=embedder_key)
+
+    # ---------------------------------------------------------------- vendor hooks
+
+    def _write_fulltext(self, written: list[tuple[int, IndexDocument]], *, replaced_ids: list[int]) -> None:
+        raise NotImplementedError
+
+    def _keyword_ids(
+        self, parsed: ParsedQuery, match: KeywordMatch, filters: SearchFilters, limit: int
+    ) -> list[tuple[int, float]]:
+        raise NotImplementedError
+
+    def _vector_ids(
+        self, vector: np.ndarray, filters: SearchFilters, limit: int, dimension: int
+    ) -> list[tuple[int, int, float]]:
+        raise NotImplementedError
+
+    def _on_embedder_changed(self, dimension: int) -> None:
+        """Vendor work when the vector dimension may have changed (PostgreSQL rebuilds its HNSW index)."""
+
+    def rebuild_fulltext(self, progress: Callable[[int], object] | None = None) -> int:
+        raise NotImplementedError
+
+    def check(self) -> list[CheckMessage]:
+        return []
+
+
+UPDATABLE_FIELDS = (
+    "message",
+    "account",
+    "owner",
+    "title",
+    "people",
+    "body",
+    "folder",
+    "date",
+    "from_address",
+    "recipients",
+    "has_attachments",
+    "content_hash",
+    "embedded_with",
+)

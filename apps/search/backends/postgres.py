@@ -1,0 +1,174 @@
+"""PostgreSQL: a tsvector column over folded text ('simple' configuration, GIN index) ranked with
+ts_rank_cd on a capped candidate set, and pgvector HNSW (cosine) over chunk embeddings."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from django.core.checks import CheckMessage, Error
+from django.db import connection, transaction
+
+from apps.search.backends.base import BaseSearchBackend, KeywordMatch, SearchFilters
+from apps.search.documents import IndexDocument
+from apps.search.folding import ParsedQuery, QueryTerm, fold_for_index
+from apps.search.models import encode_vector
+
+HNSW_INDEX = "search_chunk_embedding_hnsw"
+# D, C, B, A weights: body is C, people B, subject A.
+RANK_WEIGHTS = "{0.1, 0.3, 0.5, 1.0}"
+
+TSVECTOR_SQL = (
+    "setweight(to_tsvector('simple', v.title), 'A') || setweight(to_tsvector('simple', v.people), 'B')"
+    " || setweight(to_tsvector('simple', v.body), 'C')"
+)
+
+
+def tsquery_term(term: QueryTerm) -> str:
+    star = ":*" if term.prefix else ""
+    variants = [f"{variant}{star}" for variant in term.variants]
+    return variants[0] if len(variants) == 1 else "(" + " | ".join(variants) + ")"
+
+
+def tsquery(parsed: ParsedQuery, match: KeywordMatch) -> str:
+    # Words are runs of letters and digits (see folding.TOKEN_RE), so nothing here needs quoting.
+    parts = [tsquery_term(term) for term in parsed.terms]
+    parts += ["(" + " <-> ".join(phrase) + ")" for phrase in parsed.phrases]
+    return (" & " if match == "all" else " | ").join(parts)
+
+
+def create_hnsw_index_sql(dimension: int) -> str:
+    # Partial on the dimension: rows of a previous embedder that are deleted but not yet vacuumed are
+    # still read by CREATE INDEX, and casting them to the new dimension would fail.
+    dim = int(dimension)
+    return (
+        f"CREATE INDEX IF NOT EXISTS {HNSW_INDEX} ON search_chunk"
+        f" USING hnsw ((embedding::vector({dim})) vector_cosine_ops) WHERE vector_dims(embedding) = {dim}"
+    )
+
+
+class PostgresSearchBackend(BaseSearchBackend):
+    vendor = "postgresql"
+
+    def _write_fulltext(self, written: list[tuple[int, IndexDocument]], *, replaced_ids: list[int]) -> None:
+        for start in range(0, len(written), 500):
+            batch = written[start : start + 500]
+            self._update_tsvectors(
+                [pk for pk, _ in batch],
+                [fold_for_index(doc.title) for _, doc in batch],
+                [fold_for_index(doc.people) for _, doc in batch],
+                [fold_for_index(doc.body) for _, doc in batch],
+            )
+
+    def _update_tsvectors(self, ids: list[int], titles: list[str], people: list[str], bodies: list[str]) -> None:
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"UPDATE search_document d SET tsv = {TSVECTOR_SQL}"
+                " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[]) AS v(id, title, people, body)"
+                " WHERE d.id = v.id",
+                [ids, titles, people, bodies],
+            )
+
+    def rebuild_fulltext(self, progress: Callable[[int], object] | None = None) -> int:
+        done = 0
+        last = 0
+        while True:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT id, title, people, body FROM search_document WHERE id > %s ORDER BY id LIMIT 500", [last]
+                )
+                rows = cursor.fetchall()
+            if not rows:
+                break
+            with transaction.atomic():
+                self._update_tsvectors(
+                    [row[0] for row in rows],
+                    [fold_for_index(row[1]) for row in rows],
+                    [fold_for_index(row[2]) for row in rows],
+                    [fold_for_index(row[3]) for row in rows],
+                )
+            last = rows[-1][0]
+            done += len(rows)
+            if progress is not None:
+                progress(len(rows))
+        return done
+
+    def _keyword_ids(
+        self, parsed: ParsedQuery, match: KeywordMatch, filters: SearchFilters, limit: int
+    ) -> list[tuple[int, float]]:
+        where, params = filters.sql("d")
+        cap = max(limit, int(self.options.get("PG_CANDIDATES", 2000)))
+        # The newest `cap` matches are ranked: a word in every message costs a bounded sort, not a rank of all.
+        sql = (
+            "WITH q AS (SELECT to_tsquery('simple', %s) AS query)"
+            f" SELECT c.id, ts_rank_cd('{RANK_WEIGHTS}', c.tsv, q.query, 1) AS rank FROM ("
+            f"   SELECT d.id, d.tsv FROM search_document d, q WHERE d.tsv @@ q.query{where}"
+            "   ORDER BY d.date DESC LIMIT %s"
+            " ) c, q ORDER BY rank DESC, c.id DESC LIMIT %s"
+        )
+        with connection.cursor() as cursor:
+            cursor.execute(sql, [tsquery(parsed, match), *params, cap, limit])
+            return [(int(pk), float(rank)) for pk, rank in cursor.fetchall()]
+
+    def _vector_ids(
+        self, vector: np.ndarray, filters: SearchFilters, limit: int, dimension: int
+    ) -> list[tuple[int, int, float]]:
+        where, params = filters.sql("d")
+        literal = encode_vector(vector, vendor="postgresql")
+        dim = int(dimension)
+        fetch = max(limit * 3, 40)
+        ef_search = max(int(self.options.get("PG_EF_SEARCH", 100)), fetch)
+        sql = (
+            f"SELECT c.document_id, c.chunk_no, c.embedding::vector({dim}) <=> %s::vector({dim}) AS distance"
+            " FROM search_chunk c JOIN search_document d ON d.id = c.document_id"
+            f" WHERE vector_dims(c.embedding) = {dim}{where}"
+            f" ORDER BY c.embedding::vector({dim}) <=> %s::vector({dim}) LIMIT %s"
+        )
+        with transaction.atomic(), connection.cursor() as cursor:
+            cursor.execute(f"SET LOCAL hnsw.ef_search = {ef_search}")
+            # With filters, keep walking the graph until enough rows pass them (pgvector >= 0.8).
+            cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+            cursor.execute(sql, [literal, *params, literal, fetch])
+            rows = cursor.fetchall()
+        best: dict[int, tuple[int, int, float]] = {}
+        for document_id, chunk_no, distance in rows:
+            similarity = 1.0 - float(distance)
+            known = best.get(document_id)
+            if known is None or similarity > known[2]:
+                best[document_id] = (int(document_id), int(chunk_no), similarity)
+        return sorted(best.values(), key=lambda item: -item[2])[:limit]
+
+    def _on_embedder_changed(self, dimension: int) -> None:
+        with connection.cursor() as cursor:
+            # The chunk deletes just before left deferred FK checks queued; DDL refuses to run past them.
+            cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
+            cursor.execute(f"DROP INDEX IF EXISTS {HNSW_INDEX}")
+            if dimension:
+                cursor.execute(create_hnsw_index_sql(dimension))
+
+    def check(self) -> list[CheckMessage]:
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute("SELECT extversion FROM pg_extension WHERE extname = 'vector'")
+                installed = cursor.fetchone()
+                cursor.execute("SELECT 1 FROM pg_available_extensions WHERE name = 'vector'")
+                available = cursor.fetchone()
+        except Exception as exc:
+            return [Error(f"Could not check for pgvector: {exc}", id="search.E003")]
+        if installed:
+            return []
+        if available:
+            return [
+                Error(
+                    "The pgvector extension is available but not installed in this database.",
+                    hint="Run `manage.py migrate` as a role allowed to CREATE EXTENSION vector.",
+                    id="search.E002",
+                )
+            ]
+        return [
+            Error(
+                "PostgreSQL has no pgvector extension: semantic search cannot work.",
+                hint="Install pgvector (Debian: postgresql-<version>-pgvector) and run `manage.py migrate`.",
+                id="search.E002",
+            )
+        ]

@@ -1,0 +1,333 @@
+"""SQLite: FTS5 (unicode61, remove_diacritics 2, over folded text) ranked by bm25, and an exact
+numpy cosine scan over an in-process float32 matrix that follows the chunk table incrementally."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from django.core.checks import CheckMessage, Error
+from django.db import connection
+
+from apps.search.backends.base import BaseSearchBackend, KeywordMatch, SearchFilters
+from apps.search.documents import IndexDocument
+from apps.search.folding import ParsedQuery, QueryTerm, fold_for_index
+from apps.search.models import DocumentKind
+
+# Column weights for bm25(): subject, people, body.
+BM25_WEIGHTS = (5.0, 2.0, 1.0)
+KIND_CODES = {kind.value: code for code, kind in enumerate(DocumentKind)}
+NO_DATE = np.iinfo(np.int64).min
+
+
+def fts5_available() -> bool:
+    try:
+        probe = sqlite3.connect(":memory:")
+        try:
+            probe.execute("CREATE VIRTUAL TABLE probe USING fts5(x, tokenize = 'unicode61 remove_diacritics 2')")
+        finally:
+            probe.close()
+    except sqlite3.Error:
+        return False
+    return True
+
+
+def fts5_term(term: QueryTerm) -> str:
+    star = "*" if term.prefix else ""
+    variants = [f'"{variant}"{star}' for variant in term.variants]
+    return variants[0] if len(variants) == 1 else "(" + " OR ".join(variants) + ")"
+
+
+def fts5_query(parsed: ParsedQuery, match: KeywordMatch) -> str:
+    parts = [fts5_term(term) for term in parsed.terms]
+    parts += ['"' + " ".join(phrase) + '"' for phrase in parsed.phrases]
+    return (" AND " if match == "all" else " OR ").join(parts)
+
+
+@dataclass
+class VectorMatrix:
+    """Chunk vectors of one database held in memory. `refresh()` appends chunks with ids above the
+    loaded maximum and, when the state's generation says rows were deleted, drops the vanished ids;
+    a full load only happens the first time, after an embedder switch, or when the table shrank below
+    what was loaded (a restored database or a rolled-back test transaction)."""
+
+    dimension: int = 0
+    embedder: str = ""
+    generation: str = ""
+    max_id: int = 0
+    size: int = 0
+    vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    chunk_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    document_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    chunk_nos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    account_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    kinds: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
+    dates: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    attachments: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    full_loads: int = 0
+    appended_rows: int = 0
+    compactions: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    COLUMNS = ("chunk_ids", "document_ids", "chunk_nos", "account_ids", "kinds", "dates", "attachments")
+
+    def reset(self, dimension: int, embedder: str) -> None:
+        self.dimension, self.embedder, self.size, self.max_id = dimension, embedder, 0, 0
+        self.vectors = np.zeros((0, dimension), dtype=np.float32)
+        for name in self.COLUMNS:
+            setattr(self, name, getattr(self, name)[:0])
+
+    def refresh(self, cursor: Any) -> None:
+        cursor.execute(
+            "SELECT (SELECT generation FROM search_index_state WHERE id = 1),"
+            " (SELECT embedder FROM search_index_state WHERE id = 1),"
+            " (SELECT dimension FROM search_index_state WHERE id = 1),"
+            " (SELECT max(id) FROM search_chunk)"
+        )
+        generation, embedder, dimension, db_max = cursor.fetchone()
+        generation, embedder, dimension, db_max = generation or "", embedder or "", dimension or 0, db_max or 0
+        if embedder != self.embedder or dimension != self.dimension or db_max < self.max_id:
+            self.reset(dimension, embedder)
+            self.generation = generation
+            self.full_loads += 1
+        elif generation != self.generation:
+            self._drop_deleted(cursor)
+            self.generation = generation
+        if db_max > self.max_id and self.dimension:
+            self._append(cursor)
+
+    def _drop_deleted(self, cursor: Any) -> None:
+        cursor.execute("SELECT id FROM search_chunk WHERE id <= %s", [self.max_id])
+        live = np.fromiter((row[0] for row in cursor.fetchall()), dtype=np.int64)
+        keep = np.isin(self.chunk_ids[: self.size], live, assume_unique=True)
+        if keep.all():
+            return
+        kept = int(keep.sum())
+        self.vectors[:kept] = self.vectors[: self.size][keep]
+        for name in self.COLUMNS:
+            column = getattr(self, name)
+            column[:kept] = column[: self.size][keep]
+        self.size = kept
+        self.compactions += 1
+
+    def _append(self, cursor: Any) -> None:
+        cursor.execute(
+            "SELECT c.id, c.document_id, c.chunk_no, c.embedding, d.account_id, d.kind, d.date, d.has_attachments"
+            " FROM search_chunk c JOIN search_document d ON d.id = c.document_id"
+            " WHERE c.id > %s ORDER BY c.id",
+            [self.max_id],
+        )
+        rows = cursor.fetchall()
+        if not rows:
+            return
+        count = len(rows)
+        blob = b"".join(bytes(row[3]) for row in rows)
+        new_vectors = np.frombuffer(blob, dtype="<f4")
+        if new_vectors.size != count * self.dimension:
+            # Vectors of another size are from an embedder switch still being written; skip this round.
+            return
+        self._reserve(self.size + count)
+        start, end = self.size, self.size + count
+        self.vectors[start:end] = new_vectors.reshape(count, self.dimension)
+        self.chunk_ids[start:end] = [row[0] for row in rows]
+        self.document_ids[start:end] = [row[1] for row in rows]
+        self.chunk_nos[start:end] = [row[2] for row in rows]
+        self.account_ids[start:end] = [row[4] if row[4] is not None else -1 for row in rows]
+        self.kinds[start:end] = [KIND_CODES.get(row[5], -1) for row in rows]
+        dates = np.array([row[6] if row[6] else "NaT" for row in rows], dtype="datetime64[us]")
+        seconds = dates.astype("datetime64[s]").astype(np.int64)
+        seconds[np.isnat(dates)] = NO_DATE
+        self.dates[start:end] = seconds
+        self.attachments[start:end] = [bool(row[7]) for row in rows]
+        self.size = end
+        self.max_id = int(rows[-1][0])
+        self.appended_rows += count
+
+    def _reserve(self, needed: int) -> None:
+        capacity = self.vectors.shape[0]
+        if needed <= capacity:
+            return
+        new_capacity = max(needed, int(capacity * 1.5) + 1024)
+        vectors = np.empty((new_capacity, self.dimension), dtype=np.float32)
+        vectors[: self.size] = self.vectors[: self.size]
+        self.vectors = vectors
+        for name in self.COLUMNS:
+            old = getattr(self, name)
+            grown = np.empty(new_capacity, dtype=old.dtype)
+            grown[: self.size] = old[: self.size]
+            setattr(self, name, grown)
+
+    def mask(self, filters: SearchFilters, allowed_documents: np.ndarray | None) -> np.ndarray | None:
+        size = self.size
+        mask: np.ndarray | None = None
+
+        def both(current: np.ndarray | None, condition: np.ndarray) -> np.ndarray:
+            return condition if current is None else current & condition
+
+        if filters.account_ids is not None:
+            mask = both(mask, np.isin(self.account_ids[:size], np.array(filters.account_ids, dtype=np.int64)))
+        if filters.kinds:
+            codes = np.array([KIND_CODES.get(kind, -2) for kind in filters.kinds], dtype=np.int8)
+            mask = both(mask, np.isin(self.kinds[:size], codes))
+        if filters.has_attachment is not None:
+            mask = both(mask, self.attachments[:size] == filters.has_attachment)
+        if filters.date_from is not None:
+            mask = both(mask, self.dates[:size] >= int(filters.date_from.timestamp()))
+        if filters.date_to is not None:
+            dates = self.dates[:size]
+            mask = both(mask, (dates <= int(filters.date_to.timestamp())) & (dates != NO_DATE))
+        if allowed_documents is not None:
+            mask = both(mask, np.isin(self.document_ids[:size], allowed_documents))
+        return mask
+
+    def search(
+        self, vector: np.ndarray, limit: int, mask: np.ndarray | None
+    ) -> list[tuple[int, int, float]]:
+        size = self.size
+        if not size:
+            return []
+        if mask is not None:
+            rows = np.flatnonzero(mask)
+            if not rows.size:
+                return []
+            scores = self.vectors[rows] @ vector if rows.size < size // 4 else (self.vectors[:size] @ vector)[rows]
+        else:
+            rows = None
+            scores = self.vectors[:size] @ vector
+        results: list[tuple[int, int, float]] = []
+        seen: set[int] = set()
+        want = min(scores.size, max(limit * 3, 32))
+        while True:
+            top = np.argpartition(-scores, want - 1)[:want] if want < scores.size else np.arange(scores.size)
+            top = top[np.argsort(-scores[top], kind="stable")]
+            results.clear()
+            seen.clear()
+            for position in top:
+                row = int(rows[position]) if rows is not None else int(position)
+                document = int(self.document_ids[row])
+                if document in seen:
+                    continue
+                seen.add(document)
+                results.append((document, int(self.chunk_nos[row]), float(scores[position])))
+                if len(results) >= limit:
+                    return results
+            if want >= scores.size:
+                return results
+            want = min(scores.size, want * 4)
+
+
+_matrices: dict[str, VectorMatrix] = {}
+_matrices_lock = threading.Lock()
+
+
+def vector_matrix(database_key: str) -> VectorMatrix:
+    with _matrices_lock:
+        matrix = _matrices.get(database_key)
+        if matrix is None:
+            matrix = _matrices[database_key] = VectorMatrix()
+        return matrix
+
+
+def forget_vector_matrices() -> None:
+    """Drop every in-process matrix (tests roll the database back under it)."""
+    with _matrices_lock:
+        _matrices.clear()
+
+
+class SQLiteSearchBackend(BaseSearchBackend):
+    vendor = "sqlite"
+
+    def _database_key(self) -> str:
+        return f"{connection.alias}:{connection.settings_dict['NAME']}"
+
+    @property
+    def matrix(self) -> VectorMatrix:
+        return vector_matrix(self._database_key())
+
+    def _write_fulltext(self, written: list[tuple[int, IndexDocument]], *, replaced_ids: list[int]) -> None:
+        with connection.cursor() as cursor:
+            for start in range(0, len(replaced_ids), 500):
+                batch = replaced_ids[start : start + 500]
+                cursor.execute(f"DELETE FROM search_fts WHERE rowid IN ({', '.join(['%s'] * len(batch))})", batch)
+            cursor.executemany(
+                "INSERT INTO search_fts (rowid, title, people, body) VALUES (%s, %s, %s, %s)",
+                [
+                    (pk, fold_for_index(doc.title), fold_for_index(doc.people), fold_for_index(doc.body))
+                    for pk, doc in written
+                ],
+            )
+
+    def rebuild_fulltext(self, progress: Callable[[int], object] | None = None) -> int:
+        done = 0
+        with connection.cursor() as cursor:
+            cursor.execute("DELETE FROM search_fts")
+            last = 0
+            while True:
+                cursor.execute(
+                    "SELECT id, title, people, body FROM search_document WHERE id > %s ORDER BY id LIMIT 500", [last]
+                )
+                rows = cursor.fetchall()
+                if not rows:
+                    break
+                cursor.executemany(
+                    "INSERT INTO search_fts (rowid, title, people, body) VALUES (%s, %s, %s, %s)",
+                    [(pk, fold_for_index(t), fold_for_index(p), fold_for_index(b)) for pk, t, p, b in rows],
+                )
+                last = rows[-1][0]
+                done += len(rows)
+                if progress is not None:
+                    progress(len(rows))
+        return done
+
+    def _keyword_ids(
+        self, parsed: ParsedQuery, match: KeywordMatch, filters: SearchFilters, limit: int
+    ) -> list[tuple[int, float]]:
+        where, params = filters.sql("d")
+        weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+        sql = (
+            f"SELECT d.id, bm25(search_fts, {weights}) AS rank FROM search_fts"
+            " JOIN search_document d ON d.id = search_fts.rowid"
+            f" WHERE search_fts MATCH %s{where} ORDER BY rank LIMIT %s"
+        )
+        with connection.cursor() as cursor:
+            try:
+                cursor.execute(sql, [fts5_query(parsed, match), *params, limit])
+            except Exception as exc:  # a query FTS5 cannot parse finds nothing rather than failing the page
+                if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
+                    return []
+                raise
+            return [(int(pk), -float(rank)) for pk, rank in cursor.fetchall()]
+
+    def _vector_ids(
+        self, vector: np.ndarray, filters: SearchFilters, limit: int, dimension: int
+    ) -> list[tuple[int, int, float]]:
+        allowed: np.ndarray | None = None
+        if filters.needs_sql_for_vectors():
+            where, params = filters.sql("d")
+            with connection.cursor() as cursor:
+                cursor.execute(f"SELECT d.id FROM search_document d WHERE 1 = 1{where}", params)
+                allowed = np.fromiter((row[0] for row in cursor.fetchall()), dtype=np.int64)
+            if not allowed.size:
+                return []
+        matrix = self.matrix
+        with matrix.lock:
+            with connection.cursor() as cursor:
+                matrix.refresh(cursor)
+            if matrix.dimension != vector.shape[0]:
+                return []
+            return matrix.search(vector, limit, matrix.mask(filters, allowed))
+
+    def check(self) -> list[CheckMessage]:
+        if fts5_available():
+            return []
+        return [
+            Error(
+                "SQLite was built without FTS5: keyword search cannot work.",
+                hint="Use a Python whose sqlite3 module includes FTS5 (any current CPython build), or PostgreSQL.",
+                id="search.E001",
+            )
+        ]

@@ -1,0 +1,203 @@
+"""What gets indexed: the generic document (kind + object id) built from messages and attachment text,
+and how a document is cut into chunks for embeddings."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from apps.accounts.models import Attachment, Message
+from apps.search.models import DocumentKind
+
+MAX_BODY_CHARS = 200_000
+
+
+@dataclass(slots=True)
+class IndexDocument:
+    kind: str
+    object_id: int
+    title: str
+    people: str
+    body: str
+    account_id: int | None = None
+    message_id: int | None = None
+    owner_id: int | None = None
+    folder: str = ""
+    date: dt.datetime | None = None
+    from_address: str = ""
+    recipients: str = ""
+    has_attachments: bool = False
+
+    def content_hash(self) -> str:
+        digest = hashlib.sha1(usedforsecurity=False)
+        for part in (
+            self.title,
+            self.people,
+            self.body,
+            self.folder,
+            self.date.isoformat() if self.date else "",
+            self.from_address,
+            self.recipients,
+            str(self.has_attachments),
+            str(self.account_id),
+        ):
+            digest.update(part.encode("utf-8", "surrogatepass"))
+            digest.update(b"\x00")
+        return digest.hexdigest()
+
+
+def _addresses(entries: Any) -> list[dict[str, str]]:
+    if not isinstance(entries, list):
+        return []
+    return [entry for entry in entries if isinstance(entry, dict)]
+
+
+def _format_person(name: str, address: str) -> str:
+    return f"{name} <{address}>" if name and address else (address or name)
+
+
+def message_body_text(message: Message) -> str:
+    if message.body_text.strip():
+        return message.body_text[:MAX_BODY_CHARS]
+    if message.body_html:
+        from inscriptis import get_text
+
+        return get_text(message.body_html[: MAX_BODY_CHARS * 2])[:MAX_BODY_CHARS]
+    return message.snippet
+
+
+def message_document(message: Message, attachment_names: Sequence[str] = ()) -> IndexDocument:
+    recipients = [*_addresses(message.to), *_addresses(message.cc), *_addresses(message.bcc)]
+    people = [_format_person(message.from_name, message.from_address)]
+    people += [_format_person(r.get("name", ""), r.get("address", "")) for r in recipients]
+    body = message_body_text(message)
+    if attachment_names:
+        body = f"{body}\n\nAttachments: {', '.join(attachment_names)}"
+    return IndexDocument(
+        kind=DocumentKind.MESSAGE,
+        object_id=message.pk,
+        title=message.subject,
+        people="\n".join(p for p in people if p),
+        body=body,
+        account_id=message.account_id,
+        message_id=message.pk,
+        folder=message.folder,
+        date=message.date,
+        from_address=message.from_address.lower(),
+        recipients=" ".join(sorted({str(r.get("address", "")).lower() for r in recipients if r.get("address")})),
+        has_attachments=message.has_attachments,
+    )
+
+
+def attachment_document(attachment: Attachment, parent: IndexDocument) -> IndexDocument:
+    return IndexDocument(
+        kind=DocumentKind.ATTACHMENT,
+        object_id=attachment.pk,
+        title=attachment.filename or parent.title,
+        people=parent.people,
+        body=(attachment.extracted_text or "")[:MAX_BODY_CHARS],
+        account_id=parent.account_id,
+        message_id=parent.message_id,
+        folder=parent.folder,
+        date=parent.date,
+        from_address=parent.from_address,
+        recipients=parent.recipients,
+        has_attachments=True,
+    )
+
+
+MESSAGE_FIELDS = (
+    "id",
+    "account_id",
+    "folder",
+    "from_name",
+    "from_address",
+    "to",
+    "cc",
+    "bcc",
+    "subject",
+    "date",
+    "body_text",
+    "body_html",
+    "snippet",
+    "has_attachments",
+)
+
+
+def documents_for_messages(message_ids: Iterable[int]) -> tuple[list[IndexDocument], list[int]]:
+    """Documents for the given messages and their extracted attachment texts; plus ids that are gone."""
+    ids = list(dict.fromkeys(message_ids))
+    messages = Message.objects.filter(pk__in=ids).only(*MESSAGE_FIELDS)
+    attachments: dict[int, list[Attachment]] = {}
+    for attachment in Attachment.objects.filter(message_id__in=ids).only(
+        "id", "message_id", "filename", "extracted_text", "is_inline"
+    ):
+        attachments.setdefault(attachment.message_id, []).append(attachment)
+    documents: list[IndexDocument] = []
+    found: set[int] = set()
+    for message in messages:
+        found.add(message.pk)
+        own = attachments.get(message.pk, [])
+        names = [a.filename for a in own if a.filename and not a.is_inline]
+        parent = message_document(message, names)
+        documents.append(parent)
+        documents.extend(attachment_document(a, parent) for a in own if (a.extracted_text or "").strip())
+    return documents, [pk for pk in ids if pk not in found]
+
+
+# ---------------------------------------------------------------------------------------------------
+# Chunks for embeddings. Quoted replies and forwarded history repeat other messages, so the embedding
+# text keeps the message's own words; long texts are cut at sentence or line ends.
+
+QUOTE_LINE_RE = re.compile(r"^\s*(>|\|)")
+HISTORY_MARKERS = re.compile(
+    r"^\s*(-{2,}\s*(original message|forwarded by|weitergeleitete nachricht|iletilen ileti)|"
+    r"on .{0,80} wrote:|am .{0,80} schrieb|from: .+ sent: )",
+    re.IGNORECASE,
+)
+
+
+def own_text(body: str) -> str:
+    lines: list[str] = []
+    for line in body.splitlines():
+        if HISTORY_MARKERS.match(line) and len(" ".join(lines)) > 200:
+            break
+        if QUOTE_LINE_RE.match(line):
+            continue
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def split_text(text: str, *, size: int, limit: int) -> list[str]:
+    """At most `limit` pieces of about `size` characters, cut at a sentence, line or word end."""
+    flat = " ".join(text.split())
+    pieces: list[str] = []
+    start = 0
+    while start < len(flat) and len(pieces) < limit:
+        end = min(len(flat), start + size)
+        if end < len(flat):
+            window = flat[start:end]
+            cut = max(window.rfind(". "), window.rfind("? "), window.rfind("! "))
+            if cut < size // 2:
+                cut = window.rfind(" ")
+            if cut > size // 3:
+                end = start + cut + 1
+        piece = flat[start:end].strip()
+        if piece:
+            pieces.append(piece)
+        start = end
+    return pieces
+
+
+def chunk_texts(title: str, people: str, body: str, *, size: int, limit: int) -> list[str]:
+    """The first chunk carries the subject and sender so short messages embed what they are about."""
+    sender = (people.split("\n", 1)[0] if people else "").split(" <", 1)[0]
+    head = " ".join(part for part in (title.strip(), f"({sender})" if sender else "") if part)
+    text = own_text(body) or body
+    pieces = split_text(text, size=size, limit=limit) or [""]
+    pieces[0] = f"{head}\n{pieces[0]}".strip()
+    return [piece for piece in pieces if piece] or [head or " "]

@@ -1,0 +1,134 @@
+"""The index: one row per searchable document (message, attachment text, later library files), its
+embedding chunks, and a one-row state that tells in-process vector caches what changed."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db import models
+from django.db.backends.base.base import BaseDatabaseWrapper
+
+
+class DocumentKind(models.TextChoices):
+    MESSAGE = "message", "Message"
+    ATTACHMENT = "attachment", "Attachment text"
+    FILE = "file", "Library file"
+
+
+class EmbeddingField(models.Field):
+    """float32 vectors: a BLOB on SQLite (scanned with numpy), pgvector's `vector` on PostgreSQL.
+
+    The column has no fixed dimension so a new embedder does not need an ALTER TABLE; the HNSW index is
+    built on `embedding::vector(<dim>)` for the embedder in use (see backends/postgres.py).
+    """
+
+    description = "Embedding vector"
+
+    def db_type(self, connection: BaseDatabaseWrapper) -> str:
+        return "vector" if connection.vendor == "postgresql" else "blob"
+
+    def get_db_prep_value(self, value: Any, connection: BaseDatabaseWrapper, prepared: bool = False) -> Any:
+        if value is None:
+            return None
+        return encode_vector(value, vendor=connection.vendor)
+
+    def from_db_value(self, value: Any, expression: Any, connection: BaseDatabaseWrapper) -> np.ndarray | None:
+        return decode_vector(value)
+
+    def to_python(self, value: Any) -> np.ndarray | None:
+        return decode_vector(value)
+
+
+def encode_vector(value: Any, *, vendor: str) -> str | bytes:
+    array = np.asarray(value, dtype="<f4").ravel()
+    if vendor == "postgresql":
+        return "[" + ",".join(f"{x:.7g}" for x in array.tolist()) + "]"
+    return array.tobytes()
+
+
+def decode_vector(value: Any) -> np.ndarray | None:
+    if value is None or isinstance(value, np.ndarray):
+        return value
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return np.frombuffer(bytes(value), dtype="<f4")
+    if isinstance(value, str):
+        return np.array([float(x) for x in value.strip("[]").split(",") if x], dtype=np.float32)
+    return np.asarray(value, dtype=np.float32)
+
+
+class SearchDocument(models.Model):
+    kind = models.CharField(max_length=16, choices=DocumentKind.choices)
+    object_id = models.BigIntegerField(help_text="Primary key of the indexed row in its own table.")
+    # Messages and attachment texts belong to a message: deleting it removes them from both indexes.
+    message = models.ForeignKey(
+        "mail.Message", on_delete=models.CASCADE, null=True, blank=True, related_name="search_documents"
+    )
+    account = models.ForeignKey(
+        "mail.MailAccount", on_delete=models.CASCADE, null=True, blank=True, related_name="search_documents"
+    )
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="+"
+    )
+    # Original text (snippets, embedding chunks); the full-text index holds the folded form.
+    title = models.TextField(blank=True)
+    people = models.TextField(blank=True, help_text="Sender and recipient names and addresses.")
+    body = models.TextField(blank=True)
+    # Denormalised filter columns so a filtered search needs no join to the source tables.
+    folder = models.CharField(max_length=512, blank=True)
+    date = models.DateTimeField(null=True, blank=True)
+    from_address = models.CharField(max_length=320, blank=True)
+    recipients = models.TextField(blank=True, help_text="Lowercased recipient addresses, space separated.")
+    has_attachments = models.BooleanField(default=False)
+    content_hash = models.CharField(max_length=40)
+    # Key of the embedder whose chunks are stored for this document; "" = waiting for the backfill.
+    embedded_with = models.CharField(max_length=200, blank=True, default="")
+    indexed_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        db_table = "search_document"
+        constraints = [models.UniqueConstraint(fields=["kind", "object_id"], name="search_document_unique_object")]
+        indexes = [
+            models.Index(fields=["date"], name="search_document_date"),
+            models.Index(fields=["account", "kind"], name="search_document_account_kind"),
+            models.Index(fields=["embedded_with", "id"], name="search_document_embedded"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.object_id}"
+
+
+class SearchChunk(models.Model):
+    """A slice of a document's text with its embedding; only written together with its vector."""
+
+    document = models.ForeignKey(SearchDocument, on_delete=models.CASCADE, related_name="chunks")
+    chunk_no = models.PositiveIntegerField()
+    text = models.TextField()
+    embedding = EmbeddingField()
+
+    class Meta:
+        db_table = "search_chunk"
+        constraints = [
+            models.UniqueConstraint(fields=["document", "chunk_no"], name="search_chunk_unique_position")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.document_id}#{self.chunk_no}"
+
+
+class SearchIndexState(models.Model):
+    """One row (id=1). `generation` changes whenever chunks are deleted (a trigger on SQLite does it, so
+    cascades count too); in-process vector matrices compare it to know when rows have gone."""
+
+    generation = models.CharField(max_length=32, default="0")
+    embedder = models.CharField(max_length=200, blank=True, help_text="Key of the embedder the vectors are from.")
+    dimension = models.PositiveIntegerField(default=0)
+    # One embedding backfill at a time across processes; expires on its own if the worker dies.
+    backfill_lock_until = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        db_table = "search_index_state"
+
+    def __str__(self) -> str:
+        return f"search index state ({self.embedder or 'no embedder'})"

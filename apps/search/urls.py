@@ -1,0 +1,11 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from apps.search import views
+
+app_name = "search"
+urlpatterns = [
+    path("", views.search_results, name="results"),
+    path("progress/", views.progress, name="progress"),
+]
