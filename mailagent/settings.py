@@ -331,10 +331,11 @@ SEARCH_BACKEND: dict[str, Any] = {
     "EMBED_BATCH": env_int("SEARCH_EMBED_BATCH", 64),
     "RRF_K": env_int("SEARCH_RRF_K", 60),
     "PG_EF_SEARCH": env_int("SEARCH_PG_EF_SEARCH", 100),
-    "PG_CANDIDATES": env_int("SEARCH_PG_CANDIDATES", 2000),
+    "RANK_CANDIDATES": env_int("SEARCH_RANK_CANDIDATES", 1000),
 }
 # Embed new mail in a background job right after it is stored; the job works for at most
-# SEARCH_BACKFILL_SECONDS and then queues its own continuation.
-SEARCH_EMBED_ON_INGEST = env_bool("SEARCH_EMBED_ON_INGEST", True)
+# SEARCH_BACKFILL_SECONDS and then queues its own continuation. Off by default under tests, where
+# django-q2 runs jobs inline: tests that need vectors turn it on (full text is always indexed on ingest).
+SEARCH_EMBED_ON_INGEST = env_bool("SEARCH_EMBED_ON_INGEST", not TESTING)
 SEARCH_BACKFILL_SECONDS = env_int("SEARCH_BACKFILL_SECONDS", 240)
 # ---- end search -----------------------------------------------------------------------------------------

@@ -17,6 +17,8 @@ from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, P
 
 THREADS_PER_PAGE = 50
 MAX_SENDERS_SHOWN = 3
+# Lists never show these; credentials would otherwise be decrypted for every row.
+LIST_DEFERRED_FIELDS = ("credentials", "last_sync_summary", "provider_signature", "signature_text")
 
 
 # --- permission-checked single objects ------------------------------------------------------------
@@ -77,7 +79,12 @@ def list_accounts_for_user(*, user: Any) -> QuerySet[MailAccount]:
     message_count = (
         Message.objects.filter(account=OuterRef("pk")).order_by().values("account").annotate(n=Count("pk")).values("n")
     )
-    return MailAccount.objects.filter(owner=user).annotate(message_count=Subquery(message_count)).order_by("name")
+    return (
+        MailAccount.objects.filter(owner=user)
+        .defer(*LIST_DEFERRED_FIELDS)
+        .annotate(message_count=Subquery(message_count))
+        .order_by("name")
+    )
 
 
 def list_local_accounts_for_user(*, user: Any) -> QuerySet[MailAccount]:
@@ -128,8 +135,10 @@ def folder_entries(accounts: list[MailAccount]) -> list[AccountEntry]:
     if not by_account:
         return []
     folders: dict[tuple[int, str], FolderEntry] = {}
-    for folder in MailFolder.objects.filter(account_id__in=list(by_account)).only(
-        "id", "account_id", "name", "display_name", "role", "last_synced_at"
+    for folder in (
+        MailFolder.objects.filter(account_id__in=list(by_account))
+        .only("id", "account_id", "name", "display_name", "role", "last_synced_at")
+        .order_by()
     ):
         folders[(folder.account_id, folder.name)] = FolderEntry(
             account_id=folder.account_id,
@@ -182,7 +191,7 @@ class MailboxSelection:
 
 def select_mailbox(*, user: Any, account_id: str | None, folder: str | None) -> MailboxSelection:
     """Resolve the `account` / `folder` query parameters against the user's own accounts."""
-    accounts = list(MailAccount.objects.filter(owner=user).order_by("name"))
+    accounts = list(MailAccount.objects.filter(owner=user).defer(*LIST_DEFERRED_FIELDS).order_by("name"))
     entries = folder_entries(accounts)
     chosen: AccountEntry | None = None
     if account_id:

@@ -50,12 +50,11 @@ OUTLOOK_SETUP_SCOPES = ("Mail.Read", "offline_access", "User.Read")
 
 def _oauth_setup(request: HttpRequest) -> dict[str, Any]:
     """What the Gmail/Outlook connect panel needs: configured or not, and the values to register."""
-    base = request.build_absolute_uri("/").rstrip("/")
     return {
         "gmail_configured": bool(getattr(settings, "GMAIL_CLIENT_ID", "")),
         "outlook_configured": bool(getattr(settings, "OUTLOOK_CLIENT_ID", "")),
-        "gmail_redirect_uri": f"{base}/mail/oauth/gmail/callback/",
-        "outlook_redirect_uri": f"{base}/mail/oauth/outlook/callback/",
+        "gmail_redirect_uri": request.build_absolute_uri(reverse("mail:mail_oauth:gmail_callback")),
+        "outlook_redirect_uri": request.build_absolute_uri(reverse("mail:mail_oauth:outlook_callback")),
         "gmail_scopes": GMAIL_SETUP_SCOPES,
         "outlook_scopes": OUTLOOK_SETUP_SCOPES,
     }

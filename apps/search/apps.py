@@ -7,6 +7,7 @@ class SearchConfig(AppConfig):
     name = "apps.search"
     label = "search"
     verbose_name = "Search"
+    nav_entries = [("Search", "search:results")]
 
     def ready(self) -> None:
         from django.core import checks

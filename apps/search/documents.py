@@ -131,7 +131,8 @@ MESSAGE_FIELDS = (
 def documents_for_messages(message_ids: Iterable[int]) -> tuple[list[IndexDocument], list[int]]:
     """Documents for the given messages and their extracted attachment texts; plus ids that are gone."""
     ids = list(dict.fromkeys(message_ids))
-    messages = Message.objects.filter(pk__in=ids).only(*MESSAGE_FIELDS)
+    # Oldest first, so documents get ids in the order mail was stored ("newest matches" rank first).
+    messages = Message.objects.filter(pk__in=ids).order_by("pk").only(*MESSAGE_FIELDS)
     attachments: dict[int, list[Attachment]] = {}
     for attachment in Attachment.objects.filter(message_id__in=ids).only(
         "id", "message_id", "filename", "extracted_text", "is_inline"

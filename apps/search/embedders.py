@@ -17,7 +17,8 @@ from django.core.exceptions import ImproperlyConfigured
 
 
 class Embedder(Protocol):
-    key: str
+    @property
+    def key(self) -> str: ...
 
     @property
     def dimension(self) -> int: ...
@@ -112,7 +113,7 @@ class OpenAICompatibleEmbedder:
         self._key_prefix = f"openai:{host}:{model}"
 
     @property
-    def key(self) -> str:  # type: ignore[override]
+    def key(self) -> str:
         return f"{self._key_prefix}:{self.dimension}"
 
     @property

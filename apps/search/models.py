@@ -109,9 +109,7 @@ class SearchChunk(models.Model):
 
     class Meta:
         db_table = "search_chunk"
-        constraints = [
-            models.UniqueConstraint(fields=["document", "chunk_no"], name="search_chunk_unique_position")
-        ]
+        constraints = [models.UniqueConstraint(fields=["document", "chunk_no"], name="search_chunk_unique_position")]
 
     def __str__(self) -> str:
         return f"{self.document_id}#{self.chunk_no}"

@@ -31,6 +31,7 @@ class MessageResult:
     account_id: int
     folder: str
     kind: str
+    thread_id: int | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -97,7 +98,16 @@ def search_messages(
     messages = {
         m.pk: m
         for m in Message.objects.filter(pk__in=[pk for pk, _ in ordered]).only(
-            "id", "message_id", "dedupe_key", "subject", "from_name", "from_address", "date", "account_id", "folder"
+            "id",
+            "message_id",
+            "dedupe_key",
+            "subject",
+            "from_name",
+            "from_address",
+            "date",
+            "account_id",
+            "folder",
+            "thread_id",
         )
     }
     results: list[MessageResult] = []
@@ -118,6 +128,7 @@ def search_messages(
                 account_id=message.account_id,
                 folder=message.folder,
                 kind=hit.kind,
+                thread_id=message.thread_id,
             )
         )
     return results

@@ -3,6 +3,7 @@ embedding-progress partial the diagnostics page polls."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from django.contrib.admin.views.decorators import staff_member_required
@@ -12,6 +13,7 @@ from django.urls import NoReverseMatch, reverse
 
 from apps.search.backends.base import MODES, Mode
 from apps.search.selectors import (
+    MessageResult,
     account_ids_for_user,
     build_filters,
     embedding_progress,
@@ -19,13 +21,15 @@ from apps.search.selectors import (
     search_messages,
 )
 
-# The mailbox's message page, once it exists; results link to it when this name resolves.
-MESSAGE_URL_NAME = "mail:message"
+# Results open the message inside its thread on the mailbox pages.
+THREAD_URL_NAME = "mail:thread"
 
 
-def _message_url(pk: int) -> str | None:
+def _message_url(result: MessageResult) -> str | None:
+    if result.thread_id is None:
+        return None
     try:
-        return reverse(MESSAGE_URL_NAME, args=[pk])
+        return f"{reverse(THREAD_URL_NAME, args=[result.thread_id])}#message-{result.pk}"
     except NoReverseMatch:
         return None
 
@@ -54,24 +58,9 @@ def search_results(request: HttpRequest) -> HttpResponse:
     if query and filters is not None:
         # Typing in the box searches as you type: the last word counts as a prefix.
         results = search_messages(query, mode=mode, limit=20, filters=filters, prefix_last=is_htmx)
-        context["results"] = [{**_as_row(result), "url": _message_url(result.pk)} for result in results]
+        context["results"] = [{**asdict(result), "url": _message_url(result)} for result in results]
     template = "search/partials/results.html" if is_htmx else "search/pages/results.html"
     return render(request, template, context)
-
-
-def _as_row(result: Any) -> dict[str, Any]:
-    return {
-        "pk": result.pk,
-        "message_id": result.message_id,
-        "subject": result.subject,
-        "sender": result.sender,
-        "date": result.date,
-        "folder": result.folder,
-        "kind": result.kind,
-        "sources": result.sources,
-        "snippet": result.snippet,
-        "score": result.score,
-    }
 
 
 @staff_member_required

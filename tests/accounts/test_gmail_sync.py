@@ -6,6 +6,7 @@ The real google-auth-oauthlib / googleapiclient / google-auth code talks HTTP to
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import closing
 from email.message import EmailMessage
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -232,7 +233,7 @@ def test_rate_limit_inside_a_batch_retries_only_the_throttled_part(
     account = gmail_account(user, google)
     provider = GmailProvider(account)
     ids = list(google.messages)
-    # labels.list, getProfile and messages.list pass; the first part of the first batch is throttled.
+    # Only the first part of the batch is throttled (not the envelope, not the other part).
     google.rate_limits.clear()
     original = google._rate_limited
     calls = {"n": 0}
@@ -244,7 +245,8 @@ def test_rate_limit_inside_a_batch_retries_only_the_throttled_part(
         return original()
 
     google._rate_limited = throttle_first_inner_get  # type: ignore[method-assign]
-    found = provider._batch_get(ids, fmt="raw")
+    with closing(provider):
+        found = provider._batch_get(ids, fmt="raw")
     assert set(found) == set(ids)
     assert waits == [2.0]
 
@@ -255,16 +257,16 @@ def test_rate_limit_that_does_not_clear_gives_up_as_rate_limited(
     seed_mailbox(google)
     account = gmail_account(user, google)
     google.rate_limit_next(50, retry_after="1")
-    with pytest.raises(oauth.ProviderError) as caught:
-        GmailProvider(account).test_connection()
+    with pytest.raises(oauth.ProviderError) as caught, closing(GmailProvider(account)) as provider:
+        provider.test_connection()
     assert caught.value.category == "rate_limited"
     assert waits == [1.0] * (oauth.RATE_LIMIT_MAX_ATTEMPTS - 1)
 
     waits.clear()
     google.rate_limits.clear()
     google.rate_limit_next(1, retry_after="3600")  # longer than we are willing to hold the sync lock
-    with pytest.raises(oauth.ProviderError) as caught:
-        GmailProvider(account).test_connection()
+    with pytest.raises(oauth.ProviderError) as caught, closing(GmailProvider(account)) as provider:
+        provider.test_connection()
     assert (caught.value.category, caught.value.retry_after, waits) == ("rate_limited", 3600.0, [])
     google.rate_limit_next(1, retry_after="3600")
     outcome = sync_account(account.pk)
@@ -316,8 +318,8 @@ def test_attachments_are_fetched_on_demand_from_the_raw_message(user: Any, googl
 
 def test_default_signature_is_the_default_send_as_identity(user: Any, google: FakeGoogleServer) -> None:
     account = gmail_account(user, google)
-    provider = GmailProvider(account)
-    assert provider.default_signature() == '<div dir="ltr">Best,<br>Owner</div>'
+    with closing(GmailProvider(account)) as provider:
+        assert provider.default_signature() == '<div dir="ltr">Best,<br>Owner</div>'
 
 
 # --- connect flow ----------------------------------------------------------------------------------
@@ -356,7 +358,8 @@ def test_connect_flow_end_to_end_creates_the_account_with_encrypted_tokens(
     assert creds(account)["expiry"].endswith("Z")
     assert stored_credentials_column(account).startswith("enc1:")
     assert google.token_grants == ["authorization_code"]
-    GmailProvider(account).test_connection()
+    with closing(GmailProvider(account)) as provider:
+        provider.test_connection()
 
     # Connecting the same mailbox again updates it instead of adding a second account.
     again = logged_in_client.get("/mail/oauth/gmail/connect/")

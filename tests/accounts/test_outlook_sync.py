@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from contextlib import closing
 from email.message import EmailMessage
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -146,7 +147,8 @@ def test_connect_flow_end_to_end_stores_the_msal_cache_encrypted(
         raw_column = str(cursor.fetchone()[0])
     assert raw_column.startswith("enc1:") and "RefreshToken" not in raw_column
     assert graph.token_grants == ["authorization_code"]
-    OutlookProvider(account).test_connection()
+    with closing(OutlookProvider(account)) as provider:
+        provider.test_connection()
 
 
 def test_first_sync_walks_folders_and_stores_each_message_once(account: MailAccount, graph: FakeGraphServer) -> None:
@@ -233,8 +235,8 @@ def test_throttling_that_does_not_clear_gives_up_as_rate_limited(
     account: MailAccount, graph: FakeGraphServer, waits: list[float]
 ) -> None:
     graph.rate_limit_next(50, retry_after="2")
-    with pytest.raises(ProviderError) as caught:
-        OutlookProvider(account).test_connection()
+    with pytest.raises(ProviderError) as caught, closing(OutlookProvider(account)) as provider:
+        provider.test_connection()
     assert caught.value.category == "rate_limited"
     assert waits == [2.0] * (oauth.RATE_LIMIT_MAX_ATTEMPTS - 1)
 
@@ -280,6 +282,7 @@ def test_attachments_are_fetched_from_graph_by_name_or_from_the_mime_part(
 
 
 def test_outlook_signature_is_custom_text(account: MailAccount) -> None:
-    assert OutlookProvider(account).default_signature() == ""
+    with closing(OutlookProvider(account)) as provider:
+        assert provider.default_signature() == ""
     update_signature(account=account, mode="custom", text="Regards,\nOwner")
     assert MailAccount.objects.get(pk=account.pk).signature == "Regards,\nOwner"

@@ -288,6 +288,25 @@ def test_oversized_message_is_truncated(monkeypatch: pytest.MonkeyPatch) -> None
     assert len(parsed.body_text) < 1000
 
 
+def test_many_parts_are_capped() -> None:
+    part = b"--x\r\nContent-Type: application/octet-stream\r\n\r\nabc\r\n"
+    raw = b"Subject: parts\r\nContent-Type: multipart/mixed; boundary=x\r\n\r\n" + part * 20_000 + b"--x--\r\n"
+    parsed = parse_message(raw, keep_attachment_payloads=False)
+    assert len(parsed.attachments) == parsing.MAX_PARTS
+    assert parsed.attachments[-1].part_ref == str(parsing.MAX_PARTS)
+    assert "boundary lines" in parsed.parse_error and "MIME parts" in parsed.parse_error
+
+
+def test_huge_html_is_cut_before_text_extraction(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(parsing, "MAX_HTML_TO_TEXT_CHARS", 1000)
+    html = "<p>start</p>" + "<p>filler paragraph</p>" * 500 + "<p>unreachable end</p>"
+    parsed = parse_message(b"Content-Type: text/html\r\n\r\n" + html.encode())
+    assert parsed.body_text.startswith("start")
+    assert "unreachable end" not in parsed.body_text
+    assert "unreachable end" in parsed.body_html  # sanitizing is cheap and keeps everything
+    assert "HTML body cut" in parsed.parse_error
+
+
 def test_time_budget_stops_the_part_walk(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(parsing, "PARSE_TIME_BUDGET_SECONDS", -1.0)
     parsed = parse_message(nested_multipart())
@@ -337,14 +356,17 @@ def test_nested_multipart_part_refs() -> None:
 def test_single_part_body_is_part_one() -> None:
     raw = b"Subject: s\r\nContent-Type: image/png\r\nContent-Transfer-Encoding: base64\r\n\r\niVBORw0KGgo=\r\n"
     (attachment,) = parse_message(raw).attachments
-    assert (attachment.part_ref, attachment.filename, attachment.payload) == ("1", "attachment-1.png", b"\x89PNG\r\n\x1a\n")
+    assert (attachment.part_ref, attachment.filename, attachment.payload) == (
+        "1",
+        "attachment-1.png",
+        b"\x89PNG\r\n\x1a\n",
+    )
 
 
 def test_broken_charset_names_fall_back() -> None:
     raw = (
         b"Subject: =?x-no-such-charset?Q?caf=C3=A9?= and =?windows-1252?Q?na=EFve?=\r\n"
-        b'Content-Type: text/plain; charset="x-no-such-charset"\r\n\r\n'
-        + "café\r\n".encode()
+        b'Content-Type: text/plain; charset="x-no-such-charset"\r\n\r\n' + "café\r\n".encode()
     )
     parsed = parse_message(raw)
     assert parsed.subject == "café and naïve"
@@ -353,6 +375,19 @@ def test_broken_charset_names_fall_back() -> None:
     assert latin.body_text == "naïve"
     rot13 = parse_message(b"Content-Type: text/plain; charset=rot13\r\n\r\nhello")  # a codec, not a charset
     assert rot13.body_text == "hello"
+
+
+def test_8bit_parts_inside_multipart_keep_their_charset() -> None:
+    raw = (
+        b"Content-Type: multipart/mixed; boundary=x\r\n\r\n"
+        b"--x\r\nContent-Type: text/plain; charset=iso-8859-1\r\nContent-Transfer-Encoding: 8bit\r\n\r\n"
+        b"na\xefve caf\xe9\r\n"
+        b'--x\r\nContent-Type: text/html; charset="bad\x00name"\r\n\r\n<p>\xe9t\xe9</p>\r\n--x--\r\n'
+    )
+    parsed = parse_message(raw)
+    assert parsed.body_text == "naïve café"
+    assert parsed.body_html == "<p>été</p>"
+    assert parsed.parse_error == ""
 
 
 def test_date_without_timezone_is_utc() -> None:
@@ -390,7 +425,7 @@ def test_groups_and_garbage_in_address_lists() -> None:
     raw = (
         b'To: undisclosed-recipients:;, Friends: "Doe, Jane" <jane@x.org>, bob@x.org;\r\n'
         b"Cc: =?utf-8?q?Ren=C3=A9_M=C3=BCller?= <rene@x.org>, <>, ,\r\n"
-        b"From: \"Quoted \\\"Name\\\"\" <q@x.org> (comment)\r\n\r\n"
+        b'From: "Quoted \\"Name\\"" <q@x.org> (comment)\r\n\r\n'
     )
     parsed = parse_message(raw)
     assert [(a.name, a.address) for a in parsed.to] == [("Doe, Jane", "jane@x.org"), ("", "bob@x.org")]

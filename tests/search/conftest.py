@@ -79,7 +79,9 @@ def make_message(account: MailAccount) -> MakeMessage:
             has_attachments=bool(attachments),
         )
         for filename, text in attachments or []:
-            Attachment.objects.create(message=message, filename=filename, mime_type="application/pdf", extracted_text=text)
+            Attachment.objects.create(
+                message=message, filename=filename, mime_type="application/pdf", extracted_text=text
+            )
         return message
 
     return make
@@ -90,7 +92,7 @@ def index_all(backend: BaseSearchBackend, embedder: Any) -> Callable[..., None]:
     """Index the given messages (or every message) with full text and embeddings, as ingest would."""
 
     def run(*messages: Message, embeddings: bool = True) -> None:
-        ids = [m.pk for m in messages] or list(Message.objects.values_list("pk", flat=True))
+        ids = [m.pk for m in messages] or list(Message.objects.order_by("pk").values_list("pk", flat=True))
         actions.index_messages(message_ids=ids)
         if embeddings:
             backend.embed_pending(embedder=embedder)

@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 -- Turkish and German text is what these tests are about.
 """The search backend contract: the same tests run on whichever database the suite runs on (the make
 target runs the suite on SQLite and on PostgreSQL 18 + pgvector), so both backends honour one interface."""
 
@@ -55,9 +56,36 @@ def test_keyword_ranks_subject_matches_and_highlights_snippets(make_message: Any
     assert all(hit.partial for hit in loose)
 
 
+def test_stopwords_are_not_required_and_common_words_rank_a_capped_set(make_message: Any, index_all: Any) -> None:
+    oldest = make_message("Widget widget widget", "widget widget widget widget")
+    newer = [make_message(f"Note {n}", f"one widget mentioned in note {n}") for n in range(3)]
+    index_all(embeddings=False)
+    backend = backend_class_for_vendor(connection.vendor)({"RANK_CANDIDATES": 2})
+    # Without a cap the oldest, widget-heavy message ranks first; with it only the newest two are ranked.
+    assert ids(get_search_backend().keyword("widget", limit=1)) == [oldest.pk]
+    capped = backend.keyword("widget", limit=1)
+    assert ids(capped)[0] in {newer[1].pk, newer[2].pk}, (capped, [m.pk for m in newer], oldest.pk)
+    # "the", "of", "is" are not required of the documents.
+    hits = get_search_backend().keyword("what is the widget of note 1")
+    assert hits[0].message_id == newer[1].pk and not hits[0].partial
+
+
+def test_selective_filters_still_find_older_matches(make_message: Any, index_all: Any, user: Any) -> None:
+    other = create_local_account(owner=user, name="other")
+    lonely = make_message("Widget order", "widget order", owner_account=other)
+    for n in range(8):
+        make_message(f"Widget order {n}", "widget order widget order")
+    index_all(embeddings=False)
+    backend = get_search_backend()
+    assert ids(backend.keyword("widget order", filters=SearchFilters(account_ids=(other.pk,)), limit=1)) == [lonely.pk]
+    assert ids(backend.keyword("widget", filters=SearchFilters(account_ids=(other.pk,)), limit=2)) == [lonely.pk]
+
+
 def test_keyword_matches_addresses_phrases_and_prefixes(make_message: Any, index_all: Any, backend: Any) -> None:
     message = make_message(
-        "Gas nominations", "Please confirm the nominations for Topock.", sender=("Jeff Skilling", "jeff.skilling@enron.com")
+        "Gas nominations",
+        "Please confirm the nominations for Topock.",
+        sender=("Jeff Skilling", "jeff.skilling@enron.com"),
     )
     make_message("Confirm later", "nominations please for another site")
     index_all(embeddings=False)
@@ -169,7 +197,10 @@ def test_filters_apply_to_every_mode(make_message: Any, index_all: Any, backend:
     ]
     for filters, expected in cases:
         for mode in ("keyword", "semantic", "hybrid"):
-            found = {hit.message_id for hit in backend.search("turbine invoice", mode=mode, filters=filters, embedder=embedder)}
+            found = {
+                hit.message_id
+                for hit in backend.search("turbine invoice", mode=mode, filters=filters, embedder=embedder)
+            }
             assert found == expected, (mode, filters)
     attachment_hits = backend.keyword("12,000 usd")
     assert [hit.kind for hit in attachment_hits] == ["attachment"]
@@ -218,7 +249,9 @@ def test_reindexing_is_idempotent_and_notices_changes(make_message: Any, index_a
     assert fulltext_rows() == 1
 
 
-def test_switching_embedders_re_embeds_everything(make_message: Any, index_all: Any, backend: Any, embedder: Any) -> None:
+def test_switching_embedders_re_embeds_everything(
+    make_message: Any, index_all: Any, backend: Any, embedder: Any
+) -> None:
     make_message("Solar panel quote", "Quote for twelve solar panels on the warehouse roof.")
     make_message("Parking", "The parking lot is closed tomorrow.")
     index_all()
@@ -239,7 +272,9 @@ def test_switching_embedders_re_embeds_everything(make_message: Any, index_all: 
             assert "vector(48)" in cursor.fetchone()[0]
 
 
-def test_long_bodies_are_chunked_and_best_chunk_wins(make_message: Any, index_all: Any, backend: Any, embedder: Any) -> None:
+def test_long_bodies_are_chunked_and_best_chunk_wins(
+    make_message: Any, index_all: Any, backend: Any, embedder: Any
+) -> None:
     filler = "The committee reviewed routine facilities items and agreed to revisit them next month. " * 16
     message = make_message("Minutes", filler + "Finally, the fire alarm test moves to Wednesday morning at nine.")
     index_all()

@@ -35,8 +35,5 @@ def get_search_backend() -> BaseSearchBackend:
     """The configured backend over the default database."""
     options: dict[str, Any] = dict(getattr(settings, "SEARCH_BACKEND", {}) or {})
     path = str(options.pop("BACKEND", "auto") or "auto")
-    if path == "auto":
-        backend_class = backend_class_for_vendor(connection.vendor)
-    else:
-        backend_class = import_string(path)
+    backend_class = backend_class_for_vendor(connection.vendor) if path == "auto" else import_string(path)
     return backend_class(options)

@@ -10,18 +10,18 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal
 
 import numpy as np
 from django.core.checks import CheckMessage
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models.functions import Substr
 
 from apps.search.documents import IndexDocument, chunk_texts
 from apps.search.embedders import Embedder, get_embedder
-from apps.search.folding import ParsedQuery, highlight, parse_query
+from apps.search.folding import SNIPPET_SCAN_CHARS, ParsedQuery, highlight, parse_query
 from apps.search.models import SearchChunk, SearchDocument, SearchIndexState
 
 logger = logging.getLogger(__name__)
@@ -55,8 +55,11 @@ class SearchFilters:
         params: list[Any] = []
         ops = connection.ops
         if self.account_ids is not None:
-            clauses.append(f"{alias}.account_id IN ({', '.join(['%s'] * len(self.account_ids))})")
-            params.extend(self.account_ids)
+            if not self.account_ids:
+                clauses.append("1 = 0")
+            else:
+                clauses.append(f"{alias}.account_id IN ({', '.join(['%s'] * len(self.account_ids))})")
+                params.extend(self.account_ids)
         if self.kinds:
             clauses.append(f"{alias}.kind IN ({', '.join(['%s'] * len(self.kinds))})")
             params.extend(self.kinds)
@@ -83,26 +86,6 @@ class SearchFilters:
     def needs_sql_for_vectors(self) -> bool:
         """Filters that in-memory vector metadata does not carry (resolved to document ids by SQL)."""
         return bool(self.folder or self.from_address or self.to_address)
-
-    def as_q(self) -> Q:
-        q = Q()
-        if self.account_ids is not None:
-            q &= Q(account_id__in=self.account_ids)
-        if self.kinds:
-            q &= Q(kind__in=self.kinds)
-        if self.folder:
-            q &= Q(folder=self.folder)
-        if self.date_from is not None:
-            q &= Q(date__gte=self.date_from)
-        if self.date_to is not None:
-            q &= Q(date__lte=self.date_to)
-        if self.from_address:
-            q &= Q(from_address__contains=self.from_address.strip().lower())
-        if self.to_address:
-            q &= Q(recipients__contains=self.to_address.strip().lower())
-        if self.has_attachment is not None:
-            q &= Q(has_attachments=self.has_attachment)
-        return q
 
 
 def _like_pattern(value: str) -> str:
@@ -154,6 +137,9 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     # Weight in the fusion of keyword hits that matched only some query words (0: they only fill up).
     "PARTIAL_KEYWORD_WEIGHT": 0.0,
     "CANDIDATES": 100,
+    # Full-text ranking looks at the newest this-many matches only, so a word found in every message
+    # costs a bounded amount of work instead of a rank of the whole index.
+    "RANK_CANDIDATES": 1000,
 }
 
 
@@ -238,9 +224,6 @@ class BaseSearchBackend:
         deleted, _ = SearchDocument.objects.filter(kind=kind, object_id__in=ids).delete()
         return deleted
 
-    def clear(self) -> None:
-        SearchDocument.objects.all().delete()
-
     # ---------------------------------------------------------------- queries
 
     def keyword(
@@ -257,18 +240,33 @@ class BaseSearchBackend:
         filters = filters or SearchFilters()
         if parsed.is_empty or filters.matches_nothing or limit <= 0:
             return []
-        hits = [
-            SearchHit(document_id=pk, score=score, sources=["fts"])
-            for pk, score in self._keyword_ids(parsed, "all", filters, limit)
-        ]
-        if len(hits) < limit and len(parsed.terms) + len(parsed.phrases) > 1:
-            loose = ParsedQuery(text=parsed.text, terms=parsed.any_word_terms())
-            if loose.terms:
-                seen = {hit.document_id for hit in hits}
-                for pk, score in self._keyword_ids(loose, "any", filters, limit):
-                    if pk not in seen and len(hits) < limit:
-                        hits.append(SearchHit(document_id=pk, score=score, sources=["fts"], partial=True))
+        hits = self._all_words_hits(parsed, filters, limit)
+        if len(hits) < limit:
+            hits += self._some_words_hits(parsed, filters, limit - len(hits), exclude={h.document_id for h in hits})
         return self._finish(hits, parsed if snippets else None, with_snippets=snippets)
+
+    def _all_words_hits(self, parsed: ParsedQuery, filters: SearchFilters, limit: int) -> list[SearchHit]:
+        # Stopwords are in nearly every document: requiring them costs a long posting list and finds nothing
+        # more ("who is organising the party" needs "organising" and "party").
+        return [
+            SearchHit(document_id=pk, score=score, sources=["fts"])
+            for pk, score in self._keyword_ids(parsed.without_stopwords(), "all", filters, limit)
+        ]
+
+    def _some_words_hits(
+        self, parsed: ParsedQuery, filters: SearchFilters, limit: int, *, exclude: set[int]
+    ) -> list[SearchHit]:
+        """Documents matching only some of the words (stopwords dropped), marked partial."""
+        if limit <= 0 or filters.matches_nothing or len(parsed.terms) + len(parsed.phrases) < 2:
+            return []
+        loose = ParsedQuery(text=parsed.text, terms=parsed.any_word_terms())
+        if not loose.terms:
+            return []
+        hits: list[SearchHit] = []
+        for pk, score in self._keyword_ids(loose, "any", filters, limit + len(exclude)):
+            if pk not in exclude and len(hits) < limit:
+                hits.append(SearchHit(document_id=pk, score=score, sources=["fts"], partial=True))
+        return hits
 
     def semantic(
         self,
@@ -309,24 +307,29 @@ class BaseSearchBackend:
         filters = filters or SearchFilters()
         parsed = parse_query(query, prefix_last=prefix_last)
         candidates = max(limit, int(self.options["CANDIDATES"]))
-        keyword_hits = self.keyword(parsed, filters=filters, limit=candidates, snippets=False)
         semantic_hits = self.semantic(query, filters=filters, limit=candidates, embedder=embedder, snippets=False)
+        keyword_hits = (
+            [] if parsed.is_empty or filters.matches_nothing else self._all_words_hits(parsed, filters, candidates)
+        )
         # Documents that contain only some of the words are weak evidence next to the meaning of the whole
         # query (a question shares "credit" and "card" with an advert more than with a statement in
         # another language), so by default they only fill up the list; without vectors they are all we have.
         partial_weight = float(self.options["PARTIAL_KEYWORD_WEIGHT"]) if semantic_hits else 1.0
+        present = {hit.document_id for hit in keyword_hits}
+        if partial_weight > 0 and len(keyword_hits) < candidates:
+            keyword_hits += self._some_words_hits(parsed, filters, candidates - len(keyword_hits), exclude=present)
         fused = self.fuse(
             [
-                ([hit for hit in keyword_hits if partial_weight > 0 or not hit.partial], lambda hit: partial_weight if hit.partial else 1.0),
+                (keyword_hits, lambda hit: partial_weight if hit.partial else 1.0),
                 (semantic_hits, lambda hit: 1.0),
             ],
             limit=limit,
         )
-        if len(fused) < limit:
-            present = {hit.document_id for hit in fused}
+        if len(fused) < limit and partial_weight <= 0:
             k = float(self.options["RRF_K"])
-            fillers = [hit for hit in keyword_hits if hit.document_id not in present and hit.partial]
-            for rank, hit in enumerate(fillers[: limit - len(fused)], start=1):
+            present = {hit.document_id for hit in fused}
+            fillers = self._some_words_hits(parsed, filters, limit - len(fused), exclude=present)
+            for rank, hit in enumerate(fillers, start=1):
                 # Below every fused hit: as if ranked after the whole candidate list.
                 hit.score = 1.0 / (k + candidates + rank)
                 fused.append(hit)
@@ -370,8 +373,11 @@ class BaseSearchBackend:
         """Attach kind/object/message ids (and snippets) to the final page of hits in one query."""
         if not hits:
             return hits
-        fields = ["id", "kind", "object_id", "message_id"] + (["title", "body"] if with_snippets else [])
-        rows = {row["id"]: row for row in SearchDocument.objects.filter(pk__in=[h.document_id for h in hits]).values(*fields)}
+        documents = SearchDocument.objects.filter(pk__in=[h.document_id for h in hits])
+        if with_snippets:
+            documents = documents.annotate(head=Substr("body", 1, SNIPPET_SCAN_CHARS))
+        fields = ["id", "kind", "object_id", "message_id"] + (["title", "head"] if with_snippets else [])
+        rows = {row["id"]: row for row in documents.values(*fields)}
         finished: list[SearchHit] = []
         for hit in hits:
             row = rows.get(hit.document_id)
@@ -379,7 +385,7 @@ class BaseSearchBackend:
                 continue  # deleted while we were ranking
             hit.kind, hit.object_id, hit.message_id = row["kind"], row["object_id"], row["message_id"]
             if with_snippets:
-                hit.snippet = highlight(row["body"] or row["title"] or "", parsed)
+                hit.snippet = highlight(row["head"] or row["title"] or "", parsed)
             finished.append(hit)
         return finished
 
@@ -460,7 +466,7 @@ class BaseSearchBackend:
 
     def _store_vectors(
         self,
-        batch: list[dict[str, Any]],
+        batch: Sequence[Mapping[str, Any]],
         owners: list[tuple[int, int]],
         texts: list[str],
         vectors: np.ndarray,

@@ -63,7 +63,7 @@ class PostgresSearchBackend(BaseSearchBackend):
     def _update_tsvectors(self, ids: list[int], titles: list[str], people: list[str], bodies: list[str]) -> None:
         with connection.cursor() as cursor:
             cursor.execute(
-                f"UPDATE search_document d SET tsv = {TSVECTOR_SQL}"
+                f"UPDATE search_document d SET tsv = {TSVECTOR_SQL}"  # noqa: S608 (a constant)
                 " FROM unnest(%s::bigint[], %s::text[], %s::text[], %s::text[]) AS v(id, title, people, body)"
                 " WHERE d.id = v.id",
                 [ids, titles, people, bodies],
@@ -97,13 +97,14 @@ class PostgresSearchBackend(BaseSearchBackend):
         self, parsed: ParsedQuery, match: KeywordMatch, filters: SearchFilters, limit: int
     ) -> list[tuple[int, float]]:
         where, params = filters.sql("d")
-        cap = max(limit, int(self.options.get("PG_CANDIDATES", 2000)))
-        # The newest `cap` matches are ranked: a word in every message costs a bounded sort, not a rank of all.
+        cap = max(limit, int(self.options["RANK_CANDIDATES"]))
+        # Only the newest `cap` matches (by document id, as on SQLite) are ranked: a word found in every
+        # message costs a bounded sort, not a rank of the whole index.
         sql = (
-            "WITH q AS (SELECT to_tsquery('simple', %s) AS query)"
+            "WITH q AS (SELECT to_tsquery('simple', %s) AS query)"  # noqa: S608 (filters are placeholders)
             f" SELECT c.id, ts_rank_cd('{RANK_WEIGHTS}', c.tsv, q.query, 1) AS rank FROM ("
             f"   SELECT d.id, d.tsv FROM search_document d, q WHERE d.tsv @@ q.query{where}"
-            "   ORDER BY d.date DESC LIMIT %s"
+            "   ORDER BY d.id DESC LIMIT %s"
             " ) c, q ORDER BY rank DESC, c.id DESC LIMIT %s"
         )
         with connection.cursor() as cursor:
@@ -119,7 +120,7 @@ class PostgresSearchBackend(BaseSearchBackend):
         fetch = max(limit * 3, 40)
         ef_search = max(int(self.options.get("PG_EF_SEARCH", 100)), fetch)
         sql = (
-            f"SELECT c.document_id, c.chunk_no, c.embedding::vector({dim}) <=> %s::vector({dim}) AS distance"
+            f"SELECT c.document_id, c.chunk_no, c.embedding::vector({dim}) <=> %s::vector({dim}) AS distance"  # noqa: S608
             " FROM search_chunk c JOIN search_document d ON d.id = c.document_id"
             f" WHERE vector_dims(c.embedding) = {dim}{where}"
             f" ORDER BY c.embedding::vector({dim}) <=> %s::vector({dim}) LIMIT %s"

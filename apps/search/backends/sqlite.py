@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +22,7 @@ from apps.search.models import DocumentKind
 BM25_WEIGHTS = (5.0, 2.0, 1.0)
 KIND_CODES = {kind.value: code for code, kind in enumerate(DocumentKind)}
 NO_DATE = np.iinfo(np.int64).min
+APPEND_PAGE = 4096
 
 
 def fts5_available() -> bool:
@@ -115,37 +116,37 @@ class VectorMatrix:
         self.compactions += 1
 
     def _append(self, cursor: Any) -> None:
+        cursor.execute("SELECT count(*) FROM search_chunk WHERE id > %s", [self.max_id])
+        expected = int(cursor.fetchone()[0])
+        if not expected:
+            return
+        self._reserve(self.size + expected)
         cursor.execute(
             "SELECT c.id, c.document_id, c.chunk_no, c.embedding, d.account_id, d.kind, d.date, d.has_attachments"
             " FROM search_chunk c JOIN search_document d ON d.id = c.document_id"
             " WHERE c.id > %s ORDER BY c.id",
             [self.max_id],
         )
-        rows = cursor.fetchall()
-        if not rows:
-            return
-        count = len(rows)
-        blob = b"".join(bytes(row[3]) for row in rows)
-        new_vectors = np.frombuffer(blob, dtype="<f4")
-        if new_vectors.size != count * self.dimension:
-            # Vectors of another size are from an embedder switch still being written; skip this round.
-            return
-        self._reserve(self.size + count)
-        start, end = self.size, self.size + count
-        self.vectors[start:end] = new_vectors.reshape(count, self.dimension)
-        self.chunk_ids[start:end] = [row[0] for row in rows]
-        self.document_ids[start:end] = [row[1] for row in rows]
-        self.chunk_nos[start:end] = [row[2] for row in rows]
-        self.account_ids[start:end] = [row[4] if row[4] is not None else -1 for row in rows]
-        self.kinds[start:end] = [KIND_CODES.get(row[5], -1) for row in rows]
-        dates = np.array([row[6] if row[6] else "NaT" for row in rows], dtype="datetime64[us]")
-        seconds = dates.astype("datetime64[s]").astype(np.int64)
-        seconds[np.isnat(dates)] = NO_DATE
-        self.dates[start:end] = seconds
-        self.attachments[start:end] = [bool(row[7]) for row in rows]
-        self.size = end
-        self.max_id = int(rows[-1][0])
-        self.appended_rows += count
+        # Page by page straight into the preallocated matrix: peak memory stays near the matrix itself.
+        while rows := cursor.fetchmany(APPEND_PAGE):
+            count = len(rows)
+            new_vectors = np.frombuffer(b"".join(bytes(row[3]) for row in rows), dtype="<f4")
+            if new_vectors.size != count * self.dimension:
+                return  # vectors of another size: an embedder switch is being written; next refresh reloads
+            self._reserve(self.size + count)
+            start, end = self.size, self.size + count
+            self.vectors[start:end] = new_vectors.reshape(count, self.dimension)
+            self.chunk_ids[start:end] = [row[0] for row in rows]
+            self.document_ids[start:end] = [row[1] for row in rows]
+            self.chunk_nos[start:end] = [row[2] for row in rows]
+            self.account_ids[start:end] = [row[4] if row[4] is not None else -1 for row in rows]
+            self.kinds[start:end] = [KIND_CODES.get(row[5], -1) for row in rows]
+            dates = np.array([row[6] if row[6] else "NaT" for row in rows], dtype="datetime64[us]")
+            self.dates[start:end] = dates.astype("datetime64[s]").astype(np.int64)  # NaT becomes NO_DATE
+            self.attachments[start:end] = [bool(row[7]) for row in rows]
+            self.size = end
+            self.max_id = int(rows[-1][0])
+            self.appended_rows += count
 
     def _reserve(self, needed: int) -> None:
         capacity = self.vectors.shape[0]
@@ -169,8 +170,12 @@ class VectorMatrix:
             return condition if current is None else current & condition
 
         if filters.account_ids is not None:
-            mask = both(mask, np.isin(self.account_ids[:size], np.array(filters.account_ids, dtype=np.int64)))
-        if filters.kinds:
+            accounts = self.account_ids[:size]
+            if len(filters.account_ids) == 1:
+                mask = both(mask, accounts == filters.account_ids[0])
+            else:
+                mask = both(mask, np.isin(accounts, np.array(filters.account_ids, dtype=np.int64)))
+        if filters.kinds and set(filters.kinds) != set(KIND_CODES):
             codes = np.array([KIND_CODES.get(kind, -2) for kind in filters.kinds], dtype=np.int8)
             mask = both(mask, np.isin(self.kinds[:size], codes))
         if filters.has_attachment is not None:
@@ -184,9 +189,7 @@ class VectorMatrix:
             mask = both(mask, np.isin(self.document_ids[:size], allowed_documents))
         return mask
 
-    def search(
-        self, vector: np.ndarray, limit: int, mask: np.ndarray | None
-    ) -> list[tuple[int, int, float]]:
+    def search(self, vector: np.ndarray, limit: int, mask: np.ndarray | None) -> list[tuple[int, int, float]]:
         size = self.size
         if not size:
             return []
@@ -252,7 +255,8 @@ class SQLiteSearchBackend(BaseSearchBackend):
         with connection.cursor() as cursor:
             for start in range(0, len(replaced_ids), 500):
                 batch = replaced_ids[start : start + 500]
-                cursor.execute(f"DELETE FROM search_fts WHERE rowid IN ({', '.join(['%s'] * len(batch))})", batch)
+                placeholders = ", ".join(["%s"] * len(batch))
+                cursor.execute(f"DELETE FROM search_fts WHERE rowid IN ({placeholders})", batch)  # noqa: S608
             cursor.executemany(
                 "INSERT INTO search_fts (rowid, title, people, body) VALUES (%s, %s, %s, %s)",
                 [
@@ -286,21 +290,55 @@ class SQLiteSearchBackend(BaseSearchBackend):
     def _keyword_ids(
         self, parsed: ParsedQuery, match: KeywordMatch, filters: SearchFilters, limit: int
     ) -> list[tuple[int, float]]:
+        expression = fts5_query(parsed, match)
         where, params = filters.sql("d")
-        weights = ", ".join(str(w) for w in BM25_WEIGHTS)
-        sql = (
-            f"SELECT d.id, bm25(search_fts, {weights}) AS rank FROM search_fts"
-            " JOIN search_document d ON d.id = search_fts.rowid"
-            f" WHERE search_fts MATCH %s{where} ORDER BY rank LIMIT %s"
+        try:
+            with connection.cursor() as cursor:
+                if not where:
+                    return self._ranked(cursor, expression, limit)
+                # Joining every match to its document to test the filters costs more than ranking. Filters
+                # usually keep most documents (a user's own accounts), so rank unfiltered, keep the hits
+                # that pass, and only when too few do, rank again with the filters inside the query.
+                overfetch = limit * 4
+                ranked = self._ranked(cursor, expression, overfetch)
+                ids = [pk for pk, _score in ranked]
+                cursor.execute(
+                    f"SELECT d.id FROM search_document d WHERE d.id IN ({', '.join(['%s'] * len(ids))}){where}"  # noqa: S608
+                    if ids
+                    else "SELECT 1 WHERE 0",
+                    [*ids, *params] if ids else [],
+                )
+                passing = {row[0] for row in cursor.fetchall()}
+                kept = [(pk, score) for pk, score in ranked if pk in passing][:limit]
+                if len(kept) >= limit or len(ranked) < overfetch:
+                    return kept
+                return self._ranked(cursor, expression, limit, where=where, params=params)
+        except Exception as exc:  # a query FTS5 cannot parse finds nothing rather than failing the page
+            if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
+                return []
+            raise
+
+    def _ranked(
+        self, cursor: Any, expression: str, limit: int, *, where: str = "", params: Sequence[Any] = ()
+    ) -> list[tuple[int, float]]:
+        """bm25 over the newest RANK_CANDIDATES matches; `where` filters on search_document d (joined)."""
+        join = " JOIN search_document d ON d.id = search_fts.rowid" if where else ""
+        cap = max(limit, int(self.options["RANK_CANDIDATES"]))
+        # Walking the matches newest-first costs no ranking; bm25 then runs on the newest `cap` only.
+        cursor.execute(
+            f"SELECT search_fts.rowid FROM search_fts{join} WHERE search_fts MATCH %s{where}"  # noqa: S608
+            " ORDER BY search_fts.rowid DESC LIMIT 1 OFFSET %s",
+            [expression, *params, cap - 1],
         )
-        with connection.cursor() as cursor:
-            try:
-                cursor.execute(sql, [fts5_query(parsed, match), *params, limit])
-            except Exception as exc:  # a query FTS5 cannot parse finds nothing rather than failing the page
-                if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
-                    return []
-                raise
-            return [(int(pk), -float(rank)) for pk, rank in cursor.fetchall()]
+        cutoff = cursor.fetchone()
+        bound = " AND search_fts.rowid >= %s" if cutoff else ""
+        weights = ", ".join(str(w) for w in BM25_WEIGHTS)
+        cursor.execute(
+            f"SELECT search_fts.rowid, bm25(search_fts, {weights}) AS score FROM search_fts{join}"  # noqa: S608
+            f" WHERE search_fts MATCH %s{where}{bound} ORDER BY score LIMIT %s",
+            [expression, *params, *([cutoff[0]] if cutoff else []), limit],
+        )
+        return [(int(pk), -float(score)) for pk, score in cursor.fetchall()]
 
     def _vector_ids(
         self, vector: np.ndarray, filters: SearchFilters, limit: int, dimension: int
@@ -309,7 +347,7 @@ class SQLiteSearchBackend(BaseSearchBackend):
         if filters.needs_sql_for_vectors():
             where, params = filters.sql("d")
             with connection.cursor() as cursor:
-                cursor.execute(f"SELECT d.id FROM search_document d WHERE 1 = 1{where}", params)
+                cursor.execute(f"SELECT d.id FROM search_document d WHERE 1 = 1{where}", params)  # noqa: S608
                 allowed = np.fromiter((row[0] for row in cursor.fetchall()), dtype=np.int64)
             if not allowed.size:
                 return []

@@ -1,0 +1,208 @@
+# ruff: noqa: RUF001 -- Turkish and German text is what these tests are about.
+"""Ingest hook, management commands, the JSON API, the search page/partial, progress and checks."""
+
+from __future__ import annotations
+
+import json
+from io import StringIO
+from typing import Any
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from django.template import Context, Template
+
+from apps.accounts.actions import create_local_account
+from apps.accounts.models import Message
+from apps.accounts.signals import messages_stored
+from apps.search import actions
+from apps.search.checks import check_search_database, check_search_libraries
+from apps.search.models import SearchDocument
+
+pytestmark = pytest.mark.django_db
+
+RESULT_KEYS = {"message_id", "score", "sources", "snippet", "subject", "from", "date"}
+
+
+@pytest.fixture
+def corpus(make_message: Any, index_all: Any) -> dict[str, Message]:
+    messages = {
+        "statement": make_message(
+            "Kredi Kartı Hesap Özeti",
+            "Son Ödeme Tarihi: 25.03.2024. Asgari ödeme tutarı 1.443,70 TL.",
+            sender=("Banka", "ekstre@banka.example"),
+            message_id="statement-1@banka.example",
+        ),
+        "offsite": make_message("Team offsite", "Agenda for the offsite in the mountains next week."),
+        "invoice": make_message("Turbine invoice", "Invoice for turbine maintenance, due in 30 days."),
+    }
+    index_all()
+    return messages
+
+
+def test_ingest_indexes_full_text_even_without_embeddings(
+    make_message: Any, account: Any, django_capture_on_commit_callbacks: Any, settings: Any
+) -> None:
+    settings.SEARCH_EMBED_ON_INGEST = False
+    message = make_message("Quarry permit", "The quarry permit expires in June.")
+    with django_capture_on_commit_callbacks(execute=True):
+        messages_stored.send(sender=Message, account_id=account.pk, message_ids=[message.pk])
+    document = SearchDocument.objects.get(kind="message", object_id=message.pk)
+    assert document.embedded_with == "" and not document.chunks.exists()
+    from apps.search.backends import get_search_backend
+
+    assert [h.message_id for h in get_search_backend().keyword("quarry permit")] == [message.pk]
+
+
+def test_messages_stored_signal_indexes_and_embeds(
+    make_message: Any, account: Any, django_capture_on_commit_callbacks: Any, settings: Any
+) -> None:
+    settings.SEARCH_EMBED_ON_INGEST = True
+    message = make_message("Warehouse lease renewal", "The warehouse lease renews in May.")
+    with django_capture_on_commit_callbacks(execute=True):
+        messages_stored.send(sender=Message, account_id=account.pk, message_ids=[message.pk])
+    document = SearchDocument.objects.get(kind="message", object_id=message.pk)
+    assert document.embedded_with  # the django-q2 backfill ran (synchronously in tests)
+    assert document.chunks.exists()
+
+
+def test_import_through_the_real_importer_is_searchable(
+    user: Any, tmp_path: Any, django_capture_on_commit_callbacks: Any, embedder: Any, settings: Any
+) -> None:
+    settings.SEARCH_EMBED_ON_INGEST = True
+    from email.message import EmailMessage
+
+    from apps.accounts.importers import import_path
+    from apps.search.backends import get_search_backend
+
+    message = EmailMessage()
+    message["From"] = "Lucía <lucia@example.es>"
+    message["To"] = "owner@example.com"
+    message["Subject"] = "Alquiler del piso"
+    message["Message-ID"] = "<rent-1@example.es>"
+    message["Date"] = "Mon, 08 Apr 2024 09:00:00 +0000"
+    message.set_content("El alquiler del piso sube a 950 euros al mes a partir de junio.")
+    (tmp_path / "rent.eml").write_bytes(bytes(message))
+    account = create_local_account(owner=user, name="imported")
+    with django_capture_on_commit_callbacks(execute=True):
+        import_path(account, tmp_path)
+    assert not SearchDocument.objects.filter(embedded_with="").exists()
+    hits = get_search_backend().hybrid("monthly rent for the flat", embedder=embedder)
+    assert [h.message_id for h in hits] == list(Message.objects.filter(account=account).values_list("pk", flat=True))
+
+
+def test_indexing_failure_does_not_break_the_sync(
+    make_message: Any, account: Any, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    message = make_message("Anything", "at all")
+
+    def broken(**kwargs: Any) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(actions, "index_messages", broken)
+    messages_stored.send(sender=Message, account_id=account.pk, message_ids=[message.pk])
+    assert "indexing 1 stored messages" in caplog.text
+
+
+def test_one_backfill_at_a_time(make_message: Any, index_all: Any) -> None:
+    make_message("Pending", "waiting for vectors")
+    index_all(embeddings=False)
+    assert actions._acquire_backfill_lock()
+    try:
+        assert actions.backfill_embeddings(requeue=False) == 0
+    finally:
+        actions._release_backfill_lock()
+    assert actions.backfill_embeddings(requeue=False) == 1
+    assert not SearchDocument.objects.filter(embedded_with="").exists()
+
+
+def test_search_command_prints_the_json_shape(corpus: dict[str, Message]) -> None:
+    out = StringIO()
+    call_command("search", "When is my credit card payment due?", "--json", "--limit", "2", stdout=out)
+    results = json.loads(out.getvalue())
+    assert len(results) == 2
+    assert all(set(r) == RESULT_KEYS for r in results)
+    top = results[0]
+    assert top["message_id"] == "statement-1@banka.example"
+    assert set(top["sources"]) <= {"fts", "vector"} and "vector" in top["sources"]
+    assert top["from"] == "Banka <ekstre@banka.example>"
+    assert top["date"].startswith("2024-")
+    keyword = StringIO()
+    call_command("search", "son odeme", "--json", "--mode", "keyword", "--account", "main", stdout=keyword)
+    [hit] = json.loads(keyword.getvalue())
+    assert hit["sources"] == ["fts"] and "<mark>Ödeme</mark>" in hit["snippet"]
+    plain = StringIO()
+    call_command("search", "turbine", "--mode", "keyword", stdout=plain)
+    assert "Turbine invoice" in plain.getvalue()
+    with pytest.raises(CommandError):
+        call_command("search", "x", "--account", "nope")
+    with pytest.raises(CommandError):
+        call_command("search", "x", "--after", "yesterday-ish")
+
+
+def test_reindex_command_builds_both_indexes(make_message: Any) -> None:
+    make_message("Loose message", "stored without the ingest hook")
+    out = StringIO()
+    call_command("reindex", "--embeddings", "--no-progress", stdout=out)
+    assert "1 new" in out.getvalue() and "1/1 have vectors" in out.getvalue()
+    again = StringIO()
+    call_command("reindex", "--rebuild", "--no-progress", stdout=again)
+    assert "1 unchanged" in again.getvalue()
+    assert SearchDocument.objects.get().embedded_with
+
+
+def test_api_requires_login(client: Any, corpus: dict[str, Message]) -> None:
+    response = client.get("/api/search", {"q": "offsite"})
+    assert response.status_code == 401
+
+
+def test_api_search_shape_and_scoping(
+    logged_in_client: Any, corpus: dict[str, Message], make_message: Any, index_all: Any, django_user_model: Any
+) -> None:
+    stranger = django_user_model.objects.create_user(username="x", email="x@example.com", password="pw-123456789")
+    foreign = create_local_account(owner=stranger, name="theirs")
+    make_message("Team offsite photos", "offsite pictures", owner_account=foreign)
+    index_all()
+    response = logged_in_client.get("/api/search", {"q": "offsite", "mode": "keyword"})
+    assert response.status_code == 200, response.content
+    results = response.json()
+    assert [r["subject"] for r in results] == ["Team offsite"]
+    assert set(results[0]) == RESULT_KEYS
+    hybrid = logged_in_client.get("/api/search", {"q": "When is my credit card payment due?", "limit": 1}).json()
+    assert hybrid[0]["message_id"] == "statement-1@banka.example"
+    filtered = logged_in_client.get("/api/search", {"q": "invoice", "mode": "keyword", "from": "nobody@"}).json()
+    assert filtered == []
+    assert logged_in_client.get("/api/search", {"q": "offsite", "account": "theirs"}).status_code == 404
+    assert logged_in_client.get("/api/search", {"q": "offsite", "mode": "fuzzy"}).status_code == 422
+    assert logged_in_client.get("/api/search", {"q": "offsite", "limit": 500}).status_code == 422
+
+
+def test_search_page_and_htmx_partial(logged_in_client: Any, corpus: dict[str, Message]) -> None:
+    page = logged_in_client.get("/search/", {"q": "son odeme", "mode": "keyword"})
+    assert page.status_code == 200
+    html = page.content.decode()
+    assert "<html" in html and 'data-testid="search-input"' in html
+    assert "<mark>Ödeme</mark>" in html
+    partial = logged_in_client.get("/search/", {"q": "turb", "mode": "keyword"}, headers={"HX-Request": "true"})
+    body = partial.content.decode()
+    assert "<html" not in body and "Turbine invoice" in body  # prefix search while typing
+    empty = logged_in_client.get("/search/", {"q": "zzzz", "mode": "keyword"}, headers={"HX-Request": "true"})
+    assert 'data-testid="search-empty"' in empty.content.decode()
+    bad = logged_in_client.get("/search/", {"q": "x", "date_from": "soon"}, headers={"HX-Request": "true"})
+    assert "not a date" in bad.content.decode()
+
+
+def test_search_box_partial_renders_standalone(rf: Any) -> None:
+    html = Template('{% include "search/partials/search_box.html" %}').render(Context({}))
+    assert 'hx-trigger="input changed delay:300ms, search"' in html and 'id="search-results"' in html
+
+
+def test_embedding_progress_panel(staff_client: Any, corpus: dict[str, Message]) -> None:
+    html = Template("{% load search_tags %}{% search_embedding_progress %}").render(Context({}))
+    assert "3 / 3 documents (100.0%)" in html
+    assert staff_client.get("/search/progress/").status_code == 200
+
+
+def test_system_checks_pass() -> None:
+    assert check_search_libraries() == []
+    assert check_search_database(databases=["default"]) == []

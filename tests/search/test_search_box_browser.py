@@ -1,0 +1,47 @@
+"""The search box in real Chromium: typing searches (debounced, htmx) and shows highlighted snippets."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.conftest import USER_PASSWORD
+from tests.mailagent.test_browser import browser_page  # noqa: F401 (fixture)
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def indexed_mail(make_message: Any, index_all: Any) -> None:
+    # Before the browser starts: Playwright's sync API runs an event loop, where the ORM refuses to work.
+    make_message("Turbine maintenance invoice", "The turbine overhaul is invoiced at 12,000 USD.")
+    make_message("Lunch", "Sandwiches at noon.")
+    index_all(embeddings=False)
+
+
+@pytest.fixture
+def server_with_mail(indexed_mail: None, asgi_server: str) -> str:
+    return asgi_server
+
+
+@pytest.fixture
+def search_session(server_with_mail: str, browser_page: Any) -> tuple[str, Any]:  # noqa: F811
+    return server_with_mail, browser_page
+
+
+def test_typing_in_the_search_box_shows_highlighted_results(user: Any, search_session: tuple[str, Any]) -> None:
+    asgi_server, page = search_session
+    page.goto(f"{asgi_server}/accounts/login/?next=/search/")
+    page.fill("input[name=login]", user.email)
+    page.fill("input[name=password]", USER_PASSWORD)
+    page.click("form button[type=submit]")
+    page.wait_for_url(f"{asgi_server}/search/")
+    page.select_option("select[name=mode]", "keyword")
+    page.locator("[data-testid=search-input]").press_sequentially("turb", delay=40)
+    result = page.locator("[data-testid=search-result]")
+    result.first.wait_for(timeout=10_000)
+    assert result.count() == 1
+    assert "Turbine maintenance invoice" in result.first.inner_text()
+    assert page.locator("[data-testid=search-result] mark").first.inner_text().lower().startswith("turb")
+    assert "/search/" in page.url  # the page itself did not navigate
