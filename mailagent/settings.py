@@ -92,6 +92,8 @@ INSTALLED_APPS = [
     "mailagent",
     "apps.accounts",
     "apps.search",
+    "apps.orchestration",
+    "apps.routing",
 ]
 
 # Optional social login: a provider appears only when its client id is configured.
@@ -263,6 +265,12 @@ MAILAGENT_SYNC_BATCH = env_int("MAILAGENT_SYNC_BATCH", 200)
 MAILAGENT_SYNC_LOCK_SECONDS = env_int("MAILAGENT_SYNC_LOCK_SECONDS", 600)
 MAILAGENT_MAX_UPLOAD_BYTES = env_int("MAILAGENT_MAX_UPLOAD_BYTES", 512 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
+
+# Routing: time limit of one filter search and of all filters on one message (catastrophic patterns are
+# abandoned and recorded as filter errors), and the fetcher schedule's interval when it is first started.
+ROUTING_FILTER_TIMEOUT_MS = env_int("ROUTING_FILTER_TIMEOUT_MS", 50)
+ROUTING_MESSAGE_BUDGET_MS = env_int("ROUTING_MESSAGE_BUDGET_MS", 1000)
+MAILAGENT_FETCH_INTERVAL_MINUTES = env_int("MAILAGENT_FETCH_INTERVAL_MINUTES", 5)
 FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "uploads")
 (DATA_DIR / "uploads").mkdir(exist_ok=True)
 

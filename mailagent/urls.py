@@ -7,6 +7,8 @@ from mailagent import views
 from mailagent.api import api
 
 api.add_router("/search", "apps.search.api.router")
+api.add_router("/filters", "apps.routing.api.router")
+api.add_router("/fetcher", "apps.routing.api.fetcher_router")
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -14,6 +16,7 @@ urlpatterns = [
     path("accounts/", include("allauth.urls")),
     path("mail/", include("apps.accounts.urls")),
     path("search/", include("apps.search.urls")),
+    path("routing/", include("apps.routing.urls")),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
 ]

@@ -85,6 +85,7 @@ def store_remote_messages(
     messages: list[RemoteMessage],
     checkpoint: Checkpoint | None = None,
     keep_payloads: bool = False,
+    fetch_cycle_id: int | None = None,
 ) -> StoreResult:
     incoming = parse_batch(messages, keep_payloads=keep_payloads)
     in_batch_duplicates = len(messages) - len(incoming)
@@ -96,7 +97,9 @@ def store_remote_messages(
         if result.created_ids:
             created = list(result.created_ids)
             transaction.on_commit(
-                lambda: messages_stored.send(sender=Message, account_id=account.pk, message_ids=created)
+                lambda: messages_stored.send(
+                    sender=Message, account_id=account.pk, message_ids=created, fetch_cycle_id=fetch_cycle_id
+                )
             )
     return result
 

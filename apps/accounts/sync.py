@@ -76,8 +76,10 @@ class AccountSink:
         lock_token: str | None,
         keep_payloads: bool = False,
         chunk_size: int | None = None,
+        fetch_cycle_id: int | None = None,
     ) -> None:
         self.account = account
+        self.fetch_cycle_id = fetch_cycle_id
         self.chunk_size = chunk_size or sync_batch_size()
         self.lock_token = lock_token
         self.keep_payloads = keep_payloads
@@ -121,6 +123,7 @@ class AccountSink:
                 messages=chunk,
                 checkpoint=checkpoint if last else None,
                 keep_payloads=self.keep_payloads,
+                fetch_cycle_id=self.fetch_cycle_id,
             )
             for target in (batch, self.totals):
                 target.created += result.created
@@ -164,8 +167,10 @@ def _record(account_id: int, **fields: object) -> None:
     MailAccount.objects.filter(pk=account_id).update(**fields)
 
 
-def sync_account(account_id: int) -> SyncOutcome:
-    """Pull new mail for one account. Never raises for provider trouble: the outcome says what happened."""
+def sync_account(account_id: int, *, fetch_cycle_id: int | None = None) -> SyncOutcome:
+    """Pull new mail for one account. Never raises for provider trouble: the outcome says what happened.
+
+    `fetch_cycle_id` is opaque here: it travels with the messages-stored signal to whoever groups syncs."""
     account = MailAccount.objects.filter(pk=account_id).first()
     if account is None:
         return SyncOutcome(account_id=account_id, status="missing")
@@ -176,7 +181,7 @@ def sync_account(account_id: int) -> SyncOutcome:
         return SyncOutcome(account_id=account_id, status="busy")
     started = timezone.now()
     _record(account_id, last_sync_status=SyncStatus.RUNNING)
-    sink = AccountSink(account, lock_token=token)
+    sink = AccountSink(account, lock_token=token, fetch_cycle_id=fetch_cycle_id)
     provider = get_provider(account)
     outcome = SyncOutcome(account_id=account_id, status="ok")
     try:

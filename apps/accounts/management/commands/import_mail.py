@@ -4,12 +4,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 from tqdm import tqdm
 
 from apps.accounts.actions import AccountNameTaken, get_or_create_local_account
 from apps.accounts.importers import MailImportError, count_files, import_path
+from mailagent.owners import resolve_command_owner
 
 
 class Command(BaseCommand):
@@ -25,7 +25,7 @@ class Command(BaseCommand):
         path = Path(options["path"]).expanduser()
         if not path.exists():
             raise CommandError(f"{path} does not exist")
-        owner = self._owner(options.get("owner"))
+        owner = resolve_command_owner(options.get("owner"))
         try:
             account = get_or_create_local_account(owner=owner, name=options["account"])
         except AccountNameTaken as exc:
@@ -54,15 +54,3 @@ class Command(BaseCommand):
             self.stderr.write(f"  {error}")
         if len(summary.errors) > 20:
             self.stderr.write(f"  … and {len(summary.errors) - 20} more")
-
-    def _owner(self, email: str | None) -> Any:
-        users = get_user_model().objects
-        if email:
-            owner = users.filter(email__iexact=email).first()
-            if owner is None:
-                raise CommandError(f"No user with email {email}")
-            return owner
-        owner = users.filter(is_superuser=True).order_by("pk").first() or users.order_by("pk").first()
-        if owner is None:
-            raise CommandError("No user exists yet: run `manage.py bootstrap` (or `make run`) first")
-        return owner

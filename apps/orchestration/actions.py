@@ -1,0 +1,121 @@
+"""Writes for directors and runs (DESIGN.md: typed, keyword-only, side effects on commit)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+from django_q.tasks import async_task
+
+from apps.orchestration.models import Director, Run, RunStatus
+
+
+class DirectorNameTaken(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class RunRequest:
+    message_id: int
+    director_id: int
+    filter_id: int | None = None
+    match: dict[str, Any] | None = None
+
+
+def create_director(*, owner: Any, name: str, description: str = "", enabled: bool = True) -> Director:
+    try:
+        with transaction.atomic():
+            return Director.objects.create(
+                owner=owner, name=name.strip(), description=description.strip(), enabled=enabled
+            )
+    except IntegrityError as exc:
+        raise DirectorNameTaken(f"You already have a director named {name!r}") from exc
+
+
+def create_runs(*, requests: Sequence[RunRequest], fetch_cycle_id: int | None, trigger: str = "route") -> list[int]:
+    """One run per (message, director), whoever calls first; returns the ids of runs this call created.
+
+    The unique constraint makes repeated hooks and racing workers harmless: the losing insert is ignored.
+    Every run still queued gets its task enqueued on commit; a duplicate enqueue finds it taken and stops.
+    """
+    wanted = {(r.message_id, r.director_id): r for r in requests}
+    if not wanted:
+        return []
+    pair_filter = Q()
+    for message_id, director_id in wanted:
+        pair_filter |= Q(message_id=message_id, director_id=director_id)
+    with transaction.atomic():
+        existing = set(Run.objects.filter(pair_filter).values_list("message_id", "director_id"))
+        fresh = [request for pair, request in wanted.items() if pair not in existing]
+        now = timezone.now()
+        Run.objects.bulk_create(
+            [
+                Run(
+                    message_id=r.message_id,
+                    director_id=r.director_id,
+                    filter_id=r.filter_id,
+                    match=r.match or {},
+                    fetch_cycle_id=fetch_cycle_id,
+                    trigger=trigger,
+                    created_at=now,
+                )
+                for r in fresh
+            ],
+            ignore_conflicts=True,
+            batch_size=500,
+        )
+        fresh_filter = Q()
+        for r in fresh:
+            fresh_filter |= Q(message_id=r.message_id, director_id=r.director_id)
+        created = (
+            list(Run.objects.filter(fresh_filter, created_at=now, trigger=trigger).values_list("pk", flat=True))
+            if fresh
+            else []
+        )
+        queued = list(Run.objects.filter(pair_filter, status=RunStatus.QUEUED).values_list("pk", flat=True))
+        transaction.on_commit(lambda: _enqueue_runs(queued))
+    return created
+
+
+def _enqueue_runs(run_ids: list[int]) -> None:
+    for run_id in run_ids:
+        async_task("apps.orchestration.tasks.run_director_task", run_id, task_name=f"run-{run_id}")
+
+
+def claim_run(*, run_id: int) -> Run | None:
+    """queued → running with one conditional UPDATE: exactly one worker gets the run."""
+    taken = Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
+        status=RunStatus.RUNNING, started_at=timezone.now()
+    )
+    if not taken:
+        return None
+    return Run.objects.select_related("director", "message").get(pk=run_id)
+
+
+def finish_run(*, run: Run, status: str, reason: str = "", error: str = "") -> Run:
+    run.status = status
+    run.status_reason = reason
+    run.error = error
+    run.finished_at = timezone.now()
+    run.save(update_fields=["status", "status_reason", "error", "finished_at"])
+    return run
+
+
+def process_run(*, run_id: int) -> Run | None:
+    """Execute one run if it is still queued. Returns the finished run, or None if another worker has it."""
+    run = claim_run(run_id=run_id)
+    if run is None:
+        return None
+    if not run.director.enabled:
+        return finish_run(run=run, status=RunStatus.SKIPPED, reason="Director is disabled")
+    # Directors do not carry a model configuration yet, so there is nothing that could execute the run;
+    # it is closed honestly instead of pretending to have run.
+    return finish_run(
+        run=run,
+        status=RunStatus.SKIPPED,
+        reason="Director has no model configured; nothing was executed",
+    )

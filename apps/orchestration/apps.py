@@ -1,0 +1,9 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class OrchestrationConfig(AppConfig):
+    name = "apps.orchestration"
+    label = "orchestration"
+    verbose_name = "Orchestration"

@@ -1,0 +1,299 @@
+"""Routing JSON API: /api/filters (validated like the admin and the UI) and /api/fetcher/* controls.
+
+Fetcher endpoints follow the seed: GET status, POST start | stop | fetch (sync now; new mail is routed and
+its runs queued) | run (sync, route and process the cycle's runs now). Fetch and run answer 202 with the
+cycle id; the cycle's progress is on GET status and the Fetcher page.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.http import HttpRequest
+from ninja import Router, Schema, Status
+from ninja.errors import HttpError
+
+from apps.routing import actions, selectors
+from apps.routing.models import CycleTrigger, FetchCycle, Filter
+
+router = Router(tags=["routing"])
+fetcher_router = Router(tags=["fetcher"])
+
+
+class FilterIn(Schema):
+    directorId: int
+    field: str
+    regex: str
+    caseInsensitive: bool = True
+    description: str = ""
+    enabled: bool = True
+    order: int | None = None
+
+
+class FilterPatch(Schema):
+    directorId: int | None = None
+    field: str | None = None
+    regex: str | None = None
+    caseInsensitive: bool | None = None
+    description: str | None = None
+    enabled: bool | None = None
+    order: int | None = None
+
+
+class FilterOut(Schema):
+    id: int
+    directorId: int
+    directorName: str
+    field: str
+    regex: str
+    caseInsensitive: bool
+    description: str
+    enabled: bool
+    order: int
+    createdAt: dt.datetime
+    errorCount: int
+    lastError: str
+
+
+class ErrorOut(Schema):
+    error: str
+    field: str | None = None
+
+
+def _filter_out(item: Filter) -> dict[str, Any]:
+    return {
+        "id": item.pk,
+        "directorId": item.director_id,
+        "directorName": item.director.name,
+        "field": item.field,
+        "regex": item.regex,
+        "caseInsensitive": item.case_insensitive,
+        "description": item.description,
+        "enabled": item.enabled,
+        "order": item.order,
+        "createdAt": item.created_at,
+        "errorCount": item.error_count,
+        "lastError": item.last_error,
+    }
+
+
+def _validation_error(exc: ValidationError) -> Status:
+    field, messages = next(iter(exc.message_dict.items()))
+    return Status(400, {"error": messages[0], "field": field})
+
+
+@router.get("", response=list[FilterOut])
+def list_filters(request: HttpRequest) -> list[dict[str, Any]]:
+    return [_filter_out(item) for item in selectors.list_filters_for_user(user=request.user)]
+
+
+@router.post("", response={201: FilterOut, 400: ErrorOut})
+def create_filter(request: HttpRequest, payload: FilterIn) -> Status:
+    director = selectors.access_director(user=request.user, director_id=payload.directorId)
+    try:
+        item = actions.create_filter(
+            director=director,
+            field_name=payload.field.lower(),
+            regex_text=payload.regex,
+            case_insensitive=payload.caseInsensitive,
+            description=payload.description,
+            enabled=payload.enabled,
+            order=payload.order,
+        )
+    except ValidationError as exc:
+        return _validation_error(exc)
+    return Status(201, _filter_out(item))
+
+
+@router.get("/{filter_id}", response=FilterOut)
+def get_filter(request: HttpRequest, filter_id: int) -> dict[str, Any]:
+    return _filter_out(selectors.access_filter(user=request.user, filter_id=filter_id))
+
+
+@router.put("/{filter_id}", response={200: FilterOut, 400: ErrorOut})
+def update_filter(request: HttpRequest, filter_id: int, payload: FilterPatch) -> Status:
+    item = selectors.access_filter(user=request.user, filter_id=filter_id)
+    data = payload.dict(exclude_unset=True)
+    changes: dict[str, Any] = {}
+    if data.get("directorId") is not None:
+        changes["director"] = selectors.access_director(user=request.user, director_id=data["directorId"])
+    for api_name, model_name in (
+        ("field", "field"),
+        ("regex", "regex"),
+        ("caseInsensitive", "case_insensitive"),
+        ("description", "description"),
+        ("enabled", "enabled"),
+        ("order", "order"),
+    ):
+        if data.get(api_name) is not None:
+            changes[model_name] = data[api_name].lower() if api_name == "field" else data[api_name]
+    try:
+        item = actions.update_filter(item=item, **changes)
+    except ValidationError as exc:
+        return _validation_error(exc)
+    return Status(200, _filter_out(item))
+
+
+@router.delete("/{filter_id}", response={204: None})
+def delete_filter(request: HttpRequest, filter_id: int) -> Status:
+    actions.delete_filter(item=selectors.access_filter(user=request.user, filter_id=filter_id))
+    return Status(204, None)
+
+
+class RouteOut(Schema):
+    messageId: int
+    subject: str
+    directorId: int
+    directorName: str
+    filterId: int
+    field: str
+    regex: str
+    matched: str
+
+
+class TestOut(Schema):
+    messages: int
+    evaluations: int
+    routes: list[RouteOut]
+    errors: list[dict[str, Any]]
+
+
+@router.post("/test", response=TestOut)
+def test_filters(request: HttpRequest, last: int = 50, directorId: int | None = None) -> dict[str, Any]:
+    """Dry run: route the newest `last` stored emails through the current filters; nothing is created."""
+    return preview_json(request, last=last, director_id=directorId)
+
+
+def preview_json(request: HttpRequest, *, last: int, director_id: int | None) -> dict[str, Any]:
+    director_ids = None
+    if director_id is not None:
+        director_ids = {selectors.access_director(user=request.user, director_id=director_id).pk}
+    preview = selectors.preview_routes(user=request.user, last=last, director_ids=director_ids)
+    outcome = preview.outcome
+    return {
+        "messages": outcome.messages,
+        "evaluations": outcome.evaluations,
+        "routes": [
+            {
+                "messageId": message_id,
+                "subject": preview.subjects.get(message_id, ""),
+                "directorId": match.director_id,
+                "directorName": match.director_name,
+                "filterId": match.filter_id,
+                "field": match.field,
+                "regex": match.regex,
+                "matched": match.matched_text,
+            }
+            for message_id, match in outcome.routes
+        ],
+        "errors": [{"filterId": e.filter_id, "messageId": e.message_id, "error": e.error} for e in outcome.errors],
+    }
+
+
+# --- fetcher -------------------------------------------------------------------------------------------
+
+
+class CycleOut(Schema):
+    id: int
+    trigger: str
+    status: str
+    startedAt: dt.datetime
+    syncedAt: dt.datetime | None
+    finishedAt: dt.datetime | None
+    durationSeconds: float | None
+    accountsSynced: int
+    accountsFailed: int
+    messagesStored: int
+    runsCreated: int
+    runsProcessed: int
+    error: str
+
+
+class FetcherStatusOut(Schema):
+    running: bool
+    intervalMinutes: int
+    nextRun: dt.datetime | None
+    currentCycle: CycleOut | None
+    lastCycle: CycleOut | None
+    recentCycles: list[CycleOut]
+
+
+class CycleStartedOut(Schema):
+    fetchCycleId: int
+    status: str
+
+
+def cycle_out(cycle: FetchCycle | None) -> dict[str, Any] | None:
+    if cycle is None:
+        return None
+    return {
+        "id": cycle.pk,
+        "trigger": cycle.trigger,
+        "status": cycle.status,
+        "startedAt": cycle.started_at,
+        "syncedAt": cycle.synced_at,
+        "finishedAt": cycle.finished_at,
+        "durationSeconds": cycle.duration_seconds,
+        "accountsSynced": cycle.accounts_synced,
+        "accountsFailed": cycle.accounts_failed,
+        "messagesStored": cycle.messages_stored,
+        "runsCreated": cycle.runs_created,
+        "runsProcessed": cycle.runs_processed,
+        "error": cycle.error,
+    }
+
+
+def _status() -> dict[str, Any]:
+    state = selectors.fetcher_state()
+    return {
+        "running": state.running,
+        "intervalMinutes": state.interval_minutes,
+        "nextRun": state.next_run,
+        "currentCycle": cycle_out(state.current),
+        "lastCycle": cycle_out(state.last),
+        "recentCycles": [cycle_out(c) for c in selectors.recent_cycles(limit=10)],
+    }
+
+
+@fetcher_router.get("/status", response=FetcherStatusOut)
+def fetcher_status(request: HttpRequest) -> dict[str, Any]:
+    return _status()
+
+
+class StartIn(Schema):
+    intervalMinutes: int | None = None
+
+
+@fetcher_router.post("/start", response=FetcherStatusOut)
+def fetcher_start(request: HttpRequest, payload: StartIn | None = None) -> dict[str, Any]:
+    interval = payload.intervalMinutes if payload else None
+    if interval is not None and not 1 <= interval <= 1440:
+        raise HttpError(400, "intervalMinutes must be between 1 and 1440")
+    actions.start_fetcher(interval_minutes=interval)
+    return _status()
+
+
+@fetcher_router.post("/stop", response=FetcherStatusOut)
+def fetcher_stop(request: HttpRequest) -> dict[str, Any]:
+    actions.stop_fetcher()
+    return _status()
+
+
+def _start_cycle(request: HttpRequest, trigger: str) -> Status:
+    with transaction.atomic():
+        cycle = actions.start_fetch_cycle(trigger=trigger, requested_by=request.user)
+    cycle.refresh_from_db()
+    return Status(202, {"fetchCycleId": cycle.pk, "status": cycle.status})
+
+
+@fetcher_router.post("/fetch", response={202: CycleStartedOut})
+def fetcher_fetch(request: HttpRequest) -> Status:
+    return _start_cycle(request, CycleTrigger.FETCH)
+
+
+@fetcher_router.post("/run", response={202: CycleStartedOut})
+def fetcher_run(request: HttpRequest) -> Status:
+    return _start_cycle(request, CycleTrigger.RUN)

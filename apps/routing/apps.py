@@ -1,0 +1,17 @@
+from __future__ import annotations
+
+from django.apps import AppConfig
+
+
+class RoutingConfig(AppConfig):
+    name = "apps.routing"
+    label = "routing"
+    verbose_name = "Routing and fetcher"
+    nav_entries = [("Filters", "routing:filters"), ("Fetcher", "routing:fetcher")]
+
+    def ready(self) -> None:
+        from apps.accounts.models import Message
+        from apps.accounts.signals import messages_stored
+        from apps.routing import receivers
+
+        messages_stored.connect(receivers.route_stored_messages, sender=Message, dispatch_uid="routing.route")

@@ -1,0 +1,48 @@
+"""Forms for the filters page. They validate input only (the regex through the same compile as the
+admin and the API); saving goes through actions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django import forms
+
+from apps.orchestration.models import Director
+from apps.routing.matching import InvalidPattern, compile_pattern
+from apps.routing.models import FILTER_HELP, FilterField
+
+
+class FilterForm(forms.Form):
+    director = forms.ModelChoiceField(queryset=Director.objects.none(), empty_label=None)
+    field = forms.ChoiceField(choices=FilterField.choices, initial=FilterField.FROM)
+    regex = forms.CharField(max_length=1000, label="Pattern", help_text=FILTER_HELP, strip=False)
+    case_insensitive = forms.BooleanField(required=False, initial=True, label="Ignore case")
+    description = forms.CharField(max_length=300, required=False)
+
+    def __init__(self, *args: Any, owner: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["director"].queryset = Director.objects.filter(owner=owner).order_by("name")  # type: ignore[attr-defined]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        pattern = data.get("regex")
+        if pattern is not None:
+            try:
+                compile_pattern(pattern, case_insensitive=bool(data.get("case_insensitive")))
+            except InvalidPattern as exc:
+                self.add_error("regex", str(exc))
+        return data
+
+
+class DirectorForm(forms.Form):
+    name = forms.CharField(max_length=100, label="New director")
+    description = forms.CharField(max_length=500, required=False)
+
+
+class TestFiltersForm(forms.Form):
+    last = forms.IntegerField(min_value=1, max_value=5000, initial=50, label="Last emails")
+    director = forms.ModelChoiceField(queryset=Director.objects.none(), required=False, empty_label="All directors")
+
+    def __init__(self, *args: Any, owner: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["director"].queryset = Director.objects.filter(owner=owner).order_by("name")  # type: ignore[attr-defined]

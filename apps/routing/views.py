@@ -1,0 +1,154 @@
+"""Filters and Fetcher pages. Thin views: parse → access selector → one action → page or partial."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_POST
+
+from apps.orchestration import actions as orchestration_actions
+from apps.routing import actions, selectors
+from apps.routing.forms import DirectorForm, FilterForm, TestFiltersForm
+from apps.routing.models import CycleTrigger
+
+
+def _filters_page(
+    request: HttpRequest,
+    *,
+    filter_form: FilterForm | None = None,
+    director_form: DirectorForm | None = None,
+    status: int = 200,
+) -> HttpResponse:
+    context: dict[str, Any] = {
+        "filters": list(selectors.list_filters_for_user(user=request.user)),
+        "directors": list(selectors.list_directors_for_user(user=request.user)),
+        "filter_form": filter_form or FilterForm(owner=request.user),
+        "director_form": director_form or DirectorForm(),
+        "test_form": TestFiltersForm(owner=request.user),
+    }
+    return render(request, "routing/pages/filters.html", context, status=status)
+
+
+@require_GET
+def filters(request: HttpRequest) -> HttpResponse:
+    return _filters_page(request)
+
+
+@require_POST
+def filter_add(request: HttpRequest) -> HttpResponse:
+    form = FilterForm(request.POST, owner=request.user)
+    if not form.is_valid():
+        return _filters_page(request, filter_form=form, status=400)
+    data = form.cleaned_data
+    try:
+        item = actions.create_filter(
+            director=data["director"],
+            field_name=data["field"],
+            regex_text=data["regex"],
+            case_insensitive=data["case_insensitive"],
+            description=data["description"],
+        )
+    except ValidationError as exc:
+        for field, errors in exc.message_dict.items():
+            form.add_error(field if field in form.fields else None, errors)
+        return _filters_page(request, filter_form=form, status=400)
+    messages.success(request, f"Filter /{item.regex}/ on {item.get_field_display()} → {item.director.name} added.")
+    return redirect("routing:filters")
+
+
+@require_POST
+def filter_toggle(request: HttpRequest, filter_id: int) -> HttpResponse:
+    item = selectors.access_filter(user=request.user, filter_id=filter_id)
+    actions.update_filter(item=item, enabled=not item.enabled)
+    return redirect("routing:filters")
+
+
+@require_POST
+def filter_delete(request: HttpRequest, filter_id: int) -> HttpResponse:
+    item = selectors.access_filter(user=request.user, filter_id=filter_id)
+    actions.delete_filter(item=item)
+    messages.success(request, f"Filter /{item.regex}/ deleted.")
+    return redirect("routing:filters")
+
+
+@require_POST
+def director_add(request: HttpRequest) -> HttpResponse:
+    form = DirectorForm(request.POST)
+    if not form.is_valid():
+        return _filters_page(request, director_form=form, status=400)
+    try:
+        director = orchestration_actions.create_director(
+            owner=request.user, name=form.cleaned_data["name"], description=form.cleaned_data["description"]
+        )
+    except orchestration_actions.DirectorNameTaken as exc:
+        form.add_error("name", str(exc))
+        return _filters_page(request, director_form=form, status=400)
+    messages.success(request, f"Director “{director.name}” added. Configure it further in the admin.")
+    return redirect("routing:filters")
+
+
+@require_GET
+def filters_test(request: HttpRequest) -> HttpResponse:
+    """The "Test filters" panel: a dry run over the newest emails, rendered as a partial."""
+    form = TestFiltersForm(request.GET, owner=request.user)
+    if not form.is_valid():
+        return render(request, "routing/partials/test_results.html", {"form_errors": form.errors}, status=400)
+    director = form.cleaned_data.get("director")
+    preview = selectors.preview_routes(
+        user=request.user, last=form.cleaned_data["last"], director_ids={director.pk} if director else None
+    )
+    rows = [
+        {"message_id": message_id, "subject": preview.subjects.get(message_id, ""), "match": match}
+        for message_id, match in preview.outcome.routes
+    ]
+    return render(
+        request,
+        "routing/partials/test_results.html",
+        {"outcome": preview.outcome, "rows": rows, "matched": len({r["message_id"] for r in rows})},
+    )
+
+
+# --- fetcher -------------------------------------------------------------------------------------------
+
+
+def _fetcher_context(request: HttpRequest) -> dict[str, Any]:
+    state = selectors.fetcher_state()
+    return {
+        "state": state,
+        "cycles": selectors.recent_cycles(limit=15),
+        "runs": list(selectors.recent_runs_for_user(user=request.user, limit=30)),
+        "run_counts": selectors.run_counts_by_status(user=request.user),
+    }
+
+
+@require_GET
+def fetcher(request: HttpRequest) -> HttpResponse:
+    return render(request, "routing/pages/fetcher.html", _fetcher_context(request))
+
+
+@require_GET
+def fetcher_status(request: HttpRequest) -> HttpResponse:
+    return render(request, "routing/partials/fetcher_status.html", _fetcher_context(request))
+
+
+@require_POST
+def fetcher_control(request: HttpRequest, command: str) -> HttpResponse:
+    if command == "start":
+        actions.start_fetcher()
+    elif command == "stop":
+        actions.stop_fetcher()
+    elif command in ("fetch", "run"):
+        with transaction.atomic():
+            actions.start_fetch_cycle(
+                trigger=CycleTrigger.FETCH if command == "fetch" else CycleTrigger.RUN, requested_by=request.user
+            )
+    else:
+        return HttpResponse("Unknown fetcher command", status=404)
+    if request.htmx:  # type: ignore[attr-defined]
+        return fetcher_status(request)
+    return redirect("routing:fetcher")
