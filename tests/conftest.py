@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 
+from tests.fakes.dovecot import DovecotServer, Mailbox, dovecot_server
 from tests.services import REPO_ROOT, free_port, redis_server, subprocess_env, wait_for_port
 
 USER_PASSWORD = "correct horse battery staple 42"
@@ -73,3 +74,15 @@ def asgi_server(transactional_db: Any) -> Iterator[str]:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@pytest.fixture(scope="session")
+def dovecot() -> Iterator[DovecotServer]:
+    """One real Dovecot for the session; every test takes its own user (see `imap_mailbox`)."""
+    with dovecot_server() as server:
+        yield server
+
+
+@pytest.fixture
+def imap_mailbox(dovecot: DovecotServer) -> Mailbox:
+    return dovecot.add_user()

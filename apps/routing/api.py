@@ -108,41 +108,6 @@ def create_filter(request: HttpRequest, payload: FilterIn) -> Status:
     return Status(201, _filter_out(item))
 
 
-@router.get("/{filter_id}", response=FilterOut)
-def get_filter(request: HttpRequest, filter_id: int) -> dict[str, Any]:
-    return _filter_out(selectors.access_filter(user=request.user, filter_id=filter_id))
-
-
-@router.put("/{filter_id}", response={200: FilterOut, 400: ErrorOut})
-def update_filter(request: HttpRequest, filter_id: int, payload: FilterPatch) -> Status:
-    item = selectors.access_filter(user=request.user, filter_id=filter_id)
-    data = payload.dict(exclude_unset=True)
-    changes: dict[str, Any] = {}
-    if data.get("directorId") is not None:
-        changes["director"] = selectors.access_director(user=request.user, director_id=data["directorId"])
-    for api_name, model_name in (
-        ("field", "field"),
-        ("regex", "regex"),
-        ("caseInsensitive", "case_insensitive"),
-        ("description", "description"),
-        ("enabled", "enabled"),
-        ("order", "order"),
-    ):
-        if data.get(api_name) is not None:
-            changes[model_name] = data[api_name].lower() if api_name == "field" else data[api_name]
-    try:
-        item = actions.update_filter(item=item, **changes)
-    except ValidationError as exc:
-        return _validation_error(exc)
-    return Status(200, _filter_out(item))
-
-
-@router.delete("/{filter_id}", response={204: None})
-def delete_filter(request: HttpRequest, filter_id: int) -> Status:
-    actions.delete_filter(item=selectors.access_filter(user=request.user, filter_id=filter_id))
-    return Status(204, None)
-
-
 class RouteOut(Schema):
     messageId: int
     subject: str
@@ -191,6 +156,41 @@ def preview_json(request: HttpRequest, *, last: int, director_id: int | None) ->
         ],
         "errors": [{"filterId": e.filter_id, "messageId": e.message_id, "error": e.error} for e in outcome.errors],
     }
+
+
+@router.get("/{filter_id}", response=FilterOut)
+def get_filter(request: HttpRequest, filter_id: int) -> dict[str, Any]:
+    return _filter_out(selectors.access_filter(user=request.user, filter_id=filter_id))
+
+
+@router.put("/{filter_id}", response={200: FilterOut, 400: ErrorOut})
+def update_filter(request: HttpRequest, filter_id: int, payload: FilterPatch) -> Status:
+    item = selectors.access_filter(user=request.user, filter_id=filter_id)
+    data = payload.dict(exclude_unset=True)
+    changes: dict[str, Any] = {}
+    if data.get("directorId") is not None:
+        changes["director"] = selectors.access_director(user=request.user, director_id=data["directorId"])
+    for api_name, model_name in (
+        ("field", "field"),
+        ("regex", "regex"),
+        ("caseInsensitive", "case_insensitive"),
+        ("description", "description"),
+        ("enabled", "enabled"),
+        ("order", "order"),
+    ):
+        if data.get(api_name) is not None:
+            changes[model_name] = data[api_name].lower() if api_name == "field" else data[api_name]
+    try:
+        item = actions.update_filter(item=item, **changes)
+    except ValidationError as exc:
+        return _validation_error(exc)
+    return Status(200, _filter_out(item))
+
+
+@router.delete("/{filter_id}", response={204: None})
+def delete_filter(request: HttpRequest, filter_id: int) -> Status:
+    actions.delete_filter(item=selectors.access_filter(user=request.user, filter_id=filter_id))
+    return Status(204, None)
 
 
 # --- fetcher -------------------------------------------------------------------------------------------

@@ -131,9 +131,13 @@ def fetcher(request: HttpRequest) -> HttpResponse:
     return render(request, "routing/pages/fetcher.html", _fetcher_context(request))
 
 
+def _render_fetcher_status(request: HttpRequest) -> HttpResponse:
+    return render(request, "routing/partials/fetcher_status.html", _fetcher_context(request))
+
+
 @require_GET
 def fetcher_status(request: HttpRequest) -> HttpResponse:
-    return render(request, "routing/partials/fetcher_status.html", _fetcher_context(request))
+    return _render_fetcher_status(request)
 
 
 @require_POST
@@ -150,5 +154,5 @@ def fetcher_control(request: HttpRequest, command: str) -> HttpResponse:
     else:
         return HttpResponse("Unknown fetcher command", status=404)
     if request.htmx:  # type: ignore[attr-defined]
-        return fetcher_status(request)
+        return _render_fetcher_status(request)
     return redirect("routing:fetcher")

@@ -74,9 +74,7 @@ def store_mail(account: MailAccount, django_capture_on_commit_callbacks: Any) ->
         )
         if cc or bcc:
             head, _, rest = raw.partition(b"\r\n")
-            extra = b"".join(
-                f"{name}: {value}\r\n".encode() for name, value in (("Cc", cc), ("Bcc", bcc)) if value
-            )
+            extra = b"".join(f"{name}: {value}\r\n".encode() for name, value in (("Cc", cc), ("Bcc", bcc)) if value)
             raw = head + b"\r\n" + extra + rest
         with django_capture_on_commit_callbacks(execute=True):
             result = store_remote_messages(

@@ -196,7 +196,9 @@ def test_catastrophic_pattern_is_abandoned_and_recorded(
     assert slow.last_error.startswith("timed out after 30 ms on the body of message")
 
 
-def test_message_budget_stops_evaluation_with_an_error(director: Any, add_filter: Any, store_mail: Any, settings: Any) -> None:
+def test_message_budget_stops_evaluation_with_an_error(
+    director: Any, add_filter: Any, store_mail: Any, settings: Any
+) -> None:
     settings.ROUTING_FILTER_TIMEOUT_MS = 40
     settings.ROUTING_MESSAGE_BUDGET_MS = 60
     first = add_filter(director("A"), "body", r"(a|aa)+$")
