@@ -54,6 +54,8 @@ test: lint typecheck pytest pytest-postgres
 
 bench: install-test
 	$(PY) bench/ingest.py
+	$(PY) bench/search.py
+	$(PY) bench/routing.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
