@@ -1,0 +1,275 @@
+"""One way to call an OpenAI-compatible chat model: the official `openai` client with a configurable
+base_url (OpenAI, Azure OpenAI's v1 endpoint, Ollama, vLLM, LM Studio), our own retry loop (so every
+attempt is observable), a per-config concurrency limit, and an event for every request, response and
+error handed to the caller's sink (orchestration stores them as ProviderEvents).
+
+This package imports no app: callers pass an `LLMConfig` built from their own models.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import openai
+
+EventKind = Literal["request", "response", "error"]
+ErrorCategory = Literal["timeout", "rate_limited", "server", "connection", "auth", "bad_request", "other"]
+RETRYABLE: frozenset[str] = frozenset({"timeout", "rate_limited", "server", "connection"})
+SECRET_KEYS = ("api_key", "apikey", "authorization", "password", "secret", "token", "refresh_token")
+MAX_EVENT_STRING = 4000
+MAX_RETRY_AFTER = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class LLMConfig:
+    key: str  # identity of the configuration: the concurrency limit is shared per key
+    base_url: str
+    api_key: str
+    model: str
+    timeout: float = 60.0
+    max_concurrency: int = 4
+    max_retries: int = 4
+    backoff_base: float = 0.5
+    name: str = ""
+
+
+@dataclass(slots=True)
+class ProviderEventData:
+    kind: EventKind
+    model: str
+    attempt: int
+    payload: dict[str, Any]
+    latency_ms: int | None = None
+    usage: dict[str, int] = field(default_factory=dict)
+    status: int | None = None
+    error: str = ""
+    category: str = ""
+
+
+EventSink = Callable[[ProviderEventData], None]
+
+
+class LLMError(Exception):
+    def __init__(self, message: str, *, category: ErrorCategory, status: int | None = None, attempts: int = 1):
+        super().__init__(message)
+        self.category = category
+        self.status = status
+        self.attempts = attempts
+
+
+@dataclass(slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # raw JSON text as the model sent it
+
+
+@dataclass(slots=True)
+class ChatResult:
+    content: str | None
+    tool_calls: list[ToolCall]
+    message: dict[str, Any]  # the assistant message, ready to append to `messages`
+    usage: dict[str, int]
+    model: str
+    finish_reason: str
+    latency_ms: int
+    attempts: int
+
+
+_clients: dict[tuple[str, str, float], openai.OpenAI] = {}
+_semaphores: dict[str, tuple[int, threading.BoundedSemaphore]] = {}
+_registry_lock = threading.Lock()
+
+
+def _client(config: LLMConfig) -> openai.OpenAI:
+    cache_key = (config.base_url, config.api_key, float(config.timeout))
+    with _registry_lock:
+        client = _clients.get(cache_key)
+        if client is None:
+            client = openai.OpenAI(
+                base_url=config.base_url or None,
+                api_key=config.api_key or "not-needed",
+                timeout=config.timeout,
+                max_retries=0,  # retries are ours: each attempt becomes an event
+            )
+            _clients[cache_key] = client
+        return client
+
+
+def _semaphore(config: LLMConfig) -> threading.BoundedSemaphore:
+    limit = max(1, int(config.max_concurrency))
+    with _registry_lock:
+        current = _semaphores.get(config.key)
+        if current is None or current[0] != limit:
+            current = (limit, threading.BoundedSemaphore(limit))
+            _semaphores[config.key] = current
+        return current[1]
+
+
+def redact(value: Any, *, depth: int = 0) -> Any:
+    """Secrets out, long strings shortened: what a ProviderEvent may keep."""
+    if depth > 12:
+        return "…"
+    if isinstance(value, dict):
+        return {
+            k: ("[redacted]" if any(s in str(k).lower() for s in SECRET_KEYS) else redact(v, depth=depth + 1))
+            for k, v in value.items()
+        }
+    if isinstance(value, list | tuple):
+        return [redact(v, depth=depth + 1) for v in value]
+    if isinstance(value, str) and len(value) > MAX_EVENT_STRING:
+        return value[:MAX_EVENT_STRING] + f"… [{len(value) - MAX_EVENT_STRING} more characters]"
+    return value
+
+
+def _categorize(exc: Exception) -> tuple[ErrorCategory, int | None, float | None]:
+    """(category, HTTP status, Retry-After seconds) of an openai exception."""
+    retry_after: float | None = None
+    status: int | None = getattr(exc, "status_code", None)
+    response = getattr(exc, "response", None)
+    if response is not None:
+        header = response.headers.get("retry-after")
+        if header is not None:
+            try:
+                retry_after = min(MAX_RETRY_AFTER, max(0.0, float(header)))
+            except ValueError:
+                retry_after = None
+    if isinstance(exc, openai.APITimeoutError):
+        return "timeout", None, None
+    if isinstance(exc, openai.APIConnectionError):
+        return "connection", None, None
+    if isinstance(exc, openai.RateLimitError) or status == 429:
+        return "rate_limited", status, retry_after
+    if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
+        return "auth", status, None
+    if status is not None and status >= 500:
+        return "server", status, retry_after
+    if status is not None and 400 <= status < 500:
+        return "bad_request", status, None
+    return "other", status, None
+
+
+def backoff_seconds(config: LLMConfig, attempt: int, retry_after: float | None) -> float:
+    if retry_after is not None:
+        return retry_after
+    # Exponential with full jitter: concurrent workers that failed together do not retry together.
+    return random.uniform(0, config.backoff_base * (2 ** (attempt - 1)))
+
+
+def chat(
+    config: LLMConfig,
+    messages: Sequence[dict[str, Any]],
+    *,
+    tools: Sequence[dict[str, Any]] | None = None,
+    tool_choice: str | None = None,
+    temperature: float | None = None,
+    events: EventSink | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+) -> ChatResult:
+    """One chat completion, retried on timeouts, 429 and 5xx. Raises LLMError when it finally fails."""
+    request: dict[str, Any] = {"model": config.model, "messages": list(messages)}
+    if tools:
+        request["tools"] = list(tools)
+        if tool_choice:
+            request["tool_choice"] = tool_choice
+    if temperature is not None:
+        request["temperature"] = temperature
+    attempts = max(1, int(config.max_retries) + 1)
+    last_error: LLMError | None = None
+    for attempt in range(1, attempts + 1):
+        if events:
+            events(ProviderEventData(kind="request", model=config.model, attempt=attempt, payload=redact(request)))
+        started = time.monotonic()
+        try:
+            with _semaphore(config):
+                completion = _client(config).chat.completions.create(**request)
+        except openai.OpenAIError as exc:
+            latency = int((time.monotonic() - started) * 1000)
+            category, status, retry_after = _categorize(exc)
+            message = f"{type(exc).__name__}: {exc}"[:2000]
+            if events:
+                events(
+                    ProviderEventData(
+                        kind="error",
+                        model=config.model,
+                        attempt=attempt,
+                        payload={"error": message},
+                        latency_ms=latency,
+                        status=status,
+                        error=message,
+                        category=category,
+                    )
+                )
+            last_error = LLMError(message, category=category, status=status, attempts=attempt)
+            if category not in RETRYABLE or attempt == attempts:
+                raise last_error from exc
+            sleep(backoff_seconds(config, attempt, retry_after))
+            continue
+        latency = int((time.monotonic() - started) * 1000)
+        return _result(config, completion, latency, attempt, events)
+    raise last_error or LLMError("no attempt was made", category="other")
+
+
+def _result(config: LLMConfig, completion: Any, latency: int, attempt: int, events: EventSink | None) -> ChatResult:
+    choice = completion.choices[0] if completion.choices else None
+    message = choice.message if choice is not None else None
+    usage = {}
+    if completion.usage is not None:
+        usage = {
+            "prompt_tokens": int(completion.usage.prompt_tokens or 0),
+            "completion_tokens": int(completion.usage.completion_tokens or 0),
+            "total_tokens": int(completion.usage.total_tokens or 0),
+        }
+    calls = [
+        ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
+        for call in (getattr(message, "tool_calls", None) or [])
+        if getattr(call, "function", None) is not None
+    ]
+    content = getattr(message, "content", None)
+    assistant: dict[str, Any] = {"role": "assistant", "content": content}
+    if calls:
+        assistant["tool_calls"] = [
+            {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}} for c in calls
+        ]
+    result = ChatResult(
+        content=content,
+        tool_calls=calls,
+        message=assistant,
+        usage=usage,
+        model=str(completion.model or config.model),
+        finish_reason=str(getattr(choice, "finish_reason", "") or ""),
+        latency_ms=latency,
+        attempts=attempt,
+    )
+    if events:
+        events(
+            ProviderEventData(
+                kind="response",
+                model=result.model,
+                attempt=attempt,
+                payload=redact({"message": assistant, "finish_reason": result.finish_reason}),
+                latency_ms=latency,
+                usage=usage,
+                status=200,
+            )
+        )
+    return result
+
+
+def parse_arguments(raw: str) -> dict[str, Any]:
+    """The model's JSON arguments as a dict; raises ValueError with a message the model can act on."""
+    if not raw or not raw.strip():
+        return {}
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"arguments are not valid JSON ({exc.msg} at position {exc.pos})") from None
+    if not isinstance(value, dict):
+        raise ValueError("arguments must be a JSON object")
+    return value
