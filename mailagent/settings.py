@@ -38,6 +38,16 @@ def env_int(name: str, default: int) -> int:
         raise ValueError(f"{name} must be an integer, got {raw!r}") from exc
 
 
+def env_float(name: str, default: float) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        return float(raw)
+    except ValueError as exc:
+        raise ValueError(f"{name} must be a number, got {raw!r}") from exc
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     raw = os.environ.get(name)
     if raw is None or raw.strip() == "":
@@ -92,8 +102,10 @@ INSTALLED_APPS = [
     "mailagent",
     "apps.accounts",
     "apps.search",
+    "apps.workspaces",
     "apps.orchestration",
     "apps.routing",
+    "apps.ask",
 ]
 
 # Optional social login: a provider appears only when its client id is configured.
@@ -271,6 +283,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 ROUTING_FILTER_TIMEOUT_MS = env_int("ROUTING_FILTER_TIMEOUT_MS", 50)
 ROUTING_MESSAGE_BUDGET_MS = env_int("ROUTING_MESSAGE_BUDGET_MS", 1000)
 MAILAGENT_FETCH_INTERVAL_MINUTES = env_int("MAILAGENT_FETCH_INTERVAL_MINUTES", 5)
+# LLM retries: exponential backoff with full jitter from this base (Retry-After wins when the provider sends it).
+LLM_BACKOFF_BASE_SECONDS = env_float("LLM_BACKOFF_BASE_SECONDS", 0.05 if TESTING else 0.5)
 FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "uploads")
 (DATA_DIR / "uploads").mkdir(exist_ok=True)
 
@@ -347,3 +361,16 @@ SEARCH_BACKEND: dict[str, Any] = {
 SEARCH_EMBED_ON_INGEST = env_bool("SEARCH_EMBED_ON_INGEST", not TESTING)
 SEARCH_BACKFILL_SECONDS = env_int("SEARCH_BACKFILL_SECONDS", 240)
 # ---- end search -----------------------------------------------------------------------------------------
+
+# ---- ask (apps.ask) -------------------------------------------------------------------------------------
+# The language model Ask Inbox answers with (any OpenAI-compatible endpoint). Without a model Ask answers
+# extractively from the evidence. apps.ask.llm.ask_llm_config() is the one place that reads this.
+ASK_LLM: dict[str, str] = {
+    "base_url": env_str("MAILAGENT_ASK_LLM_BASE_URL"),
+    "api_key": env_str("MAILAGENT_ASK_LLM_API_KEY"),
+    "model": env_str("MAILAGENT_ASK_LLM_MODEL"),
+}
+# Ask runs execute in the ASGI process (their events reach the browser through the channel layer):
+# at most this many at once per process, the rest wait for a slot.
+ASK_MAX_CONCURRENT_RUNS = env_int("MAILAGENT_ASK_MAX_CONCURRENT_RUNS", 4)
+# ---- end ask --------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ from mailagent.api import api
 api.add_router("/search", "apps.search.api.router")
 api.add_router("/filters", "apps.routing.api.router")
 api.add_router("/fetcher", "apps.routing.api.fetcher_router")
+api.add_router("/workspaces", "apps.workspaces.api.router")
 
 urlpatterns = [
     path("", views.home, name="home"),

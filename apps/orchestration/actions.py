@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +13,8 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from apps.orchestration.models import Director, Run, RunStatus
+
+logger = logging.getLogger(__name__)
 
 
 class DirectorNameTaken(ValueError):
@@ -112,10 +115,10 @@ def process_run(*, run_id: int) -> Run | None:
         return None
     if not run.director.enabled:
         return finish_run(run=run, status=RunStatus.SKIPPED, reason="Director is disabled")
-    # Directors do not carry a model configuration yet, so there is nothing that could execute the run;
-    # it is closed honestly instead of pretending to have run.
-    return finish_run(
-        run=run,
-        status=RunStatus.SKIPPED,
-        reason="Director has no model configured; nothing was executed",
-    )
+    from apps.orchestration.engine import execute_run
+
+    try:
+        return execute_run(run)
+    except Exception as exc:  # an engine bug must not leave the run "running" forever
+        logger.exception("run %s crashed", run_id)
+        return finish_run(run=run, status=RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000])

@@ -1,13 +1,125 @@
-"""Directors are edited here; their filters appear inline (apps/routing/admin.py adds the inline)."""
+"""The runtime editor: API configs, prompts (ordered ChatML messages, templates), directors with their
+agents (and, from routing, their filters) as drag-ordered inlines, settings, memories and run records.
+Changes apply to the next run without a restart: the engine reads these rows at every run."""
 
 from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from django.contrib import admin
+from django.contrib import admin, messages
 from django.contrib.admin.options import InlineModelAdmin
+from django.db.models import QuerySet
+from django.http import HttpRequest
 
-from apps.orchestration.models import Director, Run
+from apps.orchestration.models import (
+    Agent,
+    ApiConfig,
+    Conversation,
+    Director,
+    Memory,
+    OrchestrationSettings,
+    OrchLog,
+    Prompt,
+    PromptMessage,
+    ProviderEvent,
+    Run,
+)
+
+
+class SortableMedia:
+    js = ("mailagent/admin_sortable.js",)
+    css: ClassVar[dict[str, tuple[str, ...]]] = {"all": ("mailagent/admin_sortable.css",)}
+
+
+@admin.register(ApiConfig)
+class ApiConfigAdmin(admin.ModelAdmin):
+    list_display = ("name", "model", "base_url", "owner", "max_concurrency", "timeout_seconds")
+    search_fields = ("name", "model", "base_url")
+    list_select_related = ("owner",)
+
+
+class PromptMessageInline(admin.TabularInline):
+    model = PromptMessage
+    extra = 1
+    fields = ("order", "role", "content")
+    classes = ("sortable-inline",)
+    Media = SortableMedia
+
+
+@admin.action(description="Save a copy as template")
+def save_as_template(modeladmin: Any, request: HttpRequest, queryset: QuerySet[Prompt]) -> None:
+    for prompt in queryset:
+        copy_prompt(prompt, name=f"{prompt.name} (template)", is_template=True)
+    messages.success(request, f"{queryset.count()} template(s) saved.")
+
+
+@admin.action(description="Start a new prompt from template")
+def load_template(modeladmin: Any, request: HttpRequest, queryset: QuerySet[Prompt]) -> None:
+    for prompt in queryset:
+        copy_prompt(prompt, name=f"{prompt.name.removesuffix(' (template)')} (from template)", is_template=False)
+    messages.success(request, f"{queryset.count()} prompt(s) created from templates.")
+
+
+def copy_prompt(prompt: Prompt, *, name: str, is_template: bool) -> Prompt:
+    copy = Prompt.objects.create(owner=prompt.owner, name=name[:150], is_template=is_template)
+    PromptMessage.objects.bulk_create(
+        [PromptMessage(prompt=copy, order=m.order, role=m.role, content=m.content) for m in prompt.messages.all()]
+    )
+    return copy
+
+
+@admin.register(Prompt)
+class PromptAdmin(admin.ModelAdmin):
+    list_display = ("name", "is_template", "owner", "created_at")
+    list_filter = ("is_template",)
+    search_fields = ("name", "messages__content")
+    inlines = (PromptMessageInline,)
+    actions = (save_as_template, load_template)
+
+
+class AgentInline(admin.StackedInline):
+    model = Agent
+    extra = 0
+    fields = ("order", "name", "slug", "summary", "prompt", "imprint", "allowed_tools", "api_config", "step_limit",
+              "enabled")
+    prepopulated_fields: ClassVar[dict[str, tuple[str, ...]]] = {"slug": ("name",)}
+    classes = ("sortable-inline",)
+    Media = SortableMedia
+
+
+@admin.register(Director)
+class DirectorAdmin(admin.ModelAdmin):
+    list_display = ("name", "owner", "enabled", "api_config", "step_limit", "created_at")
+    list_filter = ("enabled",)
+    search_fields = ("name", "description")
+    list_select_related = ("owner", "api_config")
+    filter_horizontal = ("accounts",)
+    # Higher layers (routing's filters) add their inlines to this tuple from their own admin module.
+    inlines: ClassVar[tuple[type[InlineModelAdmin[Any, Any]], ...]] = (AgentInline,)
+
+
+@admin.register(OrchestrationSettings)
+class OrchestrationSettingsAdmin(admin.ModelAdmin):
+    list_display = ("__str__", "session_timeout_minutes", "virtual_root")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return not OrchestrationSettings.objects.exists()
+
+
+@admin.register(Memory)
+class MemoryAdmin(admin.ModelAdmin):
+    list_display = ("content", "scope", "director", "agent", "owner", "updated_at")
+    list_filter = ("scope", "director")
+    search_fields = ("content",)
+
+
+class ConversationInline(admin.TabularInline):
+    model = Conversation
+    extra = 0
+    fields = ("kind", "agent_name", "status", "finalized", "session_id", "last_active_at", "ended_at")
+    readonly_fields = fields
+    can_delete = False
+    show_change_link = True
 
 
 @admin.register(Run)
@@ -16,14 +128,26 @@ class RunAdmin(admin.ModelAdmin):
     list_filter = ("status", "trigger", "director")
     list_select_related = ("director", "message")
     raw_id_fields = ("message",)
-    readonly_fields = ("created_at", "started_at", "finished_at")
+    readonly_fields = ("created_at", "started_at", "finished_at", "prompt_tokens", "completion_tokens")
+    inlines = (ConversationInline,)
 
 
-@admin.register(Director)
-class DirectorAdmin(admin.ModelAdmin):
-    list_display = ("name", "owner", "enabled", "created_at")
-    list_filter = ("enabled",)
-    search_fields = ("name", "description")
-    list_select_related = ("owner",)
-    # Higher layers (routing's filters) add their inlines to this tuple from their own admin module.
-    inlines: ClassVar[tuple[type[InlineModelAdmin[Any, Any]], ...]] = ()
+@admin.register(Conversation)
+class ConversationAdmin(admin.ModelAdmin):
+    list_display = ("pk", "run", "kind", "agent_name", "status", "finalized", "last_active_at")
+    list_filter = ("kind", "status")
+    raw_id_fields = ("run", "parent")
+
+
+@admin.register(ProviderEvent)
+class ProviderEventAdmin(admin.ModelAdmin):
+    list_display = ("created_at", "run", "kind", "model", "attempt", "status", "latency_ms", "category")
+    list_filter = ("kind", "category")
+    raw_id_fields = ("run", "thread")
+
+
+@admin.register(OrchLog)
+class OrchLogAdmin(admin.ModelAdmin):
+    list_display = ("timestamp", "run", "phase", "director_name", "agent_name", "error")
+    list_filter = ("phase",)
+    raw_id_fields = ("run", "dir_thread", "agent_thread")

@@ -1,15 +1,79 @@
-"""Directors and the runs routing creates for them.
+"""Orchestration configuration (ApiConfig, Prompt, Director, Agent, settings) and run records (Run,
+Conversation threads with canonical OpenAI-aligned transcripts, ProviderEvents, OrchLog, Memory).
 
-Director is deliberately small until the orchestration engine lands (prompt, ApiConfig, agents); a Run
-is one (message, director) pair, unique, so routing may fire twice or race without duplicating work.
-Run refers to its fetch cycle and matching filter by id only: orchestration never imports routing.
+A Run is one (message, director) pair, unique, so routing may fire twice or race without duplicating
+work. Run refers to its fetch cycle and matching filter by id only: orchestration never imports routing.
 """
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+
+from mailagent.crypto import EncryptedJSONField, EncryptedTextField
+
+ROLE_CHOICES = [("system", "system"), ("user", "user"), ("assistant", "assistant"), ("tool", "tool")]
+
+
+class ApiConfig(models.Model):
+    """An OpenAI-compatible endpoint: OpenAI, Azure OpenAI (v1), Ollama, vLLM, LM Studio …"""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_configs")
+    name = models.CharField(max_length=100)
+    base_url = models.URLField(
+        max_length=500, blank=True, help_text="e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1"
+    )
+    api_key = EncryptedTextField(blank=True, help_text="Stored encrypted (AES-256-GCM) when VX_MAILAGENT_KEY is set.")
+    model = models.CharField(max_length=200)
+    max_concurrency = models.PositiveIntegerField(default=4, help_text="Parallel requests per process.")
+    timeout_seconds = models.PositiveIntegerField(default=60)
+    max_retries = models.PositiveIntegerField(default=4)
+    # Rough cost estimate on the Runs page (USD per million tokens); 0 = unknown.
+    input_cost_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, default=0)
+    output_cost_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        verbose_name = "API config"
+        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="api_config_unique_name_per_owner")]
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.model})"
+
+
+class Prompt(models.Model):
+    """An ordered list of ChatML messages; `is_template` rows are the saved templates to start from."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="prompts")
+    name = models.CharField(max_length=150)
+    is_template = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-is_template", "name"]
+
+    def __str__(self) -> str:
+        return f"{self.name}{' (template)' if self.is_template else ''}"
+
+
+class PromptMessage(models.Model):
+    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, related_name="messages")
+    order = models.PositiveIntegerField(default=0)
+    role = models.CharField(max_length=10, choices=ROLE_CHOICES, default="system")
+    content = models.TextField(
+        help_text="Variables: {{email}}, {{email.subject}}, {{email.from}}, {{email.to}}, {{email.date}}, "
+        "{{email.body}}, {{director.name}}, {{agent.name}}, {{memories}}, {{today}}"
+    )
+
+    class Meta:
+        ordering = ["order", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.role}: {self.content[:40]}"
 
 
 class Director(models.Model):
@@ -17,6 +81,26 @@ class Director(models.Model):
     name = models.CharField(max_length=100)
     description = models.TextField(blank=True)
     enabled = models.BooleanField(default=True, help_text="Disabled directors receive no new runs.")
+    prompt = models.ForeignKey(Prompt, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    imprint = models.TextField(blank=True, help_text="Extra standing instructions appended to the system prompt.")
+    api_config = models.ForeignKey(
+        ApiConfig,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="directors",
+        help_text="Required to run: without it runs are skipped.",
+    )
+    accounts = models.ManyToManyField(
+        "mail.MailAccount",
+        blank=True,
+        related_name="directors",
+        help_text="Accounts whose calendar/to-do the tools may use (empty: all of the owner's accounts).",
+    )
+    memory_access = models.BooleanField(
+        default=True, help_text="Director and its agents may read and write shared and global memories."
+    )
+    step_limit = models.PositiveIntegerField(default=12, help_text="Model calls per run before it is stopped.")
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -25,6 +109,59 @@ class Director(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+
+TOOL_HELP = (
+    'Tools the agent may call, e.g. ["memory_add", "memory_search", "todo_add"]; '
+    "workspace_* tools are always available. Empty: workspace tools only."
+)
+
+
+class Agent(models.Model):
+    director = models.ForeignKey(Director, on_delete=models.CASCADE, related_name="agents")
+    order = models.PositiveIntegerField(default=0)
+    name = models.CharField(max_length=100)
+    slug = models.SlugField(max_length=60, help_text="The director calls it as the tool agent__<slug>.")
+    summary = models.CharField(max_length=300, blank=True, help_text="What the director is told this agent does.")
+    prompt = models.ForeignKey(Prompt, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    imprint = models.TextField(blank=True)
+    allowed_tools = models.JSONField(default=list, blank=True, help_text=TOOL_HELP)
+    api_config = models.ForeignKey(
+        ApiConfig,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="agents",
+        help_text="Optional override; inherits the director's otherwise.",
+    )
+    step_limit = models.PositiveIntegerField(default=8)
+    enabled = models.BooleanField(default=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["director", "slug"], name="agent_unique_slug_per_director")]
+        ordering = ["order", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.director.name})" if self.director_id else self.name
+
+
+class OrchestrationSettings(models.Model):
+    """Singleton (pk=1), edited in the admin and read at every run, so changes need no restart."""
+
+    session_timeout_minutes = models.PositiveIntegerField(default=15)
+    virtual_root = models.CharField(
+        max_length=1000,
+        blank=True,
+        help_text="Directory the filesystem tools may read (absolute path). Empty: filesystem tools are off.",
+    )
+    max_file_bytes = models.PositiveIntegerField(default=2 * 1024 * 1024)
+
+    class Meta:
+        verbose_name = "orchestration settings"
+        verbose_name_plural = "orchestration settings"
+
+    def __str__(self) -> str:
+        return "Orchestration settings"
 
 
 class RunStatus(models.TextChoices):
@@ -49,6 +186,8 @@ class Run(models.Model):
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
 
     class Meta:
         constraints = [models.UniqueConstraint(fields=["message", "director"], name="run_unique_message_director")]
@@ -62,3 +201,126 @@ class Run(models.Model):
         if self.started_at and self.finished_at:
             return (self.finished_at - self.started_at).total_seconds()
         return None
+
+
+def new_session_id() -> str:
+    return uuid.uuid4().hex
+
+
+class ThreadKind(models.TextChoices):
+    DIRECTOR = "director", "Director"
+    AGENT = "agent", "Agent"
+
+
+class ThreadStatus(models.TextChoices):
+    ONGOING = "ongoing", "Ongoing"
+    COMPLETED = "completed", "Completed"
+    FAILED = "failed", "Failed"
+    EXPIRED = "expired", "Expired"
+
+
+class Conversation(models.Model):
+    """A director thread or an agent session: the canonical OpenAI-aligned transcript in `messages`."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="threads")
+    kind = models.CharField(max_length=10, choices=ThreadKind.choices)
+    director = models.ForeignKey(Director, on_delete=models.CASCADE, related_name="+")
+    agent = models.ForeignKey(Agent, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    agent_name = models.CharField(max_length=100, blank=True)
+    parent = models.ForeignKey("self", on_delete=models.CASCADE, null=True, blank=True, related_name="children")
+    session_id = models.CharField(max_length=40, unique=True, default=new_session_id)
+    messages = models.JSONField(default=list, blank=True)
+    status = models.CharField(max_length=10, choices=ThreadStatus.choices, default=ThreadStatus.ONGOING)
+    finalized = models.BooleanField(default=False, help_text="Only director threads are finalized.")
+    created_at = models.DateTimeField(default=timezone.now)
+    last_active_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    ended_at = models.DateTimeField(null=True, blank=True)
+    prompt_tokens = models.PositiveIntegerField(default=0)
+    completion_tokens = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} thread {self.pk} ({self.status})"
+
+
+class ProviderEvent(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="provider_events")
+    thread = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="provider_events")
+    kind = models.CharField(max_length=10)  # request | response | error
+    model = models.CharField(max_length=200, blank=True)
+    attempt = models.PositiveIntegerField(default=1)
+    status = models.PositiveIntegerField(null=True, blank=True)
+    latency_ms = models.PositiveIntegerField(null=True, blank=True)
+    usage = models.JSONField(default=dict, blank=True)
+    error = models.TextField(blank=True)
+    category = models.CharField(max_length=20, blank=True)
+    payload = EncryptedJSONField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.model} ({self.created_at:%H:%M:%S})"
+
+
+class Phase(models.TextChoices):
+    DIRECTOR = "director", "Director"
+    AGENT = "agent", "Agent"
+    TOOL = "tool", "Tool"
+    RESULT = "result", "Result"
+
+
+class OrchLog(models.Model):
+    """Structured orchestration diagnostics (spec 3.2.0c); detail/result encrypted like other secrets."""
+
+    timestamp = models.DateTimeField(default=timezone.now, db_index=True)
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="logs")
+    fetch_cycle_id = models.BigIntegerField(null=True, blank=True, db_index=True)
+    director = models.ForeignKey(Director, on_delete=models.CASCADE, related_name="+")
+    director_name = models.CharField(max_length=100, blank=True)
+    agent = models.ForeignKey(Agent, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    agent_name = models.CharField(max_length=100, blank=True)
+    email_summary = models.CharField(max_length=500, blank=True)
+    phase = models.CharField(max_length=10, choices=Phase.choices)
+    dir_thread = models.ForeignKey(Conversation, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    agent_thread = models.ForeignKey(Conversation, on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    detail = EncryptedJSONField(null=True, blank=True)
+    result = EncryptedJSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+
+    class Meta:
+        ordering = ["timestamp", "pk"]
+        verbose_name = "orchestration log entry"
+        verbose_name_plural = "orchestration log"
+
+    def __str__(self) -> str:
+        return f"{self.timestamp:%H:%M:%S} {self.phase} {self.director_name}/{self.agent_name}"
+
+
+class MemoryScope(models.TextChoices):
+    LOCAL = "local", "Local (one agent, or the director itself)"
+    SHARED = "shared", "Shared (a director and its agents)"
+    GLOBAL = "global", "Global (every director)"
+
+
+class Memory(models.Model):
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="memories")
+    scope = models.CharField(max_length=10, choices=MemoryScope.choices, default=MemoryScope.LOCAL)
+    director = models.ForeignKey(Director, on_delete=models.CASCADE, null=True, blank=True, related_name="memories")
+    agent = models.ForeignKey(Agent, on_delete=models.CASCADE, null=True, blank=True, related_name="memories")
+    content = models.TextField()
+    tags = models.JSONField(default=list, blank=True)
+    source_run = models.ForeignKey(Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-updated_at", "-pk"]
+        verbose_name_plural = "memories"
+
+    def __str__(self) -> str:
+        return f"[{self.scope}] {self.content[:60]}"

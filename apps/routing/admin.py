@@ -22,11 +22,11 @@ class FilterInline(admin.TabularInline):
     extra = 1
     fields = ("order", "field", "regex", "case_insensitive", "description", "enabled")
     ordering = ("order", "pk")
-    classes = ("sortable-filters",)
+    classes = ("sortable-inline",)
 
     class Media:
-        js = ("routing/admin_sortable.js",)
-        css = {"all": ("routing/admin_sortable.css",)}
+        js = ("mailagent/admin_sortable.js",)
+        css = {"all": ("mailagent/admin_sortable.css",)}
 
 
 DirectorAdmin.inlines = (*DirectorAdmin.inlines, FilterInline)

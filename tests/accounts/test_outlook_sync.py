@@ -11,7 +11,6 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
-import requests
 from django.db import connection
 from django.urls import include, path
 from ninja import NinjaAPI
@@ -25,7 +24,7 @@ from apps.accounts.providers.base import ProviderError
 from apps.accounts.providers.outlook import OutlookProvider
 from apps.accounts.sync import sync_account
 from mailagent.views import home
-from tests.fakes.graph_server import FakeAttachment, FakeGraphServer
+from tests.fakes.graph_server import FakeAttachment, FakeGraphServer, connect_outlook, follow_consent
 
 _api = NinjaAPI(urls_namespace="outlook-test-api", auth=django_auth)
 _api.add_router("/accounts", accounts_router)
@@ -83,26 +82,9 @@ def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(OutlookProvider, "folder_page_size", 4)
 
 
-def follow_consent(graph: FakeGraphServer, location: str) -> str:
-    assert location.startswith(f"{graph.url}/{graph.tenant}/oauth2/v2.0/authorize?")
-    answer = requests.get(location, allow_redirects=False, timeout=10)
-    assert answer.status_code == 302
-    back = urlsplit(answer.headers["Location"])
-    assert back.netloc == "testserver"
-    return f"{back.path}?{back.query}"
-
-
-def connect(client: Any, graph: FakeGraphServer, query: str = "") -> MailAccount:
-    response = client.get(f"/mail/oauth/outlook/connect/{query}")
-    assert response.status_code == 302, response.content
-    callback = client.get(follow_consent(graph, response["Location"]))
-    assert callback.status_code == 302, callback.content
-    return MailAccount.objects.get(provider="outlook", address=graph.address)
-
-
 @pytest.fixture
 def account(logged_in_client: Any, graph: FakeGraphServer) -> MailAccount:
-    return connect(logged_in_client, graph)
+    return connect_outlook(logged_in_client, graph)
 
 
 def value_fetches(graph: FakeGraphServer) -> int:

@@ -20,9 +20,17 @@ import time
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
-from tests.fakes.google_server import FakeRequest, FakeResponse, LoopbackServer, RateLimit, b64url, pkce_matches
+from tests.fakes.google_server import (
+    FakeRequest,
+    FakeResponse,
+    LoopbackServer,
+    RateLimit,
+    b64url,
+    pkce_matches,
+    searchable_text,
+)
 
 TENANT_ID = "9188040d-6c67-4c5b-b112-36a304b66dad"
 WELL_KNOWN = {
@@ -94,6 +102,15 @@ class FakeGraphServer(LoopbackServer):
         self.token_grants: list[str] = []
         self.max_page_size = 10
         self._ids = itertools.count(1)
+        # Calendar and To Do (for the orchestration tools); tools_forbidden answers 403 like a token
+        # without Calendars.ReadWrite / Tasks.ReadWrite.
+        self.events: list[dict[str, Any]] = []
+        self.todo_lists: list[dict[str, Any]] = [
+            {"id": "list-tasks", "displayName": "Tasks", "wellknownListName": "defaultList"},
+            {"id": "list-shopping", "displayName": "Shopping", "wellknownListName": "none"},
+        ]
+        self.tasks: dict[str, list[dict[str, Any]]] = {"list-tasks": [], "list-shopping": []}
+        self.tools_forbidden = False
         for name, display in WELL_KNOWN.items():
             self.add_folder(display, well_known=name)
 
@@ -346,8 +363,41 @@ class FakeGraphServer(LoopbackServer):
                 )
             if route[:2] == ["me", "mailFolders"]:
                 return self._mail_folders(request, route[2:])
+            if route == ["me", "messages"] and request.arg("$search"):
+                return self._search(request)
             if route[:2] == ["me", "messages"] and len(route) >= 3:
                 return self._message(route[2], route[3:])
+            if route[:2] in (["me", "calendarView"], ["me", "events"], ["me", "todo"]):
+                if self.tools_forbidden:
+                    return self._error(403, "ErrorAccessDenied", "Access is denied. Check credentials and try again.")
+                return self._calendar_or_todo(request, route)
+        return self._error(404, "ResourceNotFound", f"Resource not found for the segment '{route[-1]}'.")
+
+    def _calendar_or_todo(self, request: FakeRequest, route: list[str]) -> FakeResponse:
+        if route == ["me", "calendarView"] and request.method == "GET":
+            start, end = request.arg("startDateTime"), request.arg("endDateTime")
+            if not start or not end:
+                return self._error(400, "ErrorInvalidParameter", "startDateTime and endDateTime are required")
+            inside = [e for e in self.events if e["start"]["dateTime"] < end and e["end"]["dateTime"] > start]
+            return FakeResponse.json({"value": inside})
+        if route == ["me", "events"] and request.method == "POST":
+            body = json.loads(request.body or b"{}")
+            if not body.get("subject") or "dateTime" not in body.get("start", {}):
+                return self._error(400, "ErrorInvalidRequest", "subject and start are required")
+            event = {"id": f"event-{next(self._ids)}", **body}
+            self.events.append(event)
+            return FakeResponse.json(event, status=201)
+        if route == ["me", "todo", "lists"] and request.method == "GET":
+            return FakeResponse.json({"value": self.todo_lists})
+        if len(route) == 5 and route[2] == "lists" and route[4] == "tasks" and request.method == "POST":
+            if route[3] not in self.tasks:
+                return self._error(404, "ErrorItemNotFound", "The list does not exist")
+            body = json.loads(request.body or b"{}")
+            if not body.get("title"):
+                return self._error(400, "ErrorInvalidRequest", "title is required")
+            task = {"id": f"task-{next(self._ids)}", "status": "notStarted", **body}
+            self.tasks[route[3]].append(task)
+            return FakeResponse.json(task, status=201)
         return self._error(404, "ResourceNotFound", f"Resource not found for the segment '{route[-1]}'.")
 
     def _folder_json(self, folder: FakeFolder) -> dict[str, Any]:
@@ -445,6 +495,15 @@ class FakeGraphServer(LoopbackServer):
             body["@odata.deltaLink"] = f"{base}?$deltatoken={b64url(json.dumps(delta).encode())}"
         return FakeResponse.json(body)
 
+    def _search(self, request: FakeRequest) -> FakeResponse:
+        """$search="words": messages whose subject, sender or text contain every word (a KQL subset)."""
+        words = request.arg("$search").strip('"').lower().split()
+        top = max(1, int(request.arg("$top", "10") or 10))
+        found = [
+            m for m in self.messages.values() if not m.removed and all(w in searchable_text(m.mime) for w in words)
+        ]
+        return FakeResponse.json({"value": [{"id": m.id} for m in found[:top]]})
+
     def _message(self, message_id: str, rest: list[str]) -> FakeResponse:
         message = self.messages.get(message_id)
         if message is None or message.removed:
@@ -474,3 +533,26 @@ class FakeGraphServer(LoopbackServer):
                     return FakeResponse(200, attachment.content, {"Content-Type": attachment.content_type})
             return self._error(404, "ErrorItemNotFound", "Attachment not found.")
         return self._error(404, "ResourceNotFound", "Unsupported message path")
+
+
+def follow_consent(graph: FakeGraphServer, location: str) -> str:
+    """Play the user's browser on the fake authorize page; returns the callback path for the test client."""
+    import requests
+
+    assert location.startswith(f"{graph.url}/{graph.tenant}/oauth2/v2.0/authorize?")
+    answer = requests.get(location, allow_redirects=False, timeout=10)
+    assert answer.status_code == 302
+    back = urlsplit(answer.headers["Location"])
+    assert back.netloc == "testserver"
+    return f"{back.path}?{back.query}"
+
+
+def connect_outlook(client: Any, graph: FakeGraphServer, query: str = "") -> Any:
+    """Connect an Outlook account through the real OAuth views (client: a logged-in Django test client)."""
+    from apps.accounts.models import MailAccount
+
+    response = client.get(f"/mail/oauth/outlook/connect/{query}")
+    assert response.status_code == 302, response.content
+    callback = client.get(follow_consent(graph, response["Location"]))
+    assert callback.status_code == 302, callback.content
+    return MailAccount.objects.get(provider="outlook", address=graph.address)

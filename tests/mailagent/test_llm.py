@@ -102,12 +102,10 @@ def test_tool_loop_validates_arguments_and_reports_errors_to_the_model(fake: Fak
         Reply.text("The sum is 5."),
     )
     messages: list[dict[str, Any]] = [{"role": "user", "content": "add 2 and 3"}]
-    outcome = run_tool_loop(
-        config(fake), messages, [Tool("add", "Add two integers", AddArgs, add)], step_limit=5
-    )
+    outcome = run_tool_loop(config(fake), messages, [Tool("add", "Add two integers", AddArgs, add)], step_limit=5)
     assert outcome.reason == "answered" and outcome.final == "The sum is 5." and outcome.steps == 3
     assert [r.success for r in outcome.records] == [True, False, False, False, False]
-    errors = [r.error for r in outcome.records[1:]]
+    errors = [str(r.error) for r in outcome.records[1:]]
     assert errors[0].startswith("invalid arguments: arguments are not valid JSON")
     assert errors[1].startswith("invalid arguments: a: Input should be a valid integer")
     assert errors[2] == "unknown tool 'nope'; available: add"

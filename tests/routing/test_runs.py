@@ -90,7 +90,7 @@ def test_runs_are_processed_once_and_closed_honestly(director: Any, add_filter: 
     run = Run.objects.get(message=message)
     # django-q2 runs synchronously in tests: the enqueued task already processed it.
     assert run.status == RunStatus.SKIPPED
-    assert run.status_reason == "Director has no model configured; nothing was executed"
+    assert run.status_reason == "Director has no API config: nothing was executed"
     assert run.started_at is not None and run.finished_at is not None
     assert orchestration_actions.process_run(run_id=run.pk) is None  # already taken: no second execution
 

@@ -1,13 +1,20 @@
-// Drag-and-drop ordering for the filter inline under a director: rows are reordered in place and the
-// "order" inputs renumbered, so saving the director saves the new routing order.
+// Drag-and-drop ordering for admin inlines with an "order" field (filters, agents, prompt messages):
+// rows are reordered in place and the "order" inputs renumbered; saving the parent saves the order.
 (function () {
   "use strict";
+  // Blank extra rows keep their order untouched, or Django would validate them as new objects.
+  function used(row) {
+    var id = row.querySelector('input[type="hidden"][name$="-id"]');
+    if (id && id.value) { return true; }
+    return Array.prototype.some.call(row.querySelectorAll('input[type="text"], textarea'), function (field) {
+      return !/-order$/.test(field.name) && field.value.trim() !== "";
+    });
+  }
   function renumber(tbody) {
     var position = 0;
     tbody.querySelectorAll("tr.form-row:not(.empty-form)").forEach(function (row) {
       var input = row.querySelector('input[name$="-order"]');
-      var regex = row.querySelector('input[name$="-regex"]');
-      if (input && (regex && regex.value !== "")) { input.value = position++; }
+      if (input && used(row)) { input.value = position++; }
     });
   }
   function setup(group) {
@@ -35,13 +42,13 @@
     function arm() {
       tbody.querySelectorAll("tr.form-row:not(.empty-form)").forEach(function (row) {
         row.setAttribute("draggable", "true");
-        row.title = "Drag to change the routing order";
+        row.title = "Drag to change the order";
       });
     }
     arm();
     document.addEventListener("formset:added", arm);
   }
   document.addEventListener("DOMContentLoaded", function () {
-    document.querySelectorAll(".sortable-filters").forEach(setup);
+    document.querySelectorAll(".sortable-inline").forEach(setup);
   });
 })();

@@ -1,0 +1,422 @@
+"""The director run: a director thread with a canonical OpenAI-aligned transcript, the run's workspace,
+and a tool loop in which the director model delegates to agents (child threads reused by sessionId),
+uses live tools and leaves its results as workspace items. Every tool call, agent output and lifecycle
+step is an OrchLog entry; every provider request/response/error a ProviderEvent.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from decimal import Decimal
+from typing import Any
+
+from django.conf import settings
+from django.db.models import F
+from django.utils import timezone
+
+from apps.orchestration.models import (
+    Agent,
+    ApiConfig,
+    Conversation,
+    Director,
+    OrchestrationSettings,
+    OrchLog,
+    Phase,
+    ProviderEvent,
+    Run,
+    RunStatus,
+    ThreadKind,
+    ThreadStatus,
+)
+from apps.orchestration.prompts import (
+    AGENT_GUIDANCE,
+    DIRECTOR_GUIDANCE,
+    base_variables,
+    mentions_email,
+    render_prompt,
+)
+from apps.orchestration.tools import memory as memory_tools
+from apps.orchestration.tools.context import Actor, RunContext
+from apps.orchestration.tools.registry import available_live_tools, common_tools
+from apps.orchestration.tools.schemas import (
+    AGENT_TOOL_DESCRIPTION,
+    DESCRIPTIONS,
+    AgentCallArgs,
+    NoArgs,
+    params_summary,
+)
+from apps.workspaces import actions as workspace_actions
+from mailagent.llm import (
+    ChatResult,
+    LLMConfig,
+    LLMError,
+    ProviderEventData,
+    Tool,
+    ToolCallRecord,
+    ToolFailure,
+    redact,
+    run_tool_loop,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def orchestration_settings() -> OrchestrationSettings:
+    current, _ = OrchestrationSettings.objects.get_or_create(pk=1)
+    return current
+
+
+def llm_config(api_config: ApiConfig) -> LLMConfig:
+    return LLMConfig(
+        key=f"apiconfig:{api_config.pk}",
+        base_url=api_config.base_url,
+        api_key=api_config.api_key or "",
+        model=api_config.model,
+        timeout=float(api_config.timeout_seconds),
+        max_concurrency=api_config.max_concurrency,
+        max_retries=api_config.max_retries,
+        backoff_base=float(getattr(settings, "LLM_BACKOFF_BASE_SECONDS", 0.5)),
+        name=api_config.name,
+    )
+
+
+def estimate_cost(api_config: ApiConfig | None, prompt_tokens: int, completion_tokens: int) -> Decimal | None:
+    if api_config is None or not (api_config.input_cost_per_mtok or api_config.output_cost_per_mtok):
+        return None
+    million = Decimal(1_000_000)
+    return (
+        Decimal(prompt_tokens) * api_config.input_cost_per_mtok
+        + Decimal(completion_tokens) * api_config.output_cost_per_mtok
+    ) / million
+
+
+class RunEngine:
+    def __init__(self, run: Run) -> None:
+        director = Director.objects.select_related("api_config", "prompt", "owner").get(pk=run.director_id)
+        message = run.message
+        self.run = run
+        self.director = director
+        self.settings = orchestration_settings()
+        workspace = workspace_actions.open_workspace(
+            owner=director.owner,
+            run_id=run.pk,
+            message_id=message.pk,
+            director_id=director.pk,
+            director_name=director.name,
+            title=message.subject or "(no subject)",
+        )
+        summary = f"{message.subject or '(no subject)'} — {message.sender}"[:500]
+        self.ctx = RunContext(
+            run=run,
+            director=director,
+            message=message,
+            workspace=workspace,
+            settings=self.settings,
+            owner_id=director.owner_id,
+            email_summary=summary,
+        )
+        self.agents = {a.slug: a for a in director.agents.filter(enabled=True).select_related("api_config", "prompt")}
+
+    # --- diagnostics -------------------------------------------------------------------------------
+
+    def log(
+        self,
+        phase: str,
+        *,
+        agent: Agent | None = None,
+        agent_thread: Conversation | None = None,
+        detail: dict[str, Any] | None = None,
+        result: Any = None,
+        error: str = "",
+    ) -> None:
+        OrchLog.objects.create(
+            run=self.run,
+            fetch_cycle_id=self.run.fetch_cycle_id,
+            director=self.director,
+            director_name=self.director.name,
+            agent=agent,
+            agent_name=agent.name if agent else "",
+            email_summary=self.ctx.email_summary,
+            phase=phase,
+            dir_thread=self.ctx.director_thread,
+            agent_thread=agent_thread,
+            detail=redact(detail or {}),
+            result=redact(result) if result is not None else None,
+            error=error[:4000],
+        )
+
+    def provider_events(self, thread: Conversation) -> Any:
+        def record(event: ProviderEventData) -> None:
+            ProviderEvent.objects.create(
+                run=self.run,
+                thread=thread,
+                kind=event.kind,
+                model=event.model[:200],
+                attempt=event.attempt,
+                status=event.status,
+                latency_ms=event.latency_ms,
+                usage=event.usage,
+                error=event.error,
+                category=event.category,
+                payload=event.payload,
+            )
+
+        return record
+
+    def _persist_turn(self, thread: Conversation, messages: list[dict[str, Any]], result: ChatResult | None) -> None:
+        now = timezone.now()
+        thread.messages = messages
+        thread.last_active_at = now
+        fields = ["messages", "last_active_at"]
+        if thread.kind == ThreadKind.AGENT:
+            thread.expires_at = now + dt.timedelta(minutes=self.settings.session_timeout_minutes)
+            fields.append("expires_at")
+        if result is not None and result.usage:
+            prompt, completion = result.usage.get("prompt_tokens", 0), result.usage.get("completion_tokens", 0)
+            thread.prompt_tokens += prompt
+            thread.completion_tokens += completion
+            fields += ["prompt_tokens", "completion_tokens"]
+            Run.objects.filter(pk=self.run.pk).update(
+                prompt_tokens=F("prompt_tokens") + prompt, completion_tokens=F("completion_tokens") + completion
+            )
+        thread.save(update_fields=fields)
+
+    def _tool_logger(self, thread: Conversation, messages: list[dict[str, Any]], agent: Agent | None) -> Any:
+        def on_tool(record: ToolCallRecord, message: dict[str, Any]) -> None:
+            self._persist_turn(thread, messages, None)
+            detail: dict[str, Any] = {
+                "tool": record.name,
+                "request": record.args,
+                "by": "agent" if agent else "director",
+            }
+            if record.name.startswith("agent__") and isinstance(record.result, dict):
+                detail["sessionId"] = record.result.get("sessionId")
+            self.log(
+                Phase.TOOL,
+                agent=agent,
+                agent_thread=thread if agent else None,
+                detail=detail,
+                result=record.result if record.success else None,
+                error=record.error or "",
+            )
+
+        return on_tool
+
+    # --- the director ------------------------------------------------------------------------------
+
+    def director_tools(self, actor: Actor) -> list[Tool]:
+        tools = [
+            Tool("list_agents", DESCRIPTIONS["list_agents"][0], NoArgs, lambda _args: self.list_agents()),
+            Tool("list_tools", DESCRIPTIONS["list_tools"][0], NoArgs, lambda _args: self.list_tools(actor)),
+        ]
+        for slug, agent in self.agents.items():
+            tools.append(
+                Tool(
+                    f"agent__{slug}",
+                    AGENT_TOOL_DESCRIPTION.format(name=agent.name, summary=agent.summary or "a specialised agent"),
+                    AgentCallArgs,
+                    self._agent_handler(agent),
+                )
+            )
+        return tools + common_tools(self.ctx, actor, available_live_tools(self.ctx))
+
+    def _agent_handler(self, agent: Agent) -> Any:
+        def handler(args: AgentCallArgs) -> dict[str, Any]:
+            return self.call_agent(agent, args)
+
+        return handler
+
+    def list_agents(self) -> dict[str, Any]:
+        return {
+            "agents": [
+                {
+                    "id": str(agent.pk),
+                    "slug": agent.slug,
+                    "name": agent.name,
+                    "summary": agent.summary,
+                    "apiConfigId": str(agent.api_config_id or self.director.api_config_id),
+                    "tool": f"agent__{agent.slug}",
+                }
+                for agent in self.agents.values()
+            ]
+        }
+
+    def list_tools(self, actor: Actor) -> dict[str, Any]:
+        return {
+            "tools": [
+                {"name": tool.name, "description": tool.description, "paramsSummary": params_summary(tool.arguments)}
+                for tool in self.director_tools(actor)
+            ]
+        }
+
+    def initial_messages(self) -> list[dict[str, Any]]:
+        director = self.director
+        variables = base_variables(self.ctx.message, **{"director.name": director.name})
+        variables["memories"] = self._memories_text(Actor(kind="director", thread=Conversation()))
+        messages: list[dict[str, Any]] = [{"role": "system", "content": DIRECTOR_GUIDANCE}]
+        messages += render_prompt(director.prompt, variables)
+        if director.imprint.strip():
+            messages.append({"role": "system", "content": director.imprint.strip()})
+        if not mentions_email(director.prompt):
+            messages.append({"role": "user", "content": f"New email:\n\n{variables['email']}"})
+        return messages
+
+    def _memories_text(self, actor: Actor) -> str:
+        found = memory_tools.visible_memories(self.ctx, actor).order_by("-updated_at")[:20]
+        return "\n".join(f"- [{m.scope}] {m.content}" for m in found) or "(none)"
+
+    def execute(self) -> Run:
+        run, director = self.run, self.director
+        if director.api_config is None:
+            return self._finish(RunStatus.SKIPPED, reason="Director has no API config: nothing was executed")
+        thread = Conversation.objects.create(run=run, kind=ThreadKind.DIRECTOR, director=director)
+        self.ctx.director_thread = thread
+        messages = self.initial_messages()
+        self._persist_turn(thread, messages, None)
+        self.log(Phase.DIRECTOR, detail={"action": "director_start", "workspaceId": self.ctx.workspace.pk})
+        actor = Actor(kind="director", thread=thread)
+        try:
+            outcome = run_tool_loop(
+                llm_config(director.api_config),
+                messages,
+                self.director_tools(actor),
+                step_limit=director.step_limit,
+                events=self.provider_events(thread),
+                on_assistant=lambda result: self._persist_turn(thread, messages, result),
+                on_tool=self._tool_logger(thread, messages, None),
+            )
+        except LLMError as exc:
+            self._close_thread(thread, ThreadStatus.FAILED)
+            self._close_agent_sessions(ThreadStatus.FAILED)
+            self.log(Phase.DIRECTOR, detail={"action": "director_failed", "category": exc.category}, error=str(exc))
+            return self._finish(RunStatus.FAILED, error=f"model call failed ({exc.category}): {exc}")
+        thread.finalized = True
+        self._close_thread(thread, ThreadStatus.COMPLETED)
+        self._close_agent_sessions(ThreadStatus.COMPLETED)
+        reason = "" if outcome.reason == "answered" else f"stopped at the step limit ({director.step_limit})"
+        self.log(
+            Phase.RESULT,
+            detail={"action": "director_complete", "steps": outcome.steps, "stop": outcome.reason},
+            result={"final": outcome.final, "workspaceItems": self.ctx.workspace.items.filter(deleted=False).count()},
+        )
+        return self._finish(RunStatus.COMPLETED, reason=reason)
+
+    def _close_thread(self, thread: Conversation, status: str) -> None:
+        now = timezone.now()
+        thread.status = status
+        thread.ended_at = now
+        thread.save(update_fields=["status", "ended_at", "finalized"])
+
+    def _close_agent_sessions(self, status: str) -> None:
+        Conversation.objects.filter(run=self.run, kind=ThreadKind.AGENT, status=ThreadStatus.ONGOING).update(
+            status=status, ended_at=timezone.now()
+        )
+
+    def _finish(self, status: str, *, reason: str = "", error: str = "") -> Run:
+        run = self.run
+        run.refresh_from_db(fields=["prompt_tokens", "completion_tokens"])
+        run.status, run.status_reason, run.error, run.finished_at = status, reason, error, timezone.now()
+        run.save(update_fields=["status", "status_reason", "error", "finished_at"])
+        return run
+
+    # --- agents ------------------------------------------------------------------------------------
+
+    def _session(self, agent: Agent, session_id: str | None) -> Conversation:
+        director_thread = self.ctx.director_thread
+        if director_thread is None or director_thread.finalized or director_thread.status != ThreadStatus.ONGOING:
+            raise ToolFailure("the director run is completed", reason="completed", sessionId=session_id)
+        if not session_id:
+            return Conversation.objects.create(
+                run=self.run,
+                kind=ThreadKind.AGENT,
+                director=self.director,
+                agent=agent,
+                agent_name=agent.name,
+                parent=director_thread,
+                expires_at=timezone.now() + dt.timedelta(minutes=self.settings.session_timeout_minutes),
+            )
+        thread = Conversation.objects.filter(session_id=session_id, run=self.run, kind=ThreadKind.AGENT).first()
+        if thread is None or thread.agent_id != agent.pk:
+            raise ToolFailure(f"no session {session_id} with {agent.name} in this run", reason="unknown_session")
+        if thread.status == ThreadStatus.COMPLETED:
+            raise ToolFailure("this agent session is completed", reason="completed", sessionId=session_id)
+        if thread.status == ThreadStatus.EXPIRED or (thread.expires_at and thread.expires_at < timezone.now()):
+            if thread.status != ThreadStatus.EXPIRED:
+                thread.status, thread.ended_at = ThreadStatus.EXPIRED, timezone.now()
+                thread.save(update_fields=["status", "ended_at"])
+                self.log(Phase.AGENT, agent=agent, agent_thread=thread, detail={"action": "session_expired"})
+            raise ToolFailure(
+                "the agent session expired after inactivity; start a new one without sessionId",
+                reason="expired",
+                sessionId=session_id,
+            )
+        if thread.status == ThreadStatus.FAILED:
+            raise ToolFailure("this agent session failed; start a new one", reason="failed", sessionId=session_id)
+        return thread
+
+    def agent_tools(self, agent: Agent, actor: Actor, args: AgentCallArgs) -> list[Tool]:
+        options = args.options
+        if options is not None and not options.allowTools:
+            return []
+        allowed = set(agent.allowed_tools if isinstance(agent.allowed_tools, list) else [])
+        live = [name for name in available_live_tools(self.ctx) if name in allowed]
+        tools = common_tools(self.ctx, actor, live)
+        if options is not None and options.toolFilter is not None:
+            wanted = set(options.toolFilter)
+            tools = [tool for tool in tools if tool.name in wanted]
+        return tools
+
+    def call_agent(self, agent: Agent, args: AgentCallArgs) -> dict[str, Any]:
+        thread = self._session(agent, args.sessionId)
+        actor = Actor(kind="agent", thread=thread, agent=agent)
+        messages = list(thread.messages or [])
+        if not messages:
+            variables = base_variables(
+                self.ctx.message, **{"director.name": self.director.name, "agent.name": agent.name}
+            )
+            variables["memories"] = self._memories_text(actor)
+            messages.append({"role": "system", "content": AGENT_GUIDANCE.format(name=agent.name)})
+            messages += render_prompt(agent.prompt, variables)
+            if agent.imprint.strip():
+                messages.append({"role": "system", "content": agent.imprint.strip()})
+            if not mentions_email(agent.prompt):
+                messages.append({"role": "system", "content": f"The email:\n\n{variables['email']}"})
+        messages.append({"role": "user", "content": args.input})
+        self._persist_turn(thread, messages, None)
+        self.log(Phase.AGENT, agent=agent, agent_thread=thread, detail={"action": "agent_input", "input": args.input})
+        api_config = agent.api_config or self.director.api_config
+        assert api_config is not None  # the director run only starts with one
+        try:
+            outcome = run_tool_loop(
+                llm_config(api_config),
+                messages,
+                self.agent_tools(agent, actor, args),
+                step_limit=agent.step_limit,
+                events=self.provider_events(thread),
+                on_assistant=lambda result: self._persist_turn(thread, messages, result),
+                on_tool=self._tool_logger(thread, messages, agent),
+            )
+        except LLMError as exc:
+            thread.status, thread.ended_at = ThreadStatus.FAILED, timezone.now()
+            thread.save(update_fields=["status", "ended_at"])
+            self.log(Phase.AGENT, agent=agent, agent_thread=thread, detail={"action": "agent_failed"}, error=str(exc))
+            raise ToolFailure(f"the agent's model call failed ({exc.category}): {exc}", reason="failed") from None
+        output = outcome.final if outcome.final is not None else ""
+        self.log(
+            Phase.AGENT,
+            agent=agent,
+            agent_thread=thread,
+            detail={"action": "agent_output", "steps": outcome.steps, "stop": outcome.reason},
+            result=output,
+        )
+        return {
+            "sessionId": thread.session_id,
+            "output": output,
+            "toolCalls": [record.summary() for record in outcome.records],
+            "done": outcome.reason == "answered",
+        }
+
+
+def execute_run(run: Run) -> Run:
+    return RunEngine(run).execute()

@@ -1,0 +1,85 @@
+"""Prompts as ChatML message lists with {{variables}}; the built-in guidance every director/agent gets."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from django.utils import timezone
+
+from apps.accounts.models import Message
+from apps.orchestration.models import Prompt
+
+VARIABLE = re.compile(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_.]*)\s*\}\}")
+BODY_CHARS = 20_000
+
+DIRECTOR_GUIDANCE = (
+    "You are the director for one email. You are in control: delegate to your agents with their "
+    "agent__<slug> tools (continue a conversation by passing its sessionId), use the other tools as needed, "
+    "and leave the deliverables in the shared workspace with workspace_add_item (drafts, analyses, "
+    "summaries as text/markdown). Nothing is sent or deleted by you: a person reviews the workspace. "
+    "Answer without a tool call when you are done."
+)
+AGENT_GUIDANCE = (
+    "You are the agent “{name}”, working for a director on one email. Do what the director asks, use your "
+    "tools where they help, put anything worth keeping in the shared workspace, then answer the director."
+)
+
+
+def _people(items: Any) -> str:
+    if not isinstance(items, list):
+        return ""
+    parts = []
+    for item in items:
+        if isinstance(item, Mapping):
+            name, address = item.get("name") or "", item.get("address") or ""
+            parts.append(f"{name} <{address}>" if name and address else str(address or name))
+    return ", ".join(parts)
+
+
+def email_variables(message: Message) -> dict[str, str]:
+    body = (message.body_text or "")[:BODY_CHARS]
+    date = message.date.isoformat() if message.date else ""
+    fields = {
+        "email.subject": message.subject,
+        "email.from": message.sender,
+        "email.to": _people(message.to),
+        "email.cc": _people(message.cc),
+        "email.date": date,
+        "email.body": body,
+        "email.id": str(message.pk),
+    }
+    header = [f"From: {fields['email.from']}", f"To: {fields['email.to']}"]
+    if fields["email.cc"]:
+        header.append(f"Cc: {fields['email.cc']}")
+    header += [f"Date: {date}", f"Subject: {message.subject}"]
+    attachments = [a.filename for a in message.attachments.all() if a.filename]
+    if attachments:
+        header.append(f"Attachments: {', '.join(attachments)}")
+    fields["email"] = "\n".join(header) + "\n\n" + body
+    return fields
+
+
+def render_text(text: str, variables: Mapping[str, str]) -> str:
+    return VARIABLE.sub(lambda m: variables.get(m.group(1), m.group(0)), text)
+
+
+def render_prompt(prompt: Prompt | None, variables: Mapping[str, str]) -> list[dict[str, Any]]:
+    if prompt is None:
+        return []
+    return [
+        {"role": m.role, "content": render_text(m.content, variables)}
+        for m in prompt.messages.order_by("order", "pk")
+        if m.role in ("system", "user", "assistant")  # a lone tool message without its call would be invalid
+    ]
+
+
+def base_variables(message: Message, **extra: str) -> dict[str, str]:
+    return {**email_variables(message), "today": timezone.localdate().isoformat(), **extra}
+
+
+def mentions_email(prompt: Prompt | None) -> bool:
+    if prompt is None:
+        return False
+    return any("{{" in m.content and "email" in m.content for m in prompt.messages.all())

@@ -1,0 +1,179 @@
+"""Every tool's argument schema and description, defined once: the model sees the JSON schema derived
+from these pydantic models, and the same models validate what it sends back."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Args(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class NoArgs(Args):
+    pass
+
+
+class AgentOptions(Args):
+    allowTools: bool = Field(True, description="false: the agent answers without calling any tool")
+    toolFilter: list[str] | None = Field(None, description="only these of the agent's tools")
+
+
+class AgentCallArgs(Args):
+    input: str = Field(..., min_length=1, description="What you ask the agent to do, with everything it needs")
+    sessionId: str | None = Field(None, description="Continue an earlier conversation with this agent")
+    options: AgentOptions | None = None
+
+
+class WorkspaceAddArgs(Args):
+    label: str = Field("", max_length=300)
+    description: str = ""
+    mimeType: str = Field("text/markdown", description="e.g. text/markdown, text/plain, application/json, image/png")
+    encoding: Literal["utf8", "base64"] = "utf8"
+    data: str = Field("", description="The content; base64 when encoding is base64")
+    tags: list[str] = Field(default_factory=list)
+
+
+class WorkspaceListArgs(Args):
+    mimeType: str | None = None
+    tag: str | None = None
+    includeDeleted: bool = False
+
+
+class WorkspaceGetArgs(Args):
+    id: str
+
+
+class WorkspacePatch(Args):
+    label: str | None = None
+    description: str | None = None
+    mimeType: str | None = None
+    encoding: Literal["utf8", "base64"] | None = None
+    data: str | None = None
+    tags: list[str] | None = None
+
+
+class WorkspaceUpdateArgs(Args):
+    id: str
+    patch: WorkspacePatch
+    expectedRevision: int | None = Field(None, description="Fail instead of overwriting a newer revision")
+
+
+class WorkspaceRemoveArgs(Args):
+    id: str
+    hardDelete: bool = False
+
+
+class MemorySearchArgs(Args):
+    scope: Literal["local", "shared", "global"] | None = Field(
+        None, description="Only this scope; default: local, then shared, then global"
+    )
+    owner: str | None = Field(None, description="Only local memories of this agent (its slug) or 'director'")
+    tag: str | None = None
+    query: str | None = Field(None, description="Words that must appear in the memory")
+
+
+class MemoryAddArgs(Args):
+    scope: Literal["local", "shared", "global"] = "local"
+    content: str = Field(..., min_length=1, max_length=20_000)
+    tags: list[str] = Field(default_factory=list)
+
+
+class MemoryEditArgs(Args):
+    id: int
+    content: str | None = Field(None, min_length=1, max_length=20_000)
+    tags: list[str] | None = None
+    scope: Literal["local", "shared", "global"] | None = None
+
+
+class FilesystemSearchArgs(Args):
+    query: str = Field(..., min_length=1, description="Part of a file name, or words inside text files")
+    limit: int = Field(20, ge=1, le=100)
+
+
+class FilesystemRetrieveArgs(Args):
+    filePath: str = Field(..., min_length=1, description="Path relative to the virtual root, as search returned it")
+
+
+class DateRange(Args):
+    start: str = Field(..., description="ISO 8601 date or datetime")
+    end: str = Field(..., description="ISO 8601 date or datetime")
+
+
+class CalendarReadArgs(Args):
+    accountId: int
+    dateRange: DateRange
+
+
+class CalendarEvent(Args):
+    title: str = Field(..., min_length=1)
+    start: str
+    end: str
+    description: str = ""
+    location: str = ""
+    attendees: list[str] = Field(default_factory=list)
+
+
+class CalendarAddArgs(Args):
+    accountId: int
+    event: CalendarEvent
+
+
+class TodoTask(Args):
+    title: str = Field(..., min_length=1)
+    notes: str = ""
+    due: str | None = Field(None, description="ISO 8601 date")
+
+
+class TodoAddArgs(Args):
+    accountId: int
+    task: TodoTask
+
+
+DESCRIPTIONS: dict[str, tuple[str, type[Args]]] = {
+    "list_agents": ("List the agents you can delegate to, with what each does.", NoArgs),
+    "list_tools": ("List the tools available to you right now.", NoArgs),
+    "workspace_add_item": ("Add an item (a result) to the shared workspace of this email.", WorkspaceAddArgs),
+    "workspace_list_items": ("List the workspace items (without their data).", WorkspaceListArgs),
+    "workspace_get_item": ("Read one workspace item with its data.", WorkspaceGetArgs),
+    "workspace_update_item": (
+        "Change a workspace item; pass expectedRevision to avoid lost updates.",
+        WorkspaceUpdateArgs,
+    ),
+    "workspace_remove_item": ("Remove a workspace item (soft unless hardDelete).", WorkspaceRemoveArgs),
+    "memory_search": ("Search memories: your own first, then shared, then global.", MemorySearchArgs),
+    "memory_add": ("Remember something for later runs.", MemoryAddArgs),
+    "memory_edit": ("Change a memory you can see.", MemoryEditArgs),
+    "filesystem_search": ("Find files in the user's document folder by name or text.", FilesystemSearchArgs),
+    "filesystem_retrieve": ("Read a file from the user's document folder (text extracted).", FilesystemRetrieveArgs),
+    "calendar_read": ("Read calendar events of a mail account in a date range.", CalendarReadArgs),
+    "calendar_add": ("Add an event to a mail account's calendar.", CalendarAddArgs),
+    "todo_add": ("Add a task to a mail account's to-do list.", TodoAddArgs),
+}
+AGENT_TOOL_DESCRIPTION = "Delegate to the agent “{name}”: {summary}"
+LIVE_TOOLS = (
+    "memory_search",
+    "memory_add",
+    "memory_edit",
+    "filesystem_search",
+    "filesystem_retrieve",
+    "calendar_read",
+    "calendar_add",
+    "todo_add",
+)
+WORKSPACE_TOOLS = (
+    "workspace_add_item",
+    "workspace_list_items",
+    "workspace_get_item",
+    "workspace_update_item",
+    "workspace_remove_item",
+)
+
+
+def params_summary(model: type[BaseModel]) -> str:
+    schema: dict[str, Any] = model.model_json_schema()
+    required = set(schema.get("required", []))
+    names = [f"{name}{'' if name in required else '?'}" for name in schema.get("properties", {})]
+    return ", ".join(names) or "none"

@@ -1,0 +1,93 @@
+"""workspace_* tools: every participant may add, list, read, update and remove any item of the run."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from apps.orchestration.tools.context import Actor, RunContext
+from apps.orchestration.tools.schemas import (
+    WorkspaceAddArgs,
+    WorkspaceGetArgs,
+    WorkspaceListArgs,
+    WorkspaceRemoveArgs,
+    WorkspaceUpdateArgs,
+)
+from apps.workspaces import actions, selectors
+from mailagent.llm import ToolFailure
+
+PATCH_NAMES = {
+    "label": "label",
+    "description": "description",
+    "mimeType": "mime_type",
+    "encoding": "encoding",
+    "data": "data",
+    "tags": "tags",
+}
+
+
+def _item_id(value: str) -> int:
+    try:
+        return int(str(value).strip())
+    except ValueError:
+        raise ToolFailure(f"no item {value!r}: item ids are numbers as workspace_list_items shows them") from None
+
+
+def add_item(ctx: RunContext, actor: Actor, args: WorkspaceAddArgs) -> dict[str, Any]:
+    try:
+        item = actions.add_item(
+            workspace=ctx.workspace,
+            data=args.data,
+            label=args.label,
+            description=args.description,
+            mime_type=args.mimeType,
+            encoding=args.encoding,
+            tags=args.tags,
+            context=ctx.item_context(actor),
+            created_by=actor.kind,
+        )
+    except actions.WorkspaceError as exc:
+        raise ToolFailure(str(exc)) from None
+    return {"item": selectors.item_json(item, include_data=False)}
+
+
+def list_items(ctx: RunContext, actor: Actor, args: WorkspaceListArgs) -> dict[str, Any]:
+    items = selectors.list_items(
+        workspace=ctx.workspace, include_deleted=args.includeDeleted, mime_type=args.mimeType, tag=args.tag
+    )
+    return {"items": [selectors.item_json(item, include_data=False) for item in items[:200]]}
+
+
+def get_item(ctx: RunContext, actor: Actor, args: WorkspaceGetArgs) -> dict[str, Any]:
+    item = selectors.get_item(workspace=ctx.workspace, item_id=_item_id(args.id))
+    if item is None:
+        raise ToolFailure(f"no item {args.id} in this workspace")
+    return {"item": selectors.item_json(item)}
+
+
+def update_item(ctx: RunContext, actor: Actor, args: WorkspaceUpdateArgs) -> dict[str, Any]:
+    patch = {PATCH_NAMES[name]: value for name, value in args.patch.model_dump(exclude_none=True).items()}
+    if not patch:
+        raise ToolFailure("the patch is empty: give at least one of label, description, mimeType, encoding, data, tags")
+    try:
+        item = actions.update_item(
+            item_id=_item_id(args.id),
+            workspace=ctx.workspace,
+            patch=patch,
+            expected_revision=args.expectedRevision,
+            actor=ctx.item_context(actor),
+        )
+    except actions.RevisionConflict as exc:
+        raise ToolFailure(str(exc), currentRevision=exc.current_revision) from None
+    except actions.WorkspaceError as exc:
+        raise ToolFailure(str(exc)) from None
+    return {"item": selectors.item_json(item, include_data=False)}
+
+
+def remove_item(ctx: RunContext, actor: Actor, args: WorkspaceRemoveArgs) -> dict[str, Any]:
+    try:
+        actions.remove_item(
+            item_id=_item_id(args.id), workspace=ctx.workspace, hard=args.hardDelete, actor=ctx.item_context(actor)
+        )
+    except actions.WorkspaceError as exc:
+        raise ToolFailure(str(exc)) from None
+    return {"removed": True}
