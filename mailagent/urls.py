@@ -9,7 +9,9 @@ from mailagent.api import api
 api.add_router("/search", "apps.search.api.router")
 api.add_router("/filters", "apps.routing.api.router")
 api.add_router("/fetcher", "apps.routing.api.fetcher_router")
+api.add_router("/ask", "apps.ask.api.router")
 api.add_router("/workspaces", "apps.workspaces.api.router")
+api.add_router("/diagnostics/unified", "apps.orchestration.api.router")
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -18,6 +20,8 @@ urlpatterns = [
     path("mail/", include("apps.accounts.urls")),
     path("search/", include("apps.search.urls")),
     path("routing/", include("apps.routing.urls")),
+    path("runs/", include("apps.orchestration.urls")),
+    path("ask/", include("apps.ask.urls")),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
 ]

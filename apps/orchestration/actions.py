@@ -12,7 +12,7 @@ from django.db.models import Q
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from apps.orchestration.models import Director, Run, RunStatus
+from apps.orchestration.models import Director, Memory, MemoryScope, Run, RunStatus
 
 logger = logging.getLogger(__name__)
 
@@ -122,3 +122,35 @@ def process_run(*, run_id: int) -> Run | None:
     except Exception as exc:  # an engine bug must not leave the run "running" forever
         logger.exception("run %s crashed", run_id)
         return finish_run(run=run, status=RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000])
+
+
+class RunNotRetryable(ValueError):
+    pass
+
+
+def retry_run(*, run: Run) -> Run:
+    """Put a failed or skipped run back in the queue (a new director thread; the workspace is kept)."""
+    if run.status not in (RunStatus.FAILED, RunStatus.SKIPPED):
+        raise RunNotRetryable(f"only failed or skipped runs can be retried (this one is {run.status})")
+    run.status, run.status_reason, run.error = RunStatus.QUEUED, "", ""
+    run.started_at = run.finished_at = None
+    run.save(update_fields=["status", "status_reason", "error", "started_at", "finished_at"])
+    transaction.on_commit(lambda: _enqueue_runs([run.pk]))
+    return run
+
+
+def update_memory(*, memory: Memory, content: str, tags: list[str], scope: str) -> Memory:
+    if scope not in MemoryScope.values:
+        raise ValueError(f"unknown scope {scope!r}")
+    memory.content, memory.tags, memory.scope = content, tags, scope
+    if scope == MemoryScope.GLOBAL:
+        memory.director, memory.agent = None, None
+    elif scope == MemoryScope.SHARED:
+        memory.agent = None
+    memory.updated_at = timezone.now()
+    memory.save(update_fields=["content", "tags", "scope", "director", "agent", "updated_at"])
+    return memory
+
+
+def delete_memory(*, memory: Memory) -> None:
+    memory.delete()

@@ -80,9 +80,19 @@ class PromptAdmin(admin.ModelAdmin):
 class AgentInline(admin.StackedInline):
     model = Agent
     extra = 0
-    fields = ("order", "name", "slug", "summary", "prompt", "imprint", "allowed_tools", "api_config", "step_limit",
-              "enabled")
-    prepopulated_fields: ClassVar[dict[str, tuple[str, ...]]] = {"slug": ("name",)}
+    fields = (
+        "order",
+        "name",
+        "slug",
+        "summary",
+        "prompt",
+        "imprint",
+        "allowed_tools",
+        "api_config",
+        "step_limit",
+        "enabled",
+    )
+    prepopulated_fields = {"slug": ("name",)}  # noqa: RUF012 -- Django reads the class attribute
     classes = ("sortable-inline",)
     Media = SortableMedia
 

@@ -7,3 +7,4 @@ class OrchestrationConfig(AppConfig):
     name = "apps.orchestration"
     label = "orchestration"
     verbose_name = "Orchestration"
+    nav_entries = [("Runs", "runs:list"), ("Memory", "runs:memories")]

@@ -19,7 +19,12 @@ def fake_llm() -> Iterator[FakeOpenAI]:
 @pytest.fixture
 def api_config(user: Any, fake_llm: FakeOpenAI) -> ApiConfig:
     return ApiConfig.objects.create(
-        owner=user, name="fake", base_url=fake_llm.base_url, api_key="sk-fake-key", model="fake-model", timeout_seconds=10
+        owner=user,
+        name="fake",
+        base_url=fake_llm.base_url,
+        api_key="sk-fake-key",
+        model="fake-model",
+        timeout_seconds=10,
     )
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import threading
 from typing import Any
@@ -59,18 +60,36 @@ def test_psychologist_and_response_agents_complete_the_client_workflow(
     fake_llm.when(
         is_agent("Psychologist"),
         Reply.calls(
-            ("memory_add", {"scope": "shared", "content": "Client Seven is frustrated by the late delivery",
-                            "tags": ["mood", "client7"]}),
+            (
+                "memory_add",
+                {
+                    "scope": "shared",
+                    "content": "Client Seven is frustrated by the late delivery",
+                    "tags": ["mood", "client7"],
+                },
+            ),
         ),
         Reply.text("Mood: frustrated and impatient (negative). I saved this to shared memory."),
     )
     fake_llm.when(
         is_agent("Response"),
         Reply.calls(
-            ("todo_add", {"accountId": account.pk, "task": {"title": "Call Client Seven about the delivery",
-                                                            "due": "2026-12-01"}}),
-            ("workspace_add_item", {"label": "Draft reply", "mimeType": "text/markdown", "tags": ["draft"],
-                                    "data": "Dear Client Seven,\n\nI am sorry about the delay…"}),
+            (
+                "todo_add",
+                {
+                    "accountId": account.pk,
+                    "task": {"title": "Call Client Seven about the delivery", "due": "2026-12-01"},
+                },
+            ),
+            (
+                "workspace_add_item",
+                {
+                    "label": "Draft reply",
+                    "mimeType": "text/markdown",
+                    "tags": ["draft"],
+                    "data": "Dear Client Seven,\n\nI am sorry about the delay…",
+                },
+            ),
         ),
         Reply.text("I drafted a reply (workspace) and created a follow-up task."),
     )
@@ -79,8 +98,15 @@ def test_psychologist_and_response_agents_complete_the_client_workflow(
         Reply.calls(("list_agents", {}), ("agent__psychologist", {"input": "What is the sender's mood?"})),
         Reply.calls(("agent__response", {"input": "Draft a calm reply and add a follow-up task."})),
         Reply.calls(
-            ("workspace_add_item", {"label": "Mood analysis", "mimeType": "text/markdown",
-                                    "data": "**Mood:** frustrated", "tags": ["analysis"]}),
+            (
+                "workspace_add_item",
+                {
+                    "label": "Mood analysis",
+                    "mimeType": "text/markdown",
+                    "data": "**Mood:** frustrated",
+                    "tags": ["analysis"],
+                },
+            ),
         ),
         Reply.text("Done: mood analysed, reply drafted, follow-up task created."),
     )
@@ -109,8 +135,15 @@ def test_psychologist_and_response_agents_complete_the_client_workflow(
     psych_result = json.loads(director_thread.messages[5]["content"])
     assert psych_result["output"].startswith("Mood: frustrated")
     assert psych_result["toolCalls"] == [
-        {"name": "memory_add", "args": {"scope": "shared", "content": "Client Seven is frustrated by the late delivery",
-                                        "tags": ["mood", "client7"]}, "success": True}
+        {
+            "name": "memory_add",
+            "args": {
+                "scope": "shared",
+                "content": "Client Seven is frustrated by the late delivery",
+                "tags": ["mood", "client7"],
+            },
+            "success": True,
+        }
     ]
     assert psych_result["done"] is True and psych_result["sessionId"] == agents[0].session_id
 
@@ -137,10 +170,12 @@ def test_psychologist_and_response_agents_complete_the_client_workflow(
     assert "sk-fake-key" not in json.dumps([e.payload for e in ProviderEvent.objects.filter(run=run)])
 
     logs = list(OrchLog.objects.filter(run=run))
-    tools_logged = [log.detail["tool"] for log in logs if log.phase == "tool"]
-    assert tools_logged.count("agent__psychologist") == 1 and "todo_add" in tools_logged and "memory_add" in tools_logged
-    assert all(log.detail.get("request") is not None for log in logs if log.phase == "tool")
-    actions_logged = [log.detail.get("action") for log in logs]
+    tools_logged = [(log.detail or {})["tool"] for log in logs if log.phase == "tool"]
+    assert (
+        tools_logged.count("agent__psychologist") == 1 and "todo_add" in tools_logged and "memory_add" in tools_logged
+    )
+    assert all((log.detail or {}).get("request") is not None for log in logs if log.phase == "tool")
+    actions_logged = [(log.detail or {}).get("action") for log in logs]
     assert actions_logged[0] == "director_start" and actions_logged[-1] == "director_complete"
     assert actions_logged.count("agent_output") == 2
     assert all(log.email_summary.startswith("Where is my order?") for log in logs)
@@ -174,7 +209,7 @@ def test_agent_sessions_are_reused_expire_and_close(queued_run: Run, fake_llm: F
     assert [m["content"] for m in thread.messages if m["role"] == "user"] == ["one", "two"]
     assert thread.expires_at is not None and thread.last_active_at <= thread.expires_at
 
-    Conversation.objects.filter(pk=thread.pk).update(expires_at=timezone.now() - timezone.timedelta(seconds=1))
+    Conversation.objects.filter(pk=thread.pk).update(expires_at=timezone.now() - dt.timedelta(seconds=1))
     with pytest.raises(ToolFailure) as expired:
         engine.call_agent(psychologist, AgentCallArgs(input="three", sessionId=first["sessionId"]))
     assert expired.value.extra["reason"] == "expired"
@@ -216,7 +251,7 @@ def test_step_limit_stops_the_director_and_malformed_arguments_reach_the_model(
     assert "filesystem_search" not in listed  # no virtual root configured
     assert "todo_add" not in listed  # no account with a calendar
     errors = OrchLog.objects.filter(run=run, phase="tool").exclude(error="")
-    assert errors.count() == 3 and all("request" in log.detail for log in errors)
+    assert errors.count() == 3 and all("request" in (log.detail or {}) for log in errors)
 
 
 def test_429_twice_then_success(client_manager: Any, store_mail: Any, fake_llm: FakeOpenAI) -> None:
@@ -253,7 +288,7 @@ def test_provider_500_fails_the_run_and_keeps_everything(
     assert WorkspaceItem.objects.get(workspace__run_id=run.pk).data == "kept"
     assert ProviderEvent.objects.filter(run=run, kind="error", status=500).count() == 2
     failure = OrchLog.objects.get(run=run, phase="director", error__startswith="InternalServerError")
-    assert failure.detail["action"] == "director_failed"
+    assert (failure.detail or {})["action"] == "director_failed"
 
 
 def test_a_director_without_api_config_is_skipped(client_manager: Any, store_mail: Any) -> None:
@@ -276,8 +311,9 @@ def test_two_runs_in_parallel_do_not_interfere(client_manager: Any, fake_llm: Fa
     runs = [Run.objects.create(message=message, director=director) for director in (client_manager, second)]
 
     def mine(name: str) -> Any:
-        return lambda body: f"You manage client mail for {name}" in json.dumps(body["messages"][:3]) or (
-            name == "Second" and "Client Manager" not in json.dumps(body["messages"][:3])
+        return lambda body: (
+            f"You manage client mail for {name}" in json.dumps(body["messages"][:3])
+            or (name == "Second" and "Client Manager" not in json.dumps(body["messages"][:3]))
         )
 
     # Each director writes an item naming itself over two model calls, so the two loops interleave.

@@ -1,0 +1,288 @@
+"""Reads for runs, transcripts, diagnostics and memories (owner-scoped; 404 for other users' rows)."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+from django.db.models import Q, QuerySet
+from django.http import Http404
+
+from apps.orchestration.models import Conversation, Director, Memory, OrchLog, ProviderEvent, Run, ThreadKind
+
+
+def list_runs_for_user(*, user: Any, status: str | None = None, director_id: int | None = None) -> QuerySet[Run]:
+    runs = Run.objects.filter(director__owner=user).select_related("director", "director__api_config", "message")
+    if status:
+        runs = runs.filter(status=status)
+    if director_id:
+        runs = runs.filter(director_id=director_id)
+    return runs.order_by("-created_at", "-pk")
+
+
+def access_run(*, user: Any, run_id: int) -> Run:
+    run = (
+        Run.objects.filter(pk=run_id, director__owner=user)
+        .select_related("director", "director__api_config", "message", "message__account")
+        .first()
+    )
+    if run is None:
+        raise Http404("No such run")
+    return run
+
+
+def run_cost(run: Run) -> Decimal | None:
+    from apps.orchestration.engine import estimate_cost
+
+    return estimate_cost(run.director.api_config, run.prompt_tokens, run.completion_tokens)
+
+
+def run_threads(*, run: Run) -> list[Conversation]:
+    return list(Conversation.objects.filter(run=run).select_related("agent").order_by("created_at", "pk"))
+
+
+@dataclass(slots=True)
+class TranscriptEntry:
+    role: str
+    content: str
+    tool_calls: list[dict[str, Any]]
+    tool_call_id: str = ""
+    tool_name: str = ""
+
+
+def transcript(thread: Conversation) -> list[TranscriptEntry]:
+    """The canonical messages, with tool results labelled by the call they answer and arguments pretty-printed."""
+    names: dict[str, str] = {}
+    entries: list[TranscriptEntry] = []
+    for message in thread.messages or []:
+        calls = []
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") or {}
+            raw = function.get("arguments") or ""
+            try:
+                pretty = json.dumps(json.loads(raw), indent=2, ensure_ascii=False) if raw else "{}"
+            except ValueError:
+                pretty = raw
+            names[call.get("id", "")] = function.get("name", "")
+            calls.append({"id": call.get("id", ""), "name": function.get("name", ""), "arguments": pretty})
+        content = message.get("content")
+        text = content if isinstance(content, str) else json.dumps(content, ensure_ascii=False) if content else ""
+        tool_call_id = str(message.get("tool_call_id") or "")
+        entries.append(
+            TranscriptEntry(
+                role=str(message.get("role", "")),
+                content=text,
+                tool_calls=calls,
+                tool_call_id=tool_call_id,
+                tool_name=names.get(tool_call_id, ""),
+            )
+        )
+    return entries
+
+
+def provider_event_summary(*, run: Run) -> dict[str, int]:
+    counts: dict[str, int] = defaultdict(int)
+    for kind in ProviderEvent.objects.filter(run=run).values_list("kind", flat=True):
+        counts[kind] += 1
+    return dict(counts)
+
+
+# --- unified diagnostics -----------------------------------------------------------------------------
+
+
+def _entry_json(log: OrchLog) -> dict[str, Any]:
+    detail = log.detail if isinstance(log.detail, dict) else {}
+    return {
+        "id": f"log:{log.pk}",
+        "timestamp": log.timestamp.isoformat(),
+        "phase": log.phase,
+        "director": str(log.director_id),
+        "directorName": log.director_name,
+        "agent": str(log.agent_id or ""),
+        "agentName": log.agent_name,
+        "emailSummary": log.email_summary,
+        "fetchCycleId": log.fetch_cycle_id,
+        "dirThreadId": log.dir_thread_id,
+        "agentThreadId": log.agent_thread_id,
+        "tool": detail.get("tool"),
+        "action": detail.get("action"),
+        "error": log.error,
+    }
+
+
+def _director_node(thread: Conversation, logs: list[OrchLog], agents: list[Conversation]) -> dict[str, Any]:
+    own = [log for log in logs if log.agent_thread_id is None]
+    by_agent: dict[int, list[OrchLog]] = defaultdict(list)
+    for log in logs:
+        if log.agent_thread_id is not None:
+            by_agent[log.agent_thread_id].append(log)
+    timeline: list[tuple[str, dict[str, Any]]] = [(log.timestamp.isoformat(), _entry_json(log)) for log in own]
+    for agent in agents:
+        entries = by_agent.get(agent.pk, [])
+        # Anchored at the agent's first event (its input from the director), so the subtree sits where the
+        # director delegated; the director's own agent__ tool entry follows it when the agent has answered.
+        anchor = entries[0].timestamp.isoformat() if entries else agent.created_at.isoformat()
+        timeline.append(
+            (
+                anchor,
+                {
+                    "id": f"agent:{agent.pk}",
+                    "type": "agentThread",
+                    "label": agent.agent_name,
+                    "status": agent.status,
+                    "sessionId": agent.session_id,
+                    "entries": [_entry_json(log) for log in entries],
+                },
+            )
+        )
+    timeline.sort(key=lambda pair: pair[0])
+    return {
+        "id": f"dir:{thread.pk}",
+        "type": "directorThread",
+        "label": f"{thread.director.name}",
+        "runId": thread.run_id,
+        "status": thread.status,
+        "finalized": thread.finalized,
+        "startedAt": thread.created_at.isoformat(),
+        "children": [node for _, node in timeline],
+    }
+
+
+def unified_tree(*, user: Any, limit: int = 50) -> list[dict[str, Any]]:
+    """Fetch cycles → director threads → (entries and agent threads, interleaved by time); newest first."""
+    directors = list(
+        Conversation.objects.filter(kind=ThreadKind.DIRECTOR, director__owner=user)
+        .select_related("director", "run", "run__message")
+        .order_by("-created_at", "-pk")[:limit]
+    )
+    thread_ids = [t.pk for t in directors]
+    logs = list(OrchLog.objects.filter(dir_thread_id__in=thread_ids).order_by("timestamp", "pk"))
+    agents = list(Conversation.objects.filter(parent_id__in=thread_ids).order_by("created_at", "pk"))
+    logs_by_thread: dict[int, list[OrchLog]] = defaultdict(list)
+    for log in logs:
+        if log.dir_thread_id is not None:
+            logs_by_thread[log.dir_thread_id].append(log)
+    agents_by_thread: dict[int, list[Conversation]] = defaultdict(list)
+    for agent in agents:
+        if agent.parent_id is not None:
+            agents_by_thread[agent.parent_id].append(agent)
+    cycles: dict[str, dict[str, Any]] = {}
+    for thread in directors:
+        cycle_id = thread.run.fetch_cycle_id
+        key = f"cycle:{cycle_id}" if cycle_id is not None else "cycle:none"
+        cycle = cycles.setdefault(
+            key,
+            {
+                "id": key,
+                "type": "fetchCycle",
+                "label": f"Fetch cycle {cycle_id}"
+                if cycle_id is not None
+                else "Outside fetch cycles (replays, imports)",
+                "fetchCycleId": cycle_id,
+                "children": [],
+            },
+        )
+        node = _director_node(thread, logs_by_thread.get(thread.pk, []), agents_by_thread.get(thread.pk, []))
+        node["label"] = f"{thread.director.name} — {thread.run.message.subject or '(no subject)'}"
+        cycle["children"].append(node)
+    return list(cycles.values())
+
+
+def _email_json(run: Run) -> dict[str, Any]:
+    message = run.message
+    return {
+        "id": message.pk,
+        "subject": message.subject,
+        "from": message.sender,
+        "to": message.to,
+        "date": message.date.isoformat() if message.date else None,
+        "snippet": message.snippet,
+        "attachments": [a.filename for a in message.attachments.all()],
+    }
+
+
+def unified_node(*, user: Any, node_id: str) -> dict[str, Any]:
+    kind, _, raw = node_id.partition(":")
+    if kind == "log" and raw.isdigit():
+        log = OrchLog.objects.filter(pk=int(raw), director__owner=user).select_related("run", "run__message").first()
+        if log is None:
+            raise Http404("No such diagnostics entry")
+        return {
+            **_entry_json(log),
+            "detail": log.detail,
+            "result": log.result,
+            "email": _email_json(log.run),
+        }
+    if kind in ("dir", "agent") and raw.isdigit():
+        thread = (
+            Conversation.objects.filter(pk=int(raw), director__owner=user).select_related("run", "run__message").first()
+        )
+        if thread is None:
+            raise Http404("No such thread")
+        events = ProviderEvent.objects.filter(thread=thread).order_by("created_at", "pk")
+        return {
+            "id": node_id,
+            "kind": thread.kind,
+            "status": thread.status,
+            "finalized": thread.finalized,
+            "sessionId": thread.session_id,
+            "messages": thread.messages,
+            "lastActiveAt": thread.last_active_at.isoformat(),
+            "expiresAt": thread.expires_at.isoformat() if thread.expires_at else None,
+            "endedAt": thread.ended_at.isoformat() if thread.ended_at else None,
+            "providerEvents": [
+                {
+                    "kind": e.kind,
+                    "model": e.model,
+                    "attempt": e.attempt,
+                    "status": e.status,
+                    "latencyMs": e.latency_ms,
+                    "usage": e.usage,
+                    "error": e.error,
+                    "timestamp": e.created_at.isoformat(),
+                }
+                for e in events
+            ],
+            "email": _email_json(thread.run),
+        }
+    if kind == "cycle":
+        cycle_filter = (
+            Q(fetch_cycle_id__isnull=True) if raw == "none" else Q(fetch_cycle_id=int(raw)) if raw.isdigit() else None
+        )
+        if cycle_filter is None:
+            raise Http404("No such node")
+        runs = Run.objects.filter(cycle_filter, director__owner=user).select_related("director", "message")[:200]
+        return {
+            "id": node_id,
+            "runs": [
+                {"id": r.pk, "director": r.director.name, "subject": r.message.subject, "status": r.status}
+                for r in runs
+            ],
+        }
+    raise Http404("No such node")
+
+
+# --- memories ------------------------------------------------------------------------------------------
+
+
+def list_memories_for_user(*, user: Any, query: str = "", scope: str = "") -> QuerySet[Memory]:
+    memories = Memory.objects.filter(owner=user).select_related("director", "agent")
+    if scope:
+        memories = memories.filter(scope=scope)
+    for word in query.split():
+        memories = memories.filter(content__icontains=word)
+    return memories.order_by("-updated_at", "-pk")
+
+
+def access_memory(*, user: Any, memory_id: int) -> Memory:
+    memory = Memory.objects.filter(pk=memory_id, owner=user).first()
+    if memory is None:
+        raise Http404("No such memory")
+    return memory
+
+
+def directors_for_user(*, user: Any) -> QuerySet[Director]:
+    return Director.objects.filter(owner=user).order_by("name")
