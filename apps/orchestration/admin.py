@@ -92,7 +92,7 @@ class AgentInline(admin.StackedInline):
         "step_limit",
         "enabled",
     )
-    prepopulated_fields = {"slug": ("name",)}  # noqa: RUF012 -- Django reads the class attribute
+    prepopulated_fields = {"slug": ("name",)}
     classes = ("sortable-inline",)
     Media = SortableMedia
 
