@@ -56,6 +56,7 @@ bench: install-test
 	$(PY) bench/ingest.py
 	$(PY) bench/search.py
 	$(PY) bench/routing.py
+	$(PY) bench/orchestration.py
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache

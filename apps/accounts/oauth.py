@@ -50,10 +50,14 @@ GMAIL_SCOPES = [
     "https://www.googleapis.com/auth/gmail.readonly",
     # sendAs.list, for the account's default signature. No send/modify scopes on purpose.
     "https://www.googleapis.com/auth/gmail.settings.basic",
+    # The agents' calendar_read/calendar_add and todo_add tools (events and tasks only, never mail).
+    "https://www.googleapis.com/auth/calendar.events",
+    "https://www.googleapis.com/auth/tasks",
 ]
 GMAIL_REQUIRED_SCOPE = GMAIL_SCOPES[0]
 # MSAL adds openid/profile/offline_access itself (and refuses them here).
-OUTLOOK_SCOPES = ["User.Read", "Mail.Read"]
+# Calendars/Tasks: the agents' calendar and to-do tools. Mail stays read-only.
+OUTLOOK_SCOPES = ["User.Read", "Mail.Read", "Calendars.ReadWrite", "Tasks.ReadWrite"]
 
 HTTP_TIMEOUT_SECONDS = 60.0
 RATE_LIMIT_MAX_ATTEMPTS = 5

@@ -26,7 +26,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.middleware import HtmxDetails
 
-from apps.accounts import actions, selectors
+from apps.accounts import actions, oauth, selectors
 from apps.accounts.forms import (
     EnabledForm,
     ImapAccountForm,
@@ -38,11 +38,8 @@ from apps.accounts.forms import (
 from apps.accounts.models import ErrorCategory, MailAccount, Message, Provider
 from apps.accounts.providers.base import ProviderError
 
-GMAIL_SETUP_SCOPES = (
-    "https://www.googleapis.com/auth/gmail.readonly",
-    "https://www.googleapis.com/auth/gmail.settings.basic",
-)
-OUTLOOK_SETUP_SCOPES = ("Mail.Read", "offline_access", "User.Read")
+GMAIL_SETUP_SCOPES = tuple(oauth.GMAIL_SCOPES)
+OUTLOOK_SETUP_SCOPES = (*oauth.OUTLOOK_SCOPES, "offline_access")
 
 
 # --- accounts page --------------------------------------------------------------------------------

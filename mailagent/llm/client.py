@@ -128,6 +128,21 @@ def redact(value: Any, *, depth: int = 0) -> Any:
     return value
 
 
+def request_summary(request: dict[str, Any]) -> dict[str, Any]:
+    """What a request event keeps: the messages new since the model last spoke (the whole transcript is
+    the thread's), the tool names (schemas are static), and the other parameters; secrets redacted."""
+    messages = request.get("messages") or []
+    start = len(messages)
+    while start > 0 and messages[start - 1].get("role") != "assistant":
+        start -= 1
+    summary: dict[str, Any] = {key: value for key, value in request.items() if key not in ("messages", "tools")}
+    summary["messageCount"] = len(messages)
+    summary["newMessages"] = messages[start:] if start else messages
+    if request.get("tools"):
+        summary["tools"] = [tool.get("function", {}).get("name") for tool in request["tools"]]
+    return redact(summary)
+
+
 def _categorize(exc: Exception) -> tuple[ErrorCategory, int | None, float | None]:
     """(category, HTTP status, Retry-After seconds) of an openai exception."""
     retry_after: float | None = None
@@ -184,7 +199,9 @@ def chat(
     last_error: LLMError | None = None
     for attempt in range(1, attempts + 1):
         if events:
-            events(ProviderEventData(kind="request", model=config.model, attempt=attempt, payload=redact(request)))
+            events(
+                ProviderEventData(kind="request", model=config.model, attempt=attempt, payload=request_summary(request))
+            )
         started = time.monotonic()
         try:
             with _semaphore(config):

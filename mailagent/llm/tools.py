@@ -5,6 +5,7 @@ become tool messages the model can read; they never raise out of the loop."""
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import time
@@ -36,12 +37,22 @@ class Tool:
     handler: Callable[[Any], Any]  # receives the validated arguments model
 
     def schema(self) -> dict[str, Any]:
-        parameters = self.arguments.model_json_schema()
-        parameters.pop("title", None)
         return {
             "type": "function",
-            "function": {"name": self.name, "description": self.description, "parameters": parameters},
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": parameters_schema(self.arguments),
+            },
         }
+
+
+@functools.cache
+def parameters_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """JSON schema of an arguments model, computed once per model (it is the same for every call)."""
+    parameters = model.model_json_schema()
+    parameters.pop("title", None)
+    return parameters
 
 
 @dataclass(slots=True)

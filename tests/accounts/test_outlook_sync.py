@@ -113,7 +113,15 @@ def test_connect_flow_end_to_end_stores_the_msal_cache_encrypted(
     response = logged_in_client.get("/mail/oauth/outlook/connect/")
     query = parse_qs(urlsplit(response["Location"]).query)
     assert query["code_challenge_method"] == ["S256"]
-    assert set(query["scope"][0].split()) == {"User.Read", "Mail.Read", "offline_access", "openid", "profile"}
+    assert set(query["scope"][0].split()) == {
+        "User.Read",
+        "Mail.Read",
+        "Calendars.ReadWrite",
+        "Tasks.ReadWrite",
+        "offline_access",
+        "openid",
+        "profile",
+    }
     assert query["redirect_uri"] == ["http://testserver/mail/oauth/outlook/callback/"]
 
     callback = logged_in_client.get(follow_consent(graph, response["Location"]))

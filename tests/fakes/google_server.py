@@ -26,6 +26,8 @@ from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 GMAIL_SCOPES = [
     "https://www.googleapis.com/auth/gmail.readonly",
     "https://www.googleapis.com/auth/gmail.settings.basic",
+    "https://www.googleapis.com/auth/calendar.events",
+    "https://www.googleapis.com/auth/tasks",
 ]
 
 
@@ -236,6 +238,8 @@ class FakeGoogleServer(LoopbackServer):
         self.codes: dict[str, dict[str, str]] = {}
         self.refresh_tokens: set[str] = set()
         self.access_tokens: set[str] = set()
+        self.calendar_events: list[dict[str, Any]] = []
+        self.tasks: list[dict[str, Any]] = []
         self.revoked = False
         self.issue_refresh_token = True
         self.deny_consent = False
@@ -254,6 +258,8 @@ class FakeGoogleServer(LoopbackServer):
             "GMAIL_API_ENDPOINT": self.url,
             "GOOGLE_OAUTH_AUTH_URI": f"{self.url}/o/oauth2/auth",
             "GOOGLE_OAUTH_TOKEN_URI": f"{self.url}/token",
+            "GOOGLE_CALENDAR_API_ENDPOINT": f"{self.url}/calendar/v3",
+            "GOOGLE_TASKS_API_ENDPOINT": f"{self.url}/tasks/v1",
         }
 
     def add_message(
@@ -361,6 +367,31 @@ class FakeGoogleServer(LoopbackServer):
             return limited or self._batch(request)
         if request.path.startswith("/gmail/v1/users/me/"):
             return self._api(request)
+        if request.path.startswith(("/calendar/v3/", "/tasks/v1/")):
+            return self._calendar_tasks(request)
+        return self._error(404, f"No such path {request.path}")
+
+    def _calendar_tasks(self, request: FakeRequest) -> FakeResponse:
+        """Calendar v3 primary events (list with timeMin/timeMax, insert) and Tasks v1 @default insert."""
+        if self.revoked or request.bearer() not in self.access_tokens:
+            return self._error(401, "Request had invalid authentication credentials.")
+        with self.lock:
+            if request.path == "/calendar/v3/calendars/primary/events":
+                if request.method == "GET":
+                    low, high = request.arg("timeMin"), request.arg("timeMax")
+                    items = [
+                        e for e in self.calendar_events if e["start"]["dateTime"] < high and e["end"]["dateTime"] > low
+                    ]
+                    return FakeResponse.json({"items": items})
+                body = json.loads(request.body or b"{}")
+                event = {"id": f"evt{next(self._ids)}", **body}
+                self.calendar_events.append(event)
+                return FakeResponse.json(event)
+            if request.path == "/tasks/v1/lists/@default/tasks" and request.method == "POST":
+                body = json.loads(request.body or b"{}")
+                task = {"id": f"task{next(self._ids)}", "status": "needsAction", **body}
+                self.tasks.append(task)
+                return FakeResponse.json(task)
         return self._error(404, f"No such path {request.path}")
 
     def _rate_limited(self) -> FakeResponse | None:
@@ -498,6 +529,8 @@ class FakeGoogleServer(LoopbackServer):
         newest_first = list(reversed(self.messages.values()))
         if not include_spam_trash:
             newest_first = [m for m in newest_first if not {"SPAM", "TRASH"} & set(m.labels)]
+        if request.arg("q"):
+            newest_first = [m for m in newest_first if search_matches(request.arg("q"), m.raw)]
         page, following = self._page(newest_first, request, 100)
         body: dict[str, Any] = {"resultSizeEstimate": len(newest_first)}
         if page:
@@ -597,3 +630,32 @@ class FakeGoogleServer(LoopbackServer):
             headers=headers,
             body=body.encode("utf-8"),
         )
+
+
+def searchable_text(raw: bytes) -> str:
+    """Subject, sender and text body of a raw message, lowercased: what the fakes' search looks at."""
+    import email
+    from email import policy
+
+    parsed = email.message_from_bytes(raw, policy=policy.default)
+    body = parsed.get_body(preferencelist=("plain", "html"))
+    text = body.get_content() if body is not None else ""
+    return f"{parsed.get('Subject', '')} {parsed.get('From', '')} {text}".lower()
+
+
+def search_matches(query: str, raw: bytes) -> bool:
+    """A small subset of Gmail's query syntax: words (all required), "phrases" and (a OR b) groups;
+    operators such as after:/before:/from: are ignored."""
+    import re
+
+    text = searchable_text(raw)
+    for group in re.findall(r"\(([^)]*)\)", query):
+        options = [o.strip().strip('"').lower() for o in group.split(" OR ") if o.strip()]
+        if options and not any(option in text for option in options):
+            return False
+    rest = re.sub(r"\([^)]*\)", " ", query)
+    for phrase in re.findall(r'"([^"]+)"', rest):
+        if phrase.lower() not in text:
+            return False
+    rest = re.sub(r'"[^"]*"', " ", rest)
+    return all(word.lower() in text for word in rest.split() if ":" not in word and word != "OR")
