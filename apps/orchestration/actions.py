@@ -154,3 +154,31 @@ def update_memory(*, memory: Memory, content: str, tags: list[str], scope: str) 
 
 def delete_memory(*, memory: Memory) -> None:
     memory.delete()
+
+
+def requeue_stalled_runs(*, older_than_seconds: int | None = None) -> list[int]:
+    """Runs left "running" by a worker that died (past the job time limit) go back to the queue; the
+    threads of the dead attempt are closed as failed. The workspace is kept, so nothing made is lost."""
+    from datetime import timedelta
+
+    from django.conf import settings
+
+    from apps.orchestration.models import Conversation, ThreadStatus
+
+    limit = (
+        older_than_seconds if older_than_seconds is not None else int(settings.Q_CLUSTER.get("timeout") or 1800) + 60
+    )
+    cutoff = timezone.now() - timedelta(seconds=limit)
+    stalled = list(Run.objects.filter(status=RunStatus.RUNNING, started_at__lt=cutoff).values_list("pk", flat=True))
+    if not stalled:
+        return []
+    with transaction.atomic():
+        Conversation.objects.filter(run_id__in=stalled, status=ThreadStatus.ONGOING).update(
+            status=ThreadStatus.FAILED, ended_at=timezone.now()
+        )
+        requeued = Run.objects.filter(pk__in=stalled, status=RunStatus.RUNNING).update(
+            status=RunStatus.QUEUED, status_reason="requeued after the worker stopped", started_at=None
+        )
+        transaction.on_commit(lambda: _enqueue_runs(stalled))
+    logger.warning("requeued %d stalled runs", requeued)
+    return stalled

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from apps.orchestration import actions as orchestration_actions
 from apps.routing import actions
 from apps.routing.models import CycleTrigger
 
@@ -13,5 +14,6 @@ def fetch_cycle_task(cycle_id: int) -> str:
 
 def scheduled_fetch_task() -> str:
     actions.fail_stalled_cycles()
+    orchestration_actions.requeue_stalled_runs()
     cycle = actions.start_fetch_cycle(trigger=CycleTrigger.SCHEDULE, enqueue=False)
     return fetch_cycle_task(cycle.pk)

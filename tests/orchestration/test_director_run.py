@@ -346,3 +346,22 @@ def test_two_runs_in_parallel_do_not_interfere(client_manager: Any, fake_llm: Fa
         assert labels == (["from manager"] if run.director_id == client_manager.pk else ["from second"])
         final = Conversation.objects.get(run=run, kind=ThreadKind.DIRECTOR).messages[-1]["content"]
         assert final == f"{labels[0]} done"
+
+
+def test_a_run_left_running_by_a_dead_worker_is_requeued_and_completes(
+    client_manager: Any, store_mail: Any, fake_llm: FakeOpenAI, django_capture_on_commit_callbacks: Any
+) -> None:
+    fake_llm.default = Reply.text("ok")
+    run = Run.objects.get(message=store_mail(subject="crash", sender=CLIENT))
+    # As if a worker took it an hour ago and was killed mid-run, leaving its director thread open.
+    Run.objects.filter(pk=run.pk).update(
+        status=RunStatus.RUNNING, started_at=timezone.now() - dt.timedelta(hours=1), finished_at=None
+    )
+    Conversation.objects.filter(run=run).update(status=ThreadStatus.ONGOING, finalized=False)
+    with django_capture_on_commit_callbacks(execute=True):
+        assert actions.requeue_stalled_runs(older_than_seconds=600) == [run.pk]
+    run.refresh_from_db()
+    assert run.status == RunStatus.COMPLETED
+    statuses = list(Conversation.objects.filter(run=run, kind=ThreadKind.DIRECTOR).values_list("status", flat=True))
+    assert statuses == [ThreadStatus.FAILED, ThreadStatus.COMPLETED]
+    assert actions.requeue_stalled_runs(older_than_seconds=600) == []
