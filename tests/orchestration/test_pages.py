@@ -80,7 +80,9 @@ def test_pages_and_items_of_other_users_are_404(client: Any, django_user_model: 
     assert item is not None
     assert client.get(reverse("runs:item_download", args=[item.pk])).status_code == 404
     assert client.get("/api/diagnostics/unified").json() == {"nodes": []}
-    assert client.get(f"/api/diagnostics/unified/dir:{finished_run.threads.first().pk}").status_code == 404
+    thread = finished_run.threads.first()
+    assert thread is not None
+    assert client.get(f"/api/diagnostics/unified/dir:{thread.pk}").status_code == 404
 
 
 def test_unified_diagnostics_tree_interleaves_agent_threads(logged_in_client: Any, finished_run: Run) -> None:

@@ -205,7 +205,9 @@ def test_calendar_and_todo_on_gmail_use_google_calendar_and_tasks(engine: RunEng
     from apps.accounts.oauth import connect_oauth_account
     from tests.fakes.google_server import FakeGoogleServer
 
-    with FakeGoogleServer() as google:
+    google = FakeGoogleServer()
+    google.start()
+    try:
         for name, value in google.settings().items():
             setattr(settings, name, value)
         gmail, _ = connect_oauth_account(
@@ -242,3 +244,5 @@ def test_calendar_and_todo_on_gmail_use_google_calendar_and_tasks(engine: RunEng
         )
         assert added["task"]["list"] == "My Tasks"
         assert google.tasks[0]["title"] == "Pay" and google.tasks[0]["due"] == "2026-12-05T00:00:00.000Z"
+    finally:
+        google.stop()
