@@ -21,6 +21,8 @@ from apps.orchestration.models import Director
 from apps.routing import actions as routing_actions
 from apps.routing.models import Filter
 from tests.fakes.dovecot import DovecotServer, Mailbox, dovecot_server, make_message
+from tests.fakes.google_server import FakeGoogleServer
+from tests.fakes.graph_server import FakeGraphServer
 from tests.services import REPO_ROOT, free_port, redis_server, subprocess_env, wait_for_port
 
 USER_PASSWORD = "correct horse battery staple 42"
@@ -84,6 +86,29 @@ def asgi_server(transactional_db: Any) -> Iterator[str]:
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+def _serve_fake(server: Any, settings: Any) -> Iterator[Any]:
+    """Start a fake provider and point the settings at it for one test."""
+    server.start()
+    for name, value in server.settings().items():
+        setattr(settings, name, value)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def graph(settings: Any) -> Iterator[FakeGraphServer]:
+    """A fake Microsoft identity platform + Graph on loopback (tests/fakes/graph_server.py)."""
+    yield from _serve_fake(FakeGraphServer(), settings)
+
+
+@pytest.fixture
+def google(settings: Any) -> Iterator[FakeGoogleServer]:
+    """A fake Google OAuth + Gmail/Calendar/Tasks on loopback; modules may override it (page sizes)."""
+    yield from _serve_fake(FakeGoogleServer(), settings)
 
 
 @pytest.fixture(scope="session")

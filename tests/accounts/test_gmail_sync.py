@@ -26,6 +26,7 @@ from apps.accounts.oauth import connect_oauth_account
 from apps.accounts.providers.gmail import GmailProvider
 from apps.accounts.sync import sync_account
 from mailagent.views import home
+from tests.conftest import _serve_fake
 from tests.fakes.google_server import GMAIL_SCOPES, FakeGoogleServer
 
 _api = NinjaAPI(urls_namespace="gmail-test-api", auth=django_auth)
@@ -63,14 +64,8 @@ def mail(n: int, *, subject: str | None = None, attachment: bytes | None = None)
 
 @pytest.fixture
 def google(settings: Any) -> Iterator[FakeGoogleServer]:
-    server = FakeGoogleServer(max_page_size=3)  # small pages: listing and history must follow page tokens
-    server.start()
-    for name, value in server.settings().items():
-        setattr(settings, name, value)
-    try:
-        yield server
-    finally:
-        server.stop()
+    # Small pages: listing and history must follow page tokens.
+    yield from _serve_fake(FakeGoogleServer(max_page_size=3), settings)
 
 
 @pytest.fixture

@@ -4,7 +4,6 @@ local fake identity platform + Microsoft Graph (tests/fakes/graph_server.py) spo
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from contextlib import closing
 from email.message import EmailMessage
 from typing import Any
@@ -55,18 +54,6 @@ def mail(n: int, *, attachment: bytes | None = None, filename: str = "invoice.pd
     if attachment is not None:
         message.add_attachment(attachment, maintype="application", subtype="pdf", filename=filename)
     return bytes(message)
-
-
-@pytest.fixture
-def graph(settings: Any) -> Iterator[FakeGraphServer]:
-    server = FakeGraphServer()
-    server.start()
-    for name, value in server.settings().items():
-        setattr(settings, name, value)
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

@@ -3,7 +3,6 @@ that restarts consent; following it re-authorizes the same account. Real OAuth l
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -34,30 +33,6 @@ urlpatterns = [
 ]
 
 pytestmark = [pytest.mark.django_db, pytest.mark.urls(__name__)]
-
-
-@pytest.fixture
-def google(settings: Any) -> Iterator[FakeGoogleServer]:
-    server = FakeGoogleServer()
-    server.start()
-    for name, value in server.settings().items():
-        setattr(settings, name, value)
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def graph(settings: Any) -> Iterator[FakeGraphServer]:
-    server = FakeGraphServer()
-    server.start()
-    for name, value in server.settings().items():
-        setattr(settings, name, value)
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 def gmail_account(user: Any, google: FakeGoogleServer, **token_options: Any) -> MailAccount:

@@ -6,7 +6,6 @@ from typing import Any
 import pytest
 
 from apps.orchestration.models import Agent, ApiConfig, Director, OrchestrationSettings, Prompt, PromptMessage
-from tests.fakes.graph_server import FakeGraphServer
 from tests.fakes.openai_server import FakeOpenAI
 
 
@@ -26,18 +25,6 @@ def api_config(user: Any, fake_llm: FakeOpenAI) -> ApiConfig:
         model="fake-model",
         timeout_seconds=10,
     )
-
-
-@pytest.fixture
-def graph(settings: Any) -> Iterator[FakeGraphServer]:
-    server = FakeGraphServer()
-    server.start()
-    for name, value in server.settings().items():
-        setattr(settings, name, value)
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

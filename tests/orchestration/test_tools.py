@@ -26,6 +26,7 @@ from apps.orchestration.tools.schemas import (
     TodoAddArgs,
 )
 from mailagent.llm import ToolFailure
+from tests.fakes.google_server import FakeGoogleServer
 from tests.fakes.graph_server import FakeGraphServer, connect_outlook
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
@@ -201,48 +202,42 @@ def test_calendar_and_todo_use_graph_and_refuse_what_cannot_work(
     assert unknown.value.extra["reason"] == "unknown_account"
 
 
-def test_calendar_and_todo_on_gmail_use_google_calendar_and_tasks(engine: RunEngine, settings: Any, user: Any) -> None:
+def test_calendar_and_todo_on_gmail_use_google_calendar_and_tasks(
+    engine: RunEngine, google: FakeGoogleServer, user: Any
+) -> None:
     from apps.accounts.oauth import connect_oauth_account
-    from tests.fakes.google_server import FakeGoogleServer
 
-    google = FakeGoogleServer()
-    google.start()
-    try:
-        for name, value in google.settings().items():
-            setattr(settings, name, value)
-        gmail, _ = connect_oauth_account(
-            owner=user, provider="gmail", address=google.address, display_name="", credentials=google.token_set()
-        )
-        engine.ctx.cache.clear()
-        actor = director_actor(engine)
-        calendar.calendar_add(
-            engine.ctx,
-            actor,
-            CalendarAddArgs.model_validate(
-                {
-                    "accountId": gmail.pk,
-                    "event": {
-                        "title": "Review",
-                        "start": "2026-12-03T09:00:00+01:00",
-                        "end": "2026-12-03T10:00:00+01:00",
-                    },
-                }
-            ),
-        )
-        read = calendar.calendar_read(
-            engine.ctx,
-            actor,
-            CalendarReadArgs.model_validate(
-                {"accountId": gmail.pk, "dateRange": {"start": "2026-12-03", "end": "2026-12-04"}}
-            ),
-        )
-        assert [(e["title"], e["start"]) for e in read["events"]] == [("Review", "2026-12-03T08:00:00+00:00")]
-        added = calendar.todo_add(
-            engine.ctx,
-            actor,
-            TodoAddArgs.model_validate({"accountId": gmail.pk, "task": {"title": "Pay", "due": "2026-12-05"}}),
-        )
-        assert added["task"]["list"] == "My Tasks"
-        assert google.tasks[0]["title"] == "Pay" and google.tasks[0]["due"] == "2026-12-05T00:00:00.000Z"
-    finally:
-        google.stop()
+    gmail, _ = connect_oauth_account(
+        owner=user, provider="gmail", address=google.address, display_name="", credentials=google.token_set()
+    )
+    engine.ctx.cache.clear()
+    actor = director_actor(engine)
+    calendar.calendar_add(
+        engine.ctx,
+        actor,
+        CalendarAddArgs.model_validate(
+            {
+                "accountId": gmail.pk,
+                "event": {
+                    "title": "Review",
+                    "start": "2026-12-03T09:00:00+01:00",
+                    "end": "2026-12-03T10:00:00+01:00",
+                },
+            }
+        ),
+    )
+    read = calendar.calendar_read(
+        engine.ctx,
+        actor,
+        CalendarReadArgs.model_validate(
+            {"accountId": gmail.pk, "dateRange": {"start": "2026-12-03", "end": "2026-12-04"}}
+        ),
+    )
+    assert [(e["title"], e["start"]) for e in read["events"]] == [("Review", "2026-12-03T08:00:00+00:00")]
+    added = calendar.todo_add(
+        engine.ctx,
+        actor,
+        TodoAddArgs.model_validate({"accountId": gmail.pk, "task": {"title": "Pay", "due": "2026-12-05"}}),
+    )
+    assert added["task"]["list"] == "My Tasks"
+    assert google.tasks[0]["title"] == "Pay" and google.tasks[0]["due"] == "2026-12-05T00:00:00.000Z"
