@@ -12,6 +12,7 @@ from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.urls import path  # noqa: E402
 
+from apps.ask.consumers import AskRunConsumer  # noqa: E402
 from mailagent.consumers import NotificationsConsumer  # noqa: E402
 from mailagent.crypto import warn_if_insecure  # noqa: E402
 
@@ -19,6 +20,7 @@ warn_if_insecure()
 
 websocket_urlpatterns = [
     path("ws/notifications/", NotificationsConsumer.as_asgi()),
+    path("ws/ask/<uuid:run_id>/", AskRunConsumer.as_asgi()),
 ]
 
 application = ProtocolTypeRouter(

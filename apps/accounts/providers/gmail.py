@@ -408,6 +408,16 @@ class GmailProvider(MailProvider):
                     return bytes(part.payload)
         raise ProviderError(f"Attachment {attachment.provider_ref!r} was not found in the message", category="other")
 
+    def search(self, query: str, limit: int = 20) -> list[str]:
+        """Gmail's own search (`q=`, the search box syntax): ids of matching messages, newest first."""
+        with self._session():
+            response = _execute(
+                self._users()
+                .messages()
+                .list(userId="me", q=query, maxResults=max(1, min(int(limit), 100)), includeSpamTrash=False)
+            )
+        return [str(item["id"]) for item in response.get("messages") or [] if item.get("id")]
+
     def default_signature(self) -> str:
         with self._session():
             response = _execute(self._users().settings().sendAs().list(userId="me"))

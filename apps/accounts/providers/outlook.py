@@ -338,6 +338,15 @@ class OutlookProvider(MailProvider):
                 return bytes(part.payload)
         raise ProviderError(f"Attachment {attachment.filename!r} was not found in the message", category="other")
 
+    def search(self, query: str, limit: int = 20) -> list[str]:
+        """Microsoft Graph's own search (`$search` over the whole mailbox): ids of matching messages."""
+        phrase = " ".join(query.replace('"', " ").split())
+        if not phrase:
+            return []
+        params = {"$search": f'"{phrase}"', "$top": max(1, min(int(limit), 50)), "$select": "id"}
+        page = self._json("me/messages", what="message search", params=params)
+        return [str(item["id"]) for item in page.get("value") or [] if isinstance(item, dict) and item.get("id")]
+
     def authorize_url(self) -> str | None:
         return oauth.authorize_path(self.account)
 

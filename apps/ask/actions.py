@@ -1,0 +1,226 @@
+"""Every write Ask makes: runs and conversations, cached attachment text, reviewable drafts.
+
+Ask never sends, archives, deletes, marks or creates rules: there is no code path for it here."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from apps.accounts.models import Attachment
+from apps.ask.events import AskEvent, Emit, discard, make_event
+from apps.ask.llm import ask_llm_config
+from apps.ask.models import AskConversation, AskRun, Draft, RunStatus
+from apps.ask.selectors import accounts_for_run, previous_turns
+
+if TYPE_CHECKING:
+    import datetime as dt
+
+    from apps.ask.drafts import FollowUpTarget
+
+logger = logging.getLogger(__name__)
+
+MAX_QUESTION_CHARS = 2000
+
+
+class AskInputError(ValueError):
+    pass
+
+
+def create_ask_run(
+    *, owner: Any, question: str, conversation: AskConversation | None = None, account_name: str = ""
+) -> AskRun:
+    """A pending run in the given conversation (or a new one). The caller starts it (runner.py)."""
+    text = " ".join((question or "").split())
+    if not text:
+        raise AskInputError("Ask a question first.")
+    if len(text) > MAX_QUESTION_CHARS:
+        raise AskInputError(f"Questions are limited to {MAX_QUESTION_CHARS} characters.")
+    if account_name and not accounts_for_run(owner=owner, account_name=account_name):
+        raise AskInputError(f"No account named {account_name!r}")
+    with transaction.atomic():
+        if conversation is None:
+            conversation = AskConversation.objects.create(owner=owner)
+        return AskRun.objects.create(conversation=conversation, owner=owner, question=text, account_name=account_name)
+
+
+def _claim(run_id: Any) -> bool:
+    """pending → running, once: a second start of the same run does nothing."""
+    return (
+        AskRun.objects.filter(pk=run_id, status=RunStatus.PENDING).update(
+            status=RunStatus.RUNNING, started_at=timezone.now()
+        )
+        == 1
+    )
+
+
+def _persisting(run_id: Any, emit: Emit) -> Emit:
+    """Store the step list as it changes (so a late subscriber or a reload sees it), then pass it on."""
+    steps: dict[str, dict[str, Any]] = {}
+
+    def handle(event: AskEvent) -> None:
+        if event["type"] in ("step_started", "step_completed"):
+            entry = steps.setdefault(event["stepId"], {"stepId": event["stepId"], "label": event["label"]})
+            entry.update(status=event["status"], detail=event["detail"])
+            if event["type"] == "step_completed":
+                entry["ms"] = int((event.get("payload") or {}).get("ms", 0))
+            AskRun.objects.filter(pk=run_id).update(steps=list(steps.values()))
+        try:
+            emit(event)
+        except Exception:  # progress is best effort; the stored run is the truth
+            logger.warning("ask: could not emit %s for run %s", event["type"], run_id, exc_info=True)
+
+    return handle
+
+
+def execute_ask_run(*, run_id: Any, emit: Emit = discard, now: dt.datetime | None = None) -> AskRun | None:
+    """Run the pipeline for a pending run and store the outcome; returns the run (None if it vanished)."""
+    from apps.ask.pipeline import AskContext, run_pipeline
+
+    run = AskRun.objects.select_related("owner").filter(pk=run_id).first()
+    if run is None or not _claim(run.pk):
+        return run
+    emit = _persisting(run.pk, emit)
+    emit(make_event(run.pk, "started", label="Question received", detail=run.question[:200], status="running"))
+    history, answers = previous_turns(run=run)
+    context = AskContext(
+        run_id=str(run.pk),
+        owner=run.owner,
+        question=run.question,
+        accounts=accounts_for_run(owner=run.owner, account_name=run.account_name),
+        now=now or timezone.now(),
+        emit=emit,
+        llm=ask_llm_config(),
+        history=history,
+        history_answers=answers,
+        ask_run_id=run.pk,
+    )
+    try:
+        outcome = run_pipeline(context)
+    except Exception as exc:
+        logger.exception("ask: run %s failed", run.pk)
+        run.status = RunStatus.ERROR
+        run.error = f"{type(exc).__name__}: {exc}"[:2000]
+        run.finished_at = timezone.now()
+        run.steps = AskRun.objects.filter(pk=run.pk).values_list("steps", flat=True).first() or []
+        run.save(update_fields=["status", "error", "finished_at", "steps"])
+        emit(make_event(run.pk, "error", label="The run failed", detail=run.error[:300], status="error"))
+        return run
+    run.status = RunStatus.DONE
+    run.intent = outcome.intent
+    run.answer = outcome.answer
+    run.answer_mode = outcome.answer_mode
+    run.plan = outcome.plan
+    run.evidence = outcome.evidence
+    run.scope = outcome.scope
+    run.steps = outcome.steps
+    run.timings = outcome.timings
+    run.finished_at = timezone.now()
+    run.save(
+        update_fields=[
+            "status",
+            "intent",
+            "answer",
+            "answer_mode",
+            "plan",
+            "evidence",
+            "scope",
+            "steps",
+            "timings",
+            "finished_at",
+        ]
+    )
+    emit(
+        make_event(
+            run.pk,
+            "completed",
+            label="Answered",
+            detail=outcome.answer[:300],
+            status="done",
+            payload={
+                "answerMode": outcome.answer_mode,
+                "evidence": len(outcome.evidence),
+                "ms": outcome.timings["total"],
+            },
+        )
+    )
+    return run
+
+
+def extract_attachment_texts(
+    *, attachments: list[Attachment], fetch: Callable[..., bytes] | None = None
+) -> tuple[int, list[dict[str, str]]]:
+    """Extract and cache the text of each attachment, then index it so search finds it next time.
+
+    Unreadable files are cached as empty text (never retried); a provider that cannot deliver the bytes
+    is reported and retried on a later run."""
+    from apps.accounts.actions import fetch_attachment_bytes
+    from apps.accounts.providers.base import ProviderError
+    from apps.ask.extraction import ExtractionError, extract_text
+    from apps.search.actions import index_messages
+
+    fetch = fetch or fetch_attachment_bytes
+    extracted = 0
+    failed: list[dict[str, str]] = []
+    touched: set[int] = set()
+    for attachment in attachments:
+        try:
+            payload = fetch(attachment=attachment)
+        except (ProviderError, OSError) as exc:
+            failed.append({"filename": attachment.filename, "error": str(exc)[:300]})
+            continue
+        try:
+            text = extract_text(payload, filename=attachment.filename, mime_type=attachment.mime_type)
+        except ExtractionError as exc:
+            failed.append({"filename": attachment.filename, "error": str(exc)[:300]})
+            text = ""
+        except Exception as exc:  # a parser bug must not fail the run: record it, cache nothing
+            logger.exception("ask: extracting %s failed", attachment.filename)
+            failed.append({"filename": attachment.filename, "error": f"{type(exc).__name__}: {exc}"[:300]})
+            continue
+        attachment.extracted_text = text
+        attachment.text_extracted_at = timezone.now()
+        attachment.save(update_fields=["extracted_text", "text_extracted_at"])
+        touched.add(attachment.message_id)
+        extracted += 1 if text else 0
+    if touched:
+        try:
+            index_messages(message_ids=sorted(touched))
+        except Exception:  # the text is cached; `manage.py reindex` can index it later
+            logger.exception("ask: indexing extracted attachment text failed")
+    return extracted, failed
+
+
+def create_follow_up_drafts(
+    *, owner: Any, targets: list[FollowUpTarget], ask_run_id: Any = None
+) -> tuple[list[Draft], list[int]]:
+    """One reviewable Draft per waiting thread; threads that already have a draft are skipped."""
+    from apps.ask.drafts import follow_up_body, reply_subject
+
+    created: list[Draft] = []
+    skipped: list[int] = []
+    for target in targets:
+        with transaction.atomic():
+            # Locked re-check: two runs racing on the same thread create one draft.
+            exists = Draft.objects.select_for_update().filter(owner=owner, thread_id=target.thread_id).exists()
+            if exists:
+                target.has_draft = True
+                skipped.append(target.thread_id)
+                continue
+            draft = Draft.objects.create(
+                owner=owner,
+                account=target.account,
+                thread_id=target.thread_id,
+                in_reply_to=target.last_sent,
+                ask_run_id=ask_run_id,
+                to=[{"name": p["name"], "address": p["address"]} for p in target.waiting_for],
+                subject=reply_subject(target.subject),
+                body=follow_up_body(target),
+            )
+            target.has_draft = False
+            created.append(draft)
+    return created, skipped

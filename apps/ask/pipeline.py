@@ -1,0 +1,446 @@
+"""An Ask run as ordered steps. Each step emits step_started / step_completed with a label and a detail,
+and records its time; the steps themselves live in planner, retrieval, rerank, answer and drafts.
+
+question:  classify → plan → local_fts → local_vector → provider_search → attachment_text → rerank
+           → read_evidence → answer
+drafts:    classify → plan → find_threads → create_drafts
+refusal:   classify → answer (an honest refusal; nothing is touched)
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Any
+
+from apps.accounts.models import MailAccount
+from apps.ask.answer import (
+    EvidenceText,
+    best_passages,
+    citation_check,
+    collect_passages,
+    extractive_answer,
+    llm_answer,
+    no_evidence_answer,
+)
+from apps.ask.events import Emit, make_event
+from apps.ask.planner import CONCEPTS_BY_NAME, Plan, PreviousTurn, classify_intent, plan_question, refusal_text
+from apps.ask.rerank import MIN_EVIDENCE_SCORE, ThreadResult, merge_threads, score_candidates
+from apps.ask.retrieval import (
+    CandidatePool,
+    keyword_search,
+    load_candidates,
+    pending_attachments,
+    provider_search,
+    search_filters,
+    semantic_search,
+)
+from apps.search.folding import highlight, parse_query
+from mailagent.llm import LLMConfig
+
+logger = logging.getLogger(__name__)
+
+EVIDENCE_ROWS = 8
+READ_EVIDENCE = 5
+SOURCE_ORDER = ("local_fts", "local_vector", "provider_search", "attachment_text")
+
+# Every step a run can show, in order (the page pre-renders them so live updates only replace rows).
+STEPS: tuple[tuple[str, str], ...] = (
+    ("classify", "Understanding the request"),
+    ("plan", "Planning the search"),
+    ("local_fts", "Searching local mail for the words"),
+    ("local_vector", "Searching local mail by meaning"),
+    ("provider_search", "Searching Gmail / Outlook"),
+    ("attachment_text", "Reading attachments"),
+    ("rerank", "Ranking the evidence"),
+    ("read_evidence", "Reading the best matches"),
+    ("find_threads", "Finding threads that wait for a reply"),
+    ("create_drafts", "Creating reviewable drafts"),
+    ("answer", "Answering"),
+)
+STEP_LABELS = dict(STEPS)
+
+
+@dataclass(slots=True)
+class StepRecord:
+    stepId: str
+    label: str
+    detail: str = ""
+    status: str = "running"
+    ms: int = 0
+
+
+@dataclass(slots=True)
+class AskContext:
+    run_id: str
+    owner: Any
+    question: str
+    accounts: list[MailAccount]
+    now: dt.datetime
+    emit: Emit
+    llm: LLMConfig | None = None
+    history: list[PreviousTurn] = field(default_factory=list)
+    history_answers: list[tuple[str, str]] = field(default_factory=list)
+    # Set when drafts should be linked to a stored run.
+    ask_run_id: Any = None
+
+
+@dataclass(slots=True)
+class AskOutcome:
+    intent: str
+    answer: str
+    answer_mode: str
+    plan: dict[str, Any]
+    evidence: list[dict[str, Any]]
+    scope: dict[str, Any]
+    steps: list[dict[str, Any]]
+    timings: dict[str, int]
+
+
+class StepTracker:
+    def __init__(self, run_id: str, emit: Emit) -> None:
+        self.run_id = run_id
+        self.emit = emit
+        self.records: list[StepRecord] = []
+
+    @contextmanager
+    def step(self, step_id: str) -> Iterator[StepRecord]:
+        record = StepRecord(stepId=step_id, label=STEP_LABELS[step_id])
+        self.records.append(record)
+        self.emit(make_event(self.run_id, "step_started", step_id=step_id, label=record.label, status="running"))
+        started = time.perf_counter()
+        try:
+            yield record
+        except Exception as exc:
+            record.ms = int((time.perf_counter() - started) * 1000)
+            record.status = "error"
+            record.detail = record.detail or f"{type(exc).__name__}: {exc}"[:300]
+            self.emit(
+                make_event(
+                    self.run_id,
+                    "step_completed",
+                    step_id=step_id,
+                    label=record.label,
+                    detail=record.detail,
+                    status="error",
+                )
+            )
+            raise
+        record.ms = int((time.perf_counter() - started) * 1000)
+        record.status = "done"
+        self.emit(
+            make_event(
+                self.run_id,
+                "step_completed",
+                step_id=step_id,
+                label=record.label,
+                detail=record.detail,
+                status="done",
+                payload={"ms": record.ms},
+            )
+        )
+
+    def steps_json(self) -> list[dict[str, Any]]:
+        return [
+            {"stepId": r.stepId, "label": r.label, "detail": r.detail, "status": r.status, "ms": r.ms}
+            for r in self.records
+        ]
+
+    def timings(self) -> dict[str, int]:
+        return {r.stepId: r.ms for r in self.records}
+
+
+def run_pipeline(ctx: AskContext) -> AskOutcome:
+    started = time.perf_counter()
+    tracker = StepTracker(ctx.run_id, ctx.emit)
+    scope: dict[str, Any] = {"accounts": [a.name for a in ctx.accounts], "sources": {}}
+    with tracker.step("classify") as step:
+        intent, refusal = classify_intent(ctx.question)
+        step.detail = {"question": "a question about your mail", "follow_up_drafts": "follow-up drafts"}.get(
+            intent, f"an action Ask does not do ({refusal})"
+        )
+    if intent == "unsupported":
+        with tracker.step("answer") as step:
+            answer = refusal_text(refusal)
+            step.detail = "refused: nothing was changed"
+        scope["refused"] = refusal
+        return _outcome(tracker, started, intent, answer, "refusal", {"intent": intent, "refusal": refusal}, [], scope)
+    with tracker.step("plan") as step:
+        plan = plan_question(ctx.question, now=ctx.now, history=ctx.history)
+        step.detail = _plan_detail(plan)
+    scope["date_range"] = plan.date_range.label
+    if plan.intent == "follow_up_drafts":
+        return _drafts(ctx, tracker, started, plan, scope)
+    return _question(ctx, tracker, started, plan, scope)
+
+
+def _plan_detail(plan: Plan) -> str:
+    parts = []
+    if plan.entities:
+        parts.append("about " + ", ".join(plan.entities))
+    if plan.concepts:
+        parts.append("topics: " + ", ".join(c.replace("_", " ") for c in plan.concepts))
+    if plan.date_range.label:
+        parts.append(plan.date_range.label)
+    if plan.follow_up:
+        parts.append("follows up on the previous question")
+    if plan.answer_type != "any":
+        parts.append(f"looking for {'a date' if plan.answer_type == 'date' else 'an amount'}")
+    if plan.draft is not None:
+        parts.append(f"no reply for {plan.draft.min_days}+ days")
+        if plan.draft.topic_terms:
+            parts.append("topic: " + " ".join(plan.draft.topic_terms))
+    return "; ".join(parts) or "plain search"
+
+
+def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan, scope: dict[str, Any]) -> AskOutcome:
+    from apps.ask import actions
+
+    account_ids = tuple(a.pk for a in ctx.accounts)
+    filters = search_filters(plan, account_ids)
+    pool = CandidatePool()
+    sources: dict[str, Any] = scope["sources"]
+    with tracker.step("local_fts") as step:
+        sources["local_fts"] = keyword_search(plan, pool, filters)
+        step.detail = f"{len(plan.keyword_queries)} keyword variants, {len(pool.by_message)} messages"
+    with tracker.step("local_vector") as step:
+        before = len(pool.by_message)
+        sources["local_vector"] = semantic_search(plan, pool, filters)
+        step.detail = sources["local_vector"].get("note") or (
+            f"{sources['local_vector']['hits']} messages ({len(pool.by_message) - before} new)"
+        )
+    with tracker.step("provider_search") as step:
+        report = provider_search(plan, pool, ctx.accounts)
+        sources["provider_search"] = report
+        if not report:
+            step.detail = "no Gmail or Outlook account connected"
+        else:
+            step.detail = "; ".join(
+                f"{name}: {entry.get('status')}"
+                + (f" ({entry.get('results', 0)} results)" if entry.get("status") == "ok" else "")
+                + (f" — {entry.get('error')}" if entry.get("status") == "error" else "")
+                for name, entry in report.items()
+            )
+        scope["provider_errors"] = [
+            {"account": name, "error": entry.get("error"), "category": entry.get("category")}
+            for name, entry in report.items()
+            if entry.get("status") == "error"
+        ]
+    shortlist = pool.shortlist()
+    with tracker.step("attachment_text") as step:
+        pending = pending_attachments(shortlist) if plan.wants_attachments or plan.concepts else []
+        extracted, failed = actions.extract_attachment_texts(attachments=pending)
+        sources["attachment_text"] = {"extracted": extracted, "failed": failed, "considered": len(pending)}
+        load_candidates(shortlist)
+        cached = sum(len(c.attachments) for c in shortlist)
+        step.detail = f"{extracted} newly extracted, {cached} attachment texts available" + (
+            f", {len(failed)} unreadable" if failed else ""
+        )
+    with tracker.step("rerank") as step:
+        ranked = score_candidates(plan, shortlist, keyword_lists=pool.keyword_lists)
+        threads = merge_threads(ranked)
+        step.detail = f"{len(pool.by_message)} candidates → {len(threads)} threads"
+    scope["candidates"] = len(pool.by_message)
+    scope["shortlist"] = len(shortlist)
+    with tracker.step("read_evidence") as step:
+        texts = _read_evidence(plan, threads[:READ_EVIDENCE])
+        step.detail = f"read {len(texts)} messages" + (f", best: “{threads[0].best.subject[:60]}”" if threads else "")
+    reason = _no_evidence_reason(plan, threads)
+    rows = [_evidence_row(plan, rank, thread, texts) for rank, thread in enumerate(threads[:EVIDENCE_ROWS], start=1)]
+    with tracker.step("answer") as step:
+        if reason:
+            for row in rows:
+                row["related"] = True
+            answer = no_evidence_answer(plan, _searched(scope, plan), reason)
+            mode = "no_evidence"
+            step.detail = f"no reliable evidence: {reason}"
+        else:
+            answer, mode = _answer(ctx, plan, texts, scope)
+            step.detail = "answered with a language model" if mode == "llm" else "answered from the evidence text"
+    return _outcome(tracker, started, "question", answer, mode, plan.as_json(), rows, scope)
+
+
+def _answer(ctx: AskContext, plan: Plan, texts: list[EvidenceText], scope: dict[str, Any]) -> tuple[str, str]:
+    if ctx.llm is not None:
+        result = llm_answer(ctx.llm, question=ctx.question, evidence=texts, history=ctx.history_answers)
+        if result is not None and result.mode == "llm":
+            scope["citation_check"] = result.citation_check
+            scope["llm"] = result.llm
+            return result.text, "llm"
+        scope["llm"] = result.llm if result is not None else {}
+        scope["llm"]["fallback"] = "extractive"
+    answer = extractive_answer(plan, texts)
+    check = citation_check(answer, texts)
+    if not check["ok"]:  # cannot happen for copied sentences; say so loudly if it ever does
+        logger.error("ask: extractive answer failed its citation check: %s", check)
+    scope["citation_check"] = check
+    return answer, "extractive"
+
+
+def _no_evidence_reason(plan: Plan, threads: list[ThreadResult]) -> str:
+    if not threads:
+        return "nothing matched"
+    top = threads[0].best
+    if plan.entities and top.features.get("entity", 0.0) == 0.0:
+        return "no mail mentions " + ", ".join(plan.entities)
+    if top.score < MIN_EVIDENCE_SCORE:
+        return "only weak matches"
+    return ""
+
+
+def _searched(scope: dict[str, Any], plan: Plan) -> list[str]:
+    sources = scope["sources"]
+    done = [f"local keywords ({len(plan.keyword_queries)} variants)"]
+    note = sources.get("local_vector", {}).get("note")
+    done.append("meaning (semantic index)" + (f" — {note}" if note else ""))
+    for name, entry in (sources.get("provider_search") or {}).items():
+        done.append(f"{name} ({entry.get('provider')}): {entry.get('status')}")
+    attachments = sources.get("attachment_text") or {}
+    done.append(f"attachments ({attachments.get('extracted', 0)} newly read)")
+    if plan.date_range.label:
+        done.append(f"limited to {plan.date_range.label}")
+    return done
+
+
+def _read_evidence(plan: Plan, threads: list[ThreadResult]) -> list[EvidenceText]:
+    texts: list[EvidenceText] = []
+    for number, thread in enumerate(threads, start=1):
+        best = thread.best
+        attachments = [(a.filename, a.text) for a in best.attachments]
+        chosen = best_passages(plan, collect_passages(subject=best.subject, body=best.body, attachments=attachments))
+        full_text = "\n".join([best.body, *(text for _name, text in attachments)])
+        texts.append(
+            EvidenceText(
+                number=number,
+                subject=best.subject,
+                sender=best.sender,
+                date_label=f"{best.date:%Y-%m-%d}" if best.date else "",
+                attachment=best.matched_attachment.filename if best.matched_attachment else "",
+                full_text=full_text,
+                passages=chosen,
+            )
+        )
+    return texts
+
+
+def _highlight_query(plan: Plan) -> str:
+    words = [*plan.entities, *plan.keywords]
+    for name in plan.concepts:
+        words += [term.rstrip("*") for term in CONCEPTS_BY_NAME[name].terms if " " not in term]
+        words += [f'"{term.rstrip("*")}"' for term in CONCEPTS_BY_NAME[name].terms if " " in term]
+    return " ".join(words)
+
+
+def _evidence_row(plan: Plan, rank: int, thread: ThreadResult, texts: list[EvidenceText]) -> dict[str, Any]:
+    best = thread.best
+    text = texts[rank - 1] if rank <= len(texts) else None
+    passage = text.passages[0].text if text and text.passages else (best.body[:400] or best.subject)
+    snippet = highlight(passage, parse_query(_highlight_query(plan)))
+    attachment = best.matched_attachment
+    return {
+        "rank": rank,
+        "message_id": best.rfc_message_id,
+        "message_pk": best.message_pk,
+        "thread_id": best.thread_id,
+        "subject": best.subject,
+        "sender": best.sender,
+        "date": best.date.isoformat() if best.date else None,
+        "snippet": snippet,
+        "score": round(thread.score, 4),
+        "matched_fields": best.matched_fields,
+        "sources": [s for s in SOURCE_ORDER if s in best.sources],
+        "attachment": {"id": attachment.id, "filename": attachment.filename} if attachment else None,
+        "features": dict(best.features),
+        "related": False,
+    }
+
+
+def _drafts(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan, scope: dict[str, Any]) -> AskOutcome:
+    from apps.ask import actions
+    from apps.ask.drafts import find_unanswered_threads
+
+    assert plan.draft is not None
+    with tracker.step("find_threads") as step:
+        targets = find_unanswered_threads(
+            owner=ctx.owner,
+            accounts=ctx.accounts,
+            topic_terms=plan.draft.topic_terms,
+            min_days=plan.draft.min_days,
+            now=ctx.now,
+        )
+        step.detail = f"{len(targets)} threads wait for a reply"
+    with tracker.step("create_drafts") as step:
+        created, skipped = actions.create_follow_up_drafts(owner=ctx.owner, targets=targets, ask_run_id=ctx.ask_run_id)
+        step.detail = f"{len(created)} created, {len(skipped)} skipped (a draft already exists)"
+    scope["drafts"] = {
+        "created": len(created),
+        "skipped": len(skipped),
+        "created_ids": [d.pk for d in created],
+        "skipped_threads": skipped,
+        "sent": 0,
+    }
+    rows: list[dict[str, Any]] = []
+    for rank, target in enumerate(targets, start=1):
+        message = target.last_sent
+        rows.append(
+            {
+                "rank": rank,
+                "message_id": message.message_id,
+                "message_pk": message.pk,
+                "thread_id": target.thread_id,
+                "subject": target.subject,
+                "sender": ", ".join(p["name"] or p["address"] for p in target.waiting_for),
+                "date": message.date.isoformat() if message.date else None,
+                "snippet": "Waiting for: " + ", ".join(p["address"] for p in target.waiting_for),
+                "score": 1.0,
+                "matched_fields": ["recipients"],
+                "sources": ["local_fts"],
+                "attachment": None,
+                "features": {},
+                "related": False,
+                "draft": "skipped" if target.has_draft else "created",
+            }
+        )
+    with tracker.step("answer") as step:
+        if not targets:
+            answer = (
+                "No thread is waiting for a reply"
+                + (f" about {' '.join(plan.draft.topic_terms)}" if plan.draft.topic_terms else "")
+                + f" for {plan.draft.min_days} days or more, so no draft was created."
+            )
+        else:
+            answer = (
+                f"Created {len(created)} follow-up draft{'s' if len(created) != 1 else ''} for you to review "
+                f"and skipped {len(skipped)} thread{'s' if len(skipped) != 1 else ''} that already "
+                f"{'have' if len(skipped) != 1 else 'has'} a draft. Nothing was sent."
+            )
+        step.detail = f"{len(created)} created, {len(skipped)} skipped, 0 sent"
+    return _outcome(tracker, started, "follow_up_drafts", answer, "drafts", plan.as_json(), rows, scope)
+
+
+def _outcome(
+    tracker: StepTracker,
+    started: float,
+    intent: str,
+    answer: str,
+    mode: str,
+    plan: dict[str, Any],
+    evidence: list[dict[str, Any]],
+    scope: dict[str, Any],
+) -> AskOutcome:
+    timings = tracker.timings()
+    timings["total"] = int((time.perf_counter() - started) * 1000)
+    return AskOutcome(
+        intent=intent,
+        answer=answer,
+        answer_mode=mode,
+        plan=plan,
+        evidence=evidence,
+        scope=scope,
+        steps=tracker.steps_json(),
+        timings=timings,
+    )

@@ -1,0 +1,79 @@
+"""What the run templates need, shared by the pages and the websocket consumer (which renders the same
+partials for live updates)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from django.urls import NoReverseMatch, reverse
+
+from apps.ask.models import AskRun, Intent, RunStatus
+from apps.ask.pipeline import STEPS
+from apps.ask.selectors import drafts_for_run
+
+THREAD_URL_NAME = "mail:thread"
+SOURCE_LABELS = {
+    "local_fts": "words",
+    "local_vector": "meaning",
+    "provider_search": "provider",
+    "attachment_text": "attachment",
+}
+
+
+def thread_url(row: dict[str, Any]) -> str | None:
+    if not row.get("thread_id"):
+        return None
+    try:
+        url = reverse(THREAD_URL_NAME, args=[row["thread_id"]])
+    except NoReverseMatch:
+        return None
+    return f"{url}#message-{row['message_pk']}" if row.get("message_pk") else url
+
+
+def step_rows(run: AskRun) -> list[dict[str, Any]]:
+    """Every possible step in order; the ones this run has not reached are hidden placeholders, so a
+    live event only ever replaces a row (replaying an event twice changes nothing)."""
+    known = {step["stepId"]: step for step in run.steps or []}
+    rows = []
+    for step_id, label in STEPS:
+        step = known.get(step_id)
+        rows.append(
+            {
+                "stepId": step_id,
+                "label": step["label"] if step else label,
+                "detail": step.get("detail", "") if step else "",
+                "status": step.get("status", "running") if step else "pending",
+                "ms": step.get("ms") if step else None,
+                "hidden": step is None,
+            }
+        )
+    return rows
+
+
+def evidence_rows(run: AskRun) -> list[dict[str, Any]]:
+    rows = []
+    for row in run.evidence or []:
+        date = dt.datetime.fromisoformat(row["date"]) if row.get("date") else None
+        rows.append(
+            {
+                **row,
+                "url": thread_url(row),
+                "date_value": date,
+                "source_labels": [(s, SOURCE_LABELS.get(s, s)) for s in row.get("sources", [])],
+            }
+        )
+    return rows
+
+
+def run_context(run: AskRun) -> dict[str, Any]:
+    return {
+        "run": run,
+        "live": not run.is_finished,
+        "steps": step_rows(run),
+        "evidence": evidence_rows(run),
+        "drafts": drafts_for_run(run=run) if run.intent == Intent.FOLLOW_UP_DRAFTS else [],
+        "is_error": run.status == RunStatus.ERROR,
+        "provider_errors": (run.scope or {}).get("provider_errors") or [],
+        "citation_check": (run.scope or {}).get("citation_check") or {},
+    }

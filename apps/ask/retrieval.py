@@ -1,0 +1,217 @@
+"""The search steps of an Ask run: local keyword variants, the semantic index, provider-native search,
+lazy attachment text, and reading the shortlisted messages. Reads only, except through actions (attachment
+text is cached on the Attachment row and indexed)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from apps.accounts.models import Attachment, MailAccount, Message, Provider
+from apps.ask.extraction import attachment_kind
+from apps.ask.planner import Plan
+from apps.ask.rerank import AttachmentText, Candidate
+from apps.search.backends import get_search_backend
+from apps.search.backends.base import SearchFilters
+from apps.search.documents import message_body_text
+from apps.search.models import DocumentKind
+
+logger = logging.getLogger(__name__)
+
+KEYWORD_LIMIT = 30
+SEMANTIC_LIMIT = 40
+PROVIDER_LIMIT = 20
+SHORTLIST = 30
+MAX_ATTACHMENTS_PER_RUN = 12
+MAX_ATTACHMENT_BYTES = 15 * 1024 * 1024
+MESSAGE_KINDS = (DocumentKind.MESSAGE.value, DocumentKind.ATTACHMENT.value)
+
+
+class SearchableProvider(Protocol):
+    def search(self, query: str, limit: int = 20) -> list[str]: ...
+
+    def close(self) -> None: ...
+
+
+@dataclass(slots=True)
+class CandidatePool:
+    by_message: dict[int, Candidate] = field(default_factory=dict)
+    keyword_lists: int = 0
+    semantic_total: int = 0
+
+    def get(self, message_pk: int) -> Candidate:
+        candidate = self.by_message.get(message_pk)
+        if candidate is None:
+            candidate = Candidate(message_pk=message_pk)
+            self.by_message[message_pk] = candidate
+        return candidate
+
+    def shortlist(self, size: int = SHORTLIST) -> list[Candidate]:
+        ordered = sorted(
+            self.by_message.values(),
+            key=lambda c: (-c.preliminary_score(self.keyword_lists, self.semantic_total), -c.message_pk),
+        )
+        return ordered[:size]
+
+
+def search_filters(plan: Plan, account_ids: tuple[int, ...]) -> SearchFilters:
+    return SearchFilters(
+        account_ids=account_ids,
+        kinds=MESSAGE_KINDS,
+        date_from=plan.date_range.start,
+        date_to=plan.date_range.end,
+    )
+
+
+def keyword_search(plan: Plan, pool: CandidatePool, filters: SearchFilters) -> dict[str, Any]:
+    """Every keyword variant; a message's best rank over the variants counts, and how many found it."""
+    backend = get_search_backend()
+    found = 0
+    for query in plan.keyword_queries:
+        hits = backend.keyword(query, filters=filters, limit=KEYWORD_LIMIT, snippets=False)
+        pool.keyword_lists += 1
+        seen: set[int] = set()
+        rank = 0
+        for hit in hits:
+            if hit.message_id is None or hit.message_id in seen:
+                continue
+            seen.add(hit.message_id)
+            rank += 1
+            candidate = pool.get(hit.message_id)
+            candidate.sources.add("local_fts")
+            candidate.keyword_lists += 1
+            if candidate.keyword_rank is None or rank < candidate.keyword_rank:
+                candidate.keyword_rank = rank
+            if hit.kind == DocumentKind.ATTACHMENT:
+                candidate.hit_attachment_ids.add(hit.object_id)
+        found += len(seen)
+    return {"queries": len(plan.keyword_queries), "hits": found}
+
+
+def semantic_search(plan: Plan, pool: CandidatePool, filters: SearchFilters) -> dict[str, Any]:
+    backend = get_search_backend()
+    state = backend.state()
+    if not state.embedder:
+        return {"hits": 0, "note": "no embeddings yet (the backfill has not run)"}
+    hits = backend.semantic(plan.semantic_query, filters=filters, limit=SEMANTIC_LIMIT, snippets=False)
+    rank = 0
+    seen: set[int] = set()
+    for hit in hits:
+        if hit.message_id is None or hit.message_id in seen:
+            continue
+        seen.add(hit.message_id)
+        rank += 1
+        candidate = pool.get(hit.message_id)
+        candidate.sources.add("local_vector")
+        candidate.semantic_rank = rank
+        candidate.semantic_score = max(candidate.semantic_score, hit.score)
+        if hit.kind == DocumentKind.ATTACHMENT:
+            candidate.hit_attachment_ids.add(hit.object_id)
+    pool.semantic_total = rank
+    return {"hits": rank}
+
+
+def provider_search(plan: Plan, pool: CandidatePool, accounts: list[MailAccount]) -> dict[str, Any]:
+    """Gmail and Outlook accounts are asked too (best effort: a failure is recorded, never fatal)."""
+    from apps.accounts.providers import get_provider
+
+    report: dict[str, Any] = {}
+    for account in accounts:
+        if account.provider not in (Provider.GMAIL, Provider.OUTLOOK) or not account.enabled:
+            continue
+        kind = "gmail" if account.provider == Provider.GMAIL else "graph"
+        query = plan.provider_queries.get(kind, "")
+        entry: dict[str, Any] = {"provider": account.provider, "query": query}
+        report[account.name] = entry
+        if not query:
+            entry["status"] = "skipped"
+            continue
+        provider: Any = get_provider(account)
+        try:
+            searcher: SearchableProvider = provider
+            ids = searcher.search(query, PROVIDER_LIMIT)
+        except Exception as exc:  # best effort: any provider failure is reported, local results stand
+            category = getattr(exc, "category", "other")
+            logger.info("ask: provider search on %s failed: %s", account.name, exc)
+            entry.update(status="error", error=str(exc)[:500], category=category)
+            continue
+        finally:
+            try:
+                provider.close()
+            except Exception:  # closing is best effort
+                logger.debug("closing provider failed", exc_info=True)
+        local = dict(Message.objects.filter(account=account, provider_id__in=ids).values_list("provider_id", "id"))
+        for provider_id in ids:
+            message_pk = local.get(provider_id)
+            if message_pk is None:
+                continue
+            candidate = pool.get(message_pk)
+            candidate.provider = True
+            candidate.sources.add("provider_search")
+        entry.update(status="ok", results=len(ids), not_synced=len([i for i in ids if i not in local]))
+    return report
+
+
+def pending_attachments(candidates: list[Candidate]) -> list[Attachment]:
+    """Readable attachments of the candidates whose text was never extracted."""
+    if not candidates:
+        return []
+    rows = (
+        Attachment.objects.filter(
+            message_id__in=[c.message_pk for c in candidates],
+            text_extracted_at__isnull=True,
+            is_inline=False,
+            size__lte=MAX_ATTACHMENT_BYTES,
+        )
+        .select_related("message__account")
+        .order_by("message_id", "pk")
+    )
+    order = {c.message_pk: index for index, c in enumerate(candidates)}
+    readable = [a for a in rows if attachment_kind(a.filename, a.mime_type) is not None]
+    readable.sort(key=lambda a: (order.get(a.message_id, 0), a.pk))
+    return readable[:MAX_ATTACHMENTS_PER_RUN]
+
+
+MESSAGE_FIELDS = (
+    "id",
+    "thread_id",
+    "message_id",
+    "dedupe_key",
+    "subject",
+    "from_name",
+    "from_address",
+    "date",
+    "body_text",
+    "body_html",
+    "snippet",
+)
+
+
+def load_candidates(candidates: list[Candidate]) -> None:
+    """Read the subject, sender, date, body and attachment texts of the shortlist (two queries)."""
+    wanted = {c.message_pk: c for c in candidates}
+    if not wanted:
+        return
+    for message in Message.objects.filter(pk__in=list(wanted)).only(*MESSAGE_FIELDS):
+        candidate = wanted[message.pk]
+        candidate.thread_id = message.thread_id
+        candidate.rfc_message_id = message.message_id or message.dedupe_key
+        candidate.subject = message.subject
+        candidate.sender = message.sender
+        candidate.from_address = message.from_address
+        candidate.date = message.date
+        candidate.body = message_body_text(message)[:50_000]
+        candidate.loaded = True
+    for attachment in (
+        Attachment.objects.filter(message_id__in=list(wanted), is_inline=False)
+        .exclude(extracted_text__isnull=True)
+        .exclude(extracted_text="")
+        .only("id", "message_id", "filename", "extracted_text")
+        .order_by("pk")
+    ):
+        wanted[attachment.message_id].attachments.append(
+            AttachmentText(
+                id=attachment.pk, filename=attachment.filename, text=(attachment.extracted_text or "")[:50_000]
+            )
+        )

@@ -1,0 +1,79 @@
+"""Where a run executes. Under Daphne (ASGI) it is a task on the server's event loop that runs the
+pipeline in a worker thread; its events go to the channel-layer group `ask.<run id>`, which the websocket
+consumer of that run listens to. Without an event loop (WSGI, the test client, the CLI) it runs inline.
+
+InMemoryChannelLayer queues belong to the server's loop, so events are sent from the worker thread with
+async_to_sync, which hands the send back to that loop instead of creating a loop of its own.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+from asgiref.sync import async_to_sync, sync_to_async
+from channels.layers import get_channel_layer
+from django.conf import settings
+from django.db import close_old_connections
+
+from apps.ask.actions import execute_ask_run
+from apps.ask.events import AskEvent, Emit, ask_group
+
+logger = logging.getLogger(__name__)
+
+_tasks: set[asyncio.Task[Any]] = set()
+_slots: dict[int, asyncio.Semaphore] = {}
+
+
+def channel_emitter(run_id: object) -> Emit:
+    layer = get_channel_layer()
+    group = ask_group(run_id)
+
+    def emit(event: AskEvent) -> None:
+        if layer is not None:
+            async_to_sync(layer.group_send)(group, {"type": "ask.event", "event": dict(event)})
+
+    return emit
+
+
+def _slot() -> asyncio.Semaphore:
+    loop = asyncio.get_running_loop()
+    semaphore = _slots.get(id(loop))
+    if semaphore is None:
+        semaphore = asyncio.Semaphore(max(1, int(settings.ASK_MAX_CONCURRENT_RUNS)))
+        _slots[id(loop)] = semaphore
+    return semaphore
+
+
+def _execute_in_thread(run_id: str) -> None:
+    close_old_connections()
+    try:
+        execute_ask_run(run_id=run_id, emit=channel_emitter(run_id))
+    finally:
+        close_old_connections()
+
+
+async def run_on_loop(run_id: str) -> None:
+    async with _slot():
+        try:
+            await sync_to_async(_execute_in_thread, thread_sensitive=False)(run_id)
+        except Exception:
+            logger.exception("ask: run %s crashed", run_id)
+
+
+async def launch(run_id: str) -> asyncio.Task[None]:
+    """Start the run on the running loop and return at once."""
+    task = asyncio.get_running_loop().create_task(run_on_loop(run_id))
+    _tasks.add(task)
+    task.add_done_callback(_tasks.discard)
+    return task
+
+
+def start_ask_run(run_id: object, *, asgi: bool) -> None:
+    """Called by views after the run row is committed."""
+    if asgi:
+        # A sync view under ASGI runs in a thread of the server; async_to_sync reaches the server's loop.
+        async_to_sync(launch)(str(run_id))
+    else:
+        execute_ask_run(run_id=run_id, emit=channel_emitter(run_id))

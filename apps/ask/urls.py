@@ -1,0 +1,12 @@
+from __future__ import annotations
+
+from django.urls import path
+
+from apps.ask import views
+
+app_name = "ask"
+urlpatterns = [
+    path("", views.panel, name="panel"),
+    path("runs/", views.ask_run_create, name="run_create"),
+    path("runs/<uuid:run_id>/", views.run_item, name="run"),
+]

@@ -1,0 +1,65 @@
+"""The Ask panel (composer + transcript), the run item partial, and the form both the panel composer and
+the mailbox launcher post to. Thin: parse → access → one action → render."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.handlers.asgi import ASGIRequest
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from apps.ask import actions, selectors
+from apps.ask.models import AskRun
+from apps.ask.presentation import run_context
+from apps.ask.runner import start_ask_run
+
+
+@require_GET
+def panel(request: HttpRequest) -> HttpResponse:
+    conversation = None
+    runs: list[AskRun] = []
+    if request.GET.get("c"):
+        conversation = selectors.access_conversation(user=request.user, conversation_id=request.GET["c"])
+        runs = list(selectors.conversation_runs(conversation=conversation))
+    context: dict[str, Any] = {
+        "conversation": conversation,
+        "items": [run_context(run) for run in runs],
+        "conversations": selectors.recent_conversations(user=request.user),
+        "accounts": selectors.accounts_for_run(owner=request.user),
+        "error": "",
+    }
+    return render(request, "ask/pages/panel.html", context)
+
+
+@require_POST
+def ask_run_create(request: HttpRequest) -> HttpResponse:
+    conversation = None
+    if request.POST.get("conversation"):
+        conversation = selectors.access_conversation(user=request.user, conversation_id=request.POST["conversation"])
+    is_htmx = bool(getattr(request, "htmx", False))
+    try:
+        run = actions.create_ask_run(
+            owner=request.user,
+            question=request.POST.get("question", ""),
+            conversation=conversation,
+            account_name=request.POST.get("account", "").strip(),
+        )
+    except actions.AskInputError as exc:
+        if is_htmx:
+            return render(request, "ask/partials/form_error.html", {"error": str(exc)}, status=422)
+        target = reverse("ask:panel") + (f"?c={conversation.pk}" if conversation else "")
+        return redirect(target)
+    start_ask_run(run.pk, asgi=isinstance(request, ASGIRequest))
+    run.refresh_from_db()
+    if is_htmx:
+        return render(request, "ask/partials/run.html", {"item": run_context(run)})
+    return redirect(f"{reverse('ask:panel')}?c={run.conversation_id}#ask-run-{run.pk}")
+
+
+@require_GET
+def run_item(request: HttpRequest, run_id: str) -> HttpResponse:
+    run = selectors.access_run(user=request.user, run_id=run_id)
+    return render(request, "ask/partials/run.html", {"item": run_context(run)})

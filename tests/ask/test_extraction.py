@@ -1,0 +1,111 @@
+# ruff: noqa: RUF001
+"""Attachment text: PDF (plain and compressed, WinAnsi and ToUnicode fonts, object streams), DOCX, HTML,
+text; dates and amounts in mail text."""
+
+from __future__ import annotations
+
+import datetime as dt
+import io
+import zipfile
+import zlib
+
+import pytest
+
+from apps.accounts.demo_mailbox import build_pdf
+from apps.ask.extraction import ExtractionError, attachment_kind, extract_text, pdf_text
+from apps.ask.textutil import find_amounts, find_dates, passages, value_key
+
+
+def test_pdf_from_the_demo_writer() -> None:
+    pdf = build_pdf(
+        title="Hesap Özeti", lines=["Son Ödeme Tarihi: 11/05/2026", "a (b) \\ c"], created=dt.datetime.now(dt.UTC)
+    )
+    text = pdf_text(pdf)
+    assert "Hesap Özeti" in text
+    assert "Son Ödeme Tarihi: 11/05/2026" in text.splitlines()
+    assert "a (b) \\ c" in text
+
+
+def _compressed_pdf_with_cid_font() -> bytes:
+    """Flate content, a Type0 font whose 2-byte codes map to Unicode through a ToUnicode CMap, the font
+    dictionary inside a compressed object stream, and TJ kerning between words."""
+    text = "Ödeme günü"
+    codes = {ch: 0x0100 + i for i, ch in enumerate(sorted(set(text)))}
+    encoded = "".join(f"{codes[ch]:04X}" for ch in text)
+    cmap = "/CIDInit /ProcSet findresource begin 12 dict begin begincmap\n"
+    cmap += "1 begincodespacerange <0000> <FFFF> endcodespacerange\n"
+    cmap += f"{len(codes)} beginbfchar\n" + "".join(f"<{c:04X}> <{ord(ch):04X}>\n" for ch, c in codes.items())
+    cmap += "endbfchar\nendcmap end end\n"
+    content = f"BT /C0 12 Tf 72 700 Td [<{encoded}>] TJ /F1 10 Tf 0 -14 Td [(Tutar)-250(12,50)] TJ ( TL) Tj ET".encode()
+    objects: dict[int, bytes] = {}
+    objects[1] = b"<< /Type /Catalog /Pages 2 0 R >>"
+    objects[2] = b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>"
+    objects[3] = b"<< /Type /Page /Parent 2 0 R /Resources << /Font << /C0 5 0 R /F1 8 0 R >> >> /Contents 4 0 R >>"
+    objects[8] = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"
+    flate = zlib.compress(content)
+    objects[4] = b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(flate) + flate + b"\nendstream"
+    inner = b"<< /Type /Font /Subtype /Type0 /BaseFont /Fake /Encoding /Identity-H /ToUnicode 6 0 R >>"
+    header = b"5 0 "
+    objstm = zlib.compress(header + inner)
+    objects[7] = (
+        b"<< /Type /ObjStm /N 1 /First %d /Length %d /Filter /FlateDecode >>\nstream\n"
+        % (
+            len(header),
+            len(objstm),
+        )
+        + objstm
+        + b"\nendstream"
+    )
+    cmap_bytes = zlib.compress(cmap.encode())
+    objects[6] = b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(cmap_bytes) + cmap_bytes + b"\nendstream"
+    out = bytearray(b"%PDF-1.5\n")
+    for number in sorted(objects):
+        out += b"%d 0 obj\n" % number + objects[number] + b"\nendobj\n"
+    out += b"trailer\n<< /Root 1 0 R >>\n%%EOF\n"
+    return bytes(out)
+
+
+def test_compressed_pdf_with_unicode_font_and_object_stream() -> None:
+    text = pdf_text(_compressed_pdf_with_cid_font())
+    assert text.splitlines()[:2] == ["Ödeme günü", "Tutar 12,50 TL"]
+
+
+def test_broken_or_encrypted_pdfs_raise() -> None:
+    with pytest.raises(ExtractionError):
+        pdf_text(b"not a pdf at all")
+    with pytest.raises(ExtractionError):
+        pdf_text(b"%PDF-1.4\n1 0 obj << >> endobj\ntrailer << /Root 1 0 R /Encrypt 2 0 R >>\n%%EOF")
+    assert extract_text(b"%PDF-1.4\n%%EOF", filename="empty.pdf") == ""
+
+
+def test_docx_html_and_text() -> None:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as archive:
+        archive.writestr(
+            "word/document.xml",
+            '<?xml version="1.0"?><w:document xmlns:w="x"><w:body><w:p><w:r><w:t>Rechnung &amp; Zahlung</w:t></w:r>'
+            '</w:p><w:p><w:r><w:t xml:space="preserve">Zahlbar bis </w:t><w:tab/><w:t>05.12.2026</w:t></w:r></w:p>'
+            "</w:body></w:document>",
+        )
+    assert extract_text(buffer.getvalue(), filename="r.docx") == "Rechnung & Zahlung\nZahlbar bis 05.12.2026"
+    html = "<html><body><h1>Invoice</h1><p>Total: <b>12 EUR</b></p><script>x()</script></body></html>"
+    assert extract_text(html.encode(), mime_type="text/html").splitlines() == ["Invoice", "", "Total: 12 EUR"]
+    assert extract_text("Grüße".encode("cp1252"), filename="a.txt") == "Grüße"
+    assert extract_text(b"\x89PNG...", filename="photo.png") == ""
+    assert attachment_kind("x.bin", "application/pdf") == "pdf"
+    with pytest.raises(ExtractionError):
+        extract_text(b"PK broken", filename="a.docx")
+
+
+def test_dates_amounts_and_passages() -> None:
+    text = "Son Ödeme Tarihi: 11/05/2026, Dönem Borcu: 8.406,90 TL; due December 5, 2026 or 15 Aralık 2026 (€1,234.56)"
+    assert find_dates(text) == ["11/05/2026", "December 5, 2026", "15 Aralık 2026"]
+    assert find_amounts(text) == ["8.406,90 TL", "€1,234.56"]
+    assert value_key("15 Aralık 2026") == value_key("15.12.2026") == "15122026"
+    wrapped = (
+        "The replacement frame left our warehouse today (ParcelPoint tracking\nPP-5521-0938-DE). Thanks.\nTotal: 5 EUR"
+    )
+    assert [p.text for p in passages(wrapped, source="body")] == [
+        "The replacement frame left our warehouse today (ParcelPoint tracking PP-5521-0938-DE). Thanks.",
+        "Total: 5 EUR",
+    ]

@@ -1,0 +1,168 @@
+# ruff: noqa: RUF001 -- Turkish mail is the point of the key case.
+"""The whole Ask pipeline on the demo mailbox (+ QNB e-statements): the seed's key case with and without a
+language model, follow-up questions, honest "no evidence" answers and refusals."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from apps.ask import actions
+from apps.ask.events import AskEvent
+from apps.ask.models import AskRun, RunStatus
+from apps.ask.pipeline import STEP_LABELS
+from tests.ask.conftest import KEY_QUESTION, AskMailbox
+from tests.fakes.openai_server import FakeOpenAI, Reply, last_user_text
+
+pytestmark = pytest.mark.django_db
+
+
+def ask(mailbox: AskMailbox, question: str, *, conversation: Any = None) -> tuple[AskRun, list[AskEvent]]:
+    events: list[AskEvent] = []
+    run = actions.create_ask_run(owner=mailbox.user, question=question, conversation=conversation)
+    finished = actions.execute_ask_run(run_id=run.pk, emit=events.append)
+    assert finished is not None
+    assert finished.status == RunStatus.DONE, finished.error
+    return finished, events
+
+
+def test_key_case_without_llm_ranks_the_turkish_statement_first(ask_mailbox: AskMailbox) -> None:
+    run, events = ask(ask_mailbox, KEY_QUESTION)
+
+    top = run.evidence[0]
+    assert top["message_id"] == "qnb-e-ekstre-2026-04@qnbfinansbank.example"
+    assert top["subject"] == "QNB E-Ekstre - Nisan 2026"
+    assert "attachment_text" in top["sources"]
+    assert top["attachment"]["filename"] == "QNB_E-Ekstre_2026-04.pdf"
+    assert {"local_fts", "local_vector"} & set(top["sources"])
+    assert run.answer_mode == "extractive"
+    assert "11/05/2026" in run.answer
+    assert "Son Ödeme Tarihi" in run.answer
+    assert run.scope["citation_check"]["ok"] is True
+    # The other bank's statement and QNB's advert are found but ranked below.
+    subjects = [row["subject"] for row in run.evidence]
+    assert (
+        "Kredi kartınıza özel taksit kampanyası" in subjects[1:]
+        or "Kredi kartınıza özel taksit kampanyası" not in subjects
+    )
+    assert all(row["score"] <= top["score"] for row in run.evidence)
+    # Every step reported start and completion, in order, for this run only.
+    assert {event["runId"] for event in events} == {str(run.pk)}
+    assert events[0]["type"] == "started"
+    assert events[-1]["type"] == "completed"
+    completed = [e["stepId"] for e in events if e["type"] == "step_completed"]
+    assert completed == [
+        "classify", "plan", "local_fts", "local_vector", "provider_search", "attachment_text", "rerank",
+        "read_evidence", "answer",
+    ]  # fmt: skip
+    assert all(e["label"] == STEP_LABELS[e["stepId"]] for e in events if e["stepId"])
+    assert set(run.timings) >= {"total", "rerank", "answer"}
+
+
+def test_key_case_with_llm_grounds_the_answer_in_numbered_evidence(
+    ask_mailbox: AskMailbox, fake_llm: FakeOpenAI
+) -> None:
+    def statement_is_evidence_one(body: dict[str, Any]) -> bool:
+        prompt = last_user_text(body)
+        first = prompt.split("[1]", 1)[1].split("[2]", 1)[0] if "[1]" in prompt else ""
+        return "QNB E-Ekstre - Nisan 2026" in first and "11/05/2026" in first
+
+    fake_llm.when(
+        statement_is_evidence_one,
+        Reply.text("Your QNB credit card payment is due on 11/05/2026 (statement debt 8.406,90 TL) [1]."),
+    )
+    fake_llm.default = Reply.text("I could not find the QNB statement.")
+
+    run, _events = ask(ask_mailbox, KEY_QUESTION)
+
+    assert run.answer_mode == "llm"
+    assert "11/05/2026" in run.answer
+    assert run.evidence[0]["message_id"] == "qnb-e-ekstre-2026-04@qnbfinansbank.example"
+    check = run.scope["citation_check"]
+    assert check["ok"] is True and check["cited"] == [1] and check["checked_values"] == 2
+    request = fake_llm.chat_requests()[0]
+    assert request["model"] == "fake-model"
+    assert "only the numbered evidence" in request["messages"][0]["content"]
+
+
+def test_llm_answer_with_an_unsupported_date_is_regenerated(ask_mailbox: AskMailbox, fake_llm: FakeOpenAI) -> None:
+    fake_llm.script(
+        Reply.text("Pay by 15/05/2026 [1]."),  # not in the evidence
+        Reply.text("The payment is due on 11/05/2026 [1]."),
+    )
+    run, _events = ask(ask_mailbox, KEY_QUESTION)
+
+    assert run.answer == "The payment is due on 11/05/2026 [1]."
+    assert run.scope["citation_check"]["regenerated"] is True
+    rejected = run.scope["llm"]["rejected"][0]
+    assert rejected["check"]["unsupported"] == ["15/05/2026"]
+    assert "15/05/2026" in fake_llm.chat_requests()[1]["messages"][-1]["content"]
+
+
+def test_llm_that_keeps_inventing_values_falls_back_to_the_extractive_answer(
+    ask_mailbox: AskMailbox, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.script(Reply.text("Pay by 01/01/2027 [1]."), Reply.text("It is 02/02/2027 [1]."))
+    run, _events = ask(ask_mailbox, KEY_QUESTION)
+
+    assert run.answer_mode == "extractive"
+    assert "11/05/2026" in run.answer
+    assert run.scope["llm"]["fallback"] == "extractive"
+
+
+def test_llm_failure_falls_back_to_the_extractive_answer(ask_mailbox: AskMailbox, fake_llm: FakeOpenAI) -> None:
+    fake_llm.script(Reply.failure(401, "bad key"))
+    run, _events = ask(ask_mailbox, KEY_QUESTION)
+
+    assert run.answer_mode == "extractive"
+    assert "11/05/2026" in run.answer
+    assert "bad key" in run.scope["llm"]["error"]
+
+
+def test_follow_up_uses_the_previous_turn(ask_mailbox: AskMailbox) -> None:
+    first, _ = ask(ask_mailbox, KEY_QUESTION)
+    second, _ = ask(ask_mailbox, "and the one before that?", conversation=first.conversation)
+
+    assert second.plan["follow_up"] is True
+    assert second.plan["entities"] == ["QNB"]
+    assert second.evidence[0]["message_id"] == "qnb-e-ekstre-2026-03@qnbfinansbank.example"
+    assert "11/04/2026" in second.answer
+
+
+def test_no_reliable_evidence_is_said_honestly_with_the_searched_scope(ask_mailbox: AskMailbox) -> None:
+    run, _events = ask(ask_mailbox, "when is my Garanti BBVA credit card payment due?")
+
+    assert run.answer_mode == "no_evidence"
+    assert "could not find reliable evidence" in run.answer
+    assert "Garanti" in run.answer
+    assert "local keywords" in run.answer and "attachments" in run.answer
+    assert all(row["related"] for row in run.evidence)
+
+
+def test_destructive_requests_are_refused_and_change_nothing(ask_mailbox: AskMailbox) -> None:
+    from apps.accounts.models import Message
+
+    before = list(Message.objects.filter(account=ask_mailbox.account).values_list("pk", "seen", "flagged", "folder"))
+    for question, action in (
+        ("delete all newsletters from last month", "delete mail"),
+        ("please archive everything from CodeHarbor", "archive mail"),
+        ("mark all parcel notifications as read", "change read/done marks"),
+        ("send a follow-up to Priya", "send mail"),
+        ("create a rule that moves invoices to a folder", "create rules or filters"),
+    ):
+        run, events = ask(ask_mailbox, question)
+        assert run.intent == "unsupported", question
+        assert run.answer_mode == "refusal"
+        assert f"I can't {action}" in run.answer
+        assert [e["stepId"] for e in events if e["type"] == "step_completed"] == ["classify", "answer"]
+    after = list(Message.objects.filter(account=ask_mailbox.account).values_list("pk", "seen", "flagged", "folder"))
+    assert after == before
+
+
+def test_german_invoice_amount_question(ask_mailbox: AskMailbox) -> None:
+    run, _ = ask(ask_mailbox, "how much is the Schreiber invoice?")
+    assert run.evidence[0]["subject"].startswith("Rechnung Nr. 2026-1187")
+    assert "1.428,00 EUR" in run.answer
+    assert json.dumps(run.scope)  # the scope is plain JSON

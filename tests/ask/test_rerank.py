@@ -1,0 +1,94 @@
+# ruff: noqa: RUF001
+"""Rerank and merge: each signal on hand-made candidates, and the weights in their one place."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from apps.ask import rerank
+from apps.ask.answer import EvidenceText, citation_check
+from apps.ask.planner import plan_question
+from apps.ask.rerank import AttachmentText, Candidate, merge_threads, score_candidates
+
+NOW = dt.datetime(2026, 11, 23, tzinfo=dt.UTC)
+PLAN = plan_question("when do I need to make a payment to QNB bank for my credit card", now=NOW)
+
+
+def candidate(
+    pk: int, *, sender: str, subject: str, body: str = "", when: dt.datetime | None = None, **kw: object
+) -> Candidate:
+    item = Candidate(message_pk=pk, **kw)  # type: ignore[arg-type]
+    item.thread_id = pk
+    item.sender, item.from_address = sender, sender.split("<")[-1].rstrip(">")
+    item.subject, item.body = subject, body
+    item.date = when or NOW
+    item.loaded = True
+    return item
+
+
+def test_weights_live_in_one_documented_place() -> None:
+    assert set(rerank.WEIGHTS) == {"lexical", "semantic", "provider", "recency", "entity", "evidence", "attachment"}
+    for name in rerank.WEIGHTS:
+        assert name in (rerank.__doc__ or "")
+
+
+def test_the_asked_for_entity_beats_a_closer_text_from_someone_else() -> None:
+    other_bank = candidate(
+        1, sender="Marmara Bank <ekstre@marmara.example>", subject="Kredi Kartı Hesap Özeti",
+        body="Son Ödeme Tarihi: 15.12.2026\nDönem Borcu: 12.345,67 TL", semantic_rank=1, semantic_score=0.7,
+        keyword_rank=1,
+    )  # fmt: skip
+    qnb = candidate(
+        2, sender="QNB Finansbank <e-ekstre@qnb.example>", subject="QNB E-Ekstre",
+        body="e-ekstreniz ektedir", semantic_rank=2, semantic_score=0.5, keyword_rank=3,
+    )  # fmt: skip
+    qnb.attachments = [AttachmentText(9, "ekstre.pdf", "Son Ödeme Tarihi: 11/05/2026")]
+    ranked = score_candidates(PLAN, [other_bank, qnb], keyword_lists=3)
+    assert [c.message_pk for c in ranked] == [2, 1]
+    assert qnb.features["entity"] == 1.0 and other_bank.features["entity"] == 0.0
+    assert qnb.features["attachment"] == 1.0 and qnb.matched_attachment is not None
+    assert "attachment_text" in qnb.sources and "sender" in qnb.matched_fields
+
+
+def test_latest_statement_of_a_series_wins_and_the_due_date_line_beats_an_advert() -> None:
+    body = "Son Ödeme Tarihi: {}\nKredi kartı ödeme"
+    march = candidate(1, sender="QNB <e@qnb.example>", subject="QNB E-Ekstre - Mart 2026",
+                      body=body.format("11/04/2026"), when=dt.datetime(2026, 3, 28, tzinfo=dt.UTC))  # fmt: skip
+    april = candidate(2, sender="QNB <e@qnb.example>", subject="QNB E-Ekstre - Nisan 2026",
+                      body=body.format("11/05/2026"), when=dt.datetime(2026, 4, 27, tzinfo=dt.UTC))  # fmt: skip
+    advert = candidate(3, sender="QNB <kampanya@qnb.example>", subject="Taksit kampanyası",
+                       body="QNB kredi kartı ödemelerinizi bölün! Kampanya 30/06/2026 tarihine kadar.",
+                       when=dt.datetime(2026, 5, 20, tzinfo=dt.UTC))  # fmt: skip
+    ranked = score_candidates(PLAN, [march, advert, april], keyword_lists=3)
+    assert ranked[0].message_pk == 2
+    assert april.features["recency"] > march.features["recency"]
+    assert april.features["evidence"] == 1.0 and advert.features["evidence"] == 0.5
+
+
+def test_merge_keeps_one_row_per_thread_with_its_best_message() -> None:
+    a = candidate(1, sender="A <a@x.example>", subject="QNB", body="QNB")
+    b = candidate(
+        2, sender="B <b@x.example>", subject="QNB ödeme", body="QNB kredi kartı ödeme son ödeme tarihi 11/05/2026"
+    )
+    b.thread_id = a.thread_id = 7
+    c = candidate(3, sender="C <c@x.example>", subject="other", body="nothing")
+    ranked = score_candidates(PLAN, [a, b, c], keyword_lists=1)
+    threads = merge_threads(ranked)
+    assert threads[0].key == 7
+    assert threads[0].best.message_pk == 2
+    assert len(threads) == 2
+
+
+def test_citation_check() -> None:
+    evidence = [
+        EvidenceText(
+            1, "QNB E-Ekstre", "QNB", "2026-04-27", "", "Son Ödeme Tarihi: 11/05/2026\nDönem Borcu: 8.406,90 TL"
+        ),
+        EvidenceText(2, "Rechnung", "Schreiber", "2026-11-15", "", "Zahlbar bis 05.12.2026, 1.428,00 EUR"),
+    ]
+    assert citation_check("Pay 8.406,90 TL by 11/05/2026 [1].", evidence)["ok"]
+    wrong_source = citation_check("Pay by 05.12.2026 [1].", evidence)
+    assert not wrong_source["ok"] and wrong_source["unsupported"] == ["05.12.2026"]
+    assert citation_check("Pay by 05.12.2026 [2]. The QNB bill is due 11/05/2026 [1].", evidence)["ok"]
+    assert citation_check("It is 11/05/2026 [3].", evidence)["invalid_citations"] == [3]
+    assert citation_check("Due on 11 May 2026 [1].", evidence)["ok"]  # the same date, written out
