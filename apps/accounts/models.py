@@ -164,6 +164,8 @@ class Message(models.Model):
         indexes = [
             models.Index(fields=["account", "folder", "-date"], name="mail_message_folder_date"),
             models.Index(fields=["thread", "date"], name="mail_message_thread_date"),
+            # Threading looks up replies stored before their parent once per stored batch.
+            models.Index(fields=["account", "in_reply_to"], name="mail_message_in_reply_to"),
         ]
         ordering = ["-date", "-pk"]
 

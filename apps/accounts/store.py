@@ -17,14 +17,14 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
-from django.db.models import Count, Max, Min
+from django.db import connection, transaction
 from django.utils import timezone
 
 from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, Thread
 from apps.accounts.parsing import ParsedMessage, parse_message
 from apps.accounts.providers.base import Checkpoint, RemoteMessage, StoreResult
 from apps.accounts.signals import messages_stored
+from mailagent.bulk import insert_rows, insert_values
 
 REPLY_PREFIX = re.compile(r"^\s*((re|fw|fwd|aw|wg|sv|vs|antw|ynt|ilt|tr|rv|res|enc)\s*(\[\d+\])?\s*:\s*)+", re.I)
 SUBJECT_THREAD_WINDOW = dt.timedelta(days=45)
@@ -152,18 +152,18 @@ def _insert(*, account: MailAccount, incoming: list[_Incoming]) -> StoreResult:
     if not fresh:
         return result
 
-    threads = _assign_threads(account=account, fresh=fresh)
-    rows = [_message_row(account, item, thread) for item, thread in zip(fresh, threads, strict=True)]
-    Message.objects.bulk_create(rows, batch_size=500)
+    thread_ids = _assign_threads(account=account, fresh=fresh)
+    rows = [_message_row(account, item, thread_id) for item, thread_id in zip(fresh, thread_ids, strict=True)]
+    created_ids: list[int] = insert_values(Message, rows, batch_size=500)
     attachments: list[Attachment] = []
-    for row, item in zip(rows, fresh, strict=True):
+    for message_pk, item in zip(created_ids, fresh, strict=True):
         for parsed_attachment in item.parsed.attachments:
             cache_path = sha = ""
             if parsed_attachment.payload is not None:
                 cache_path, sha = cache_attachment_bytes(parsed_attachment.payload)
             attachments.append(
                 Attachment(
-                    message=row,
+                    message_id=message_pk,
                     filename=parsed_attachment.filename[:512],
                     mime_type=parsed_attachment.mime_type[:255] or "application/octet-stream",
                     size=parsed_attachment.size,
@@ -177,10 +177,10 @@ def _insert(*, account: MailAccount, incoming: list[_Incoming]) -> StoreResult:
                 )
             )
     if attachments:
-        Attachment.objects.bulk_create(attachments, batch_size=500)
-    _refresh_thread_aggregates({thread.pk for thread in threads})
+        insert_rows(attachments, batch_size=500)
+    _refresh_thread_aggregates(set(thread_ids))
     result.created = len(rows)
-    result.created_ids = [row.pk for row in rows]
+    result.created_ids = created_ids
     result.parse_errors = sum(1 for item in fresh if item.parsed.parse_error)
     return result
 
@@ -198,16 +198,17 @@ def _relocated(known: Mapping[str, Any], item: _Incoming, taken: set[str]) -> Me
     return message
 
 
-def _message_row(account: MailAccount, item: _Incoming, thread: Thread) -> Message:
+def _message_row(account: MailAccount, item: _Incoming, thread_id: int) -> dict[str, Any]:
+    """The new Message row as {attname: value} (see mailagent.bulk.insert_values)."""
     parsed = item.parsed
     remote = item.remote
     sender = parsed.from_
     labels = list(remote.labels)
     if remote.folder and remote.folder not in labels:
         labels.insert(0, remote.folder)
-    return Message(
-        account=account,
-        thread=thread,
+    return dict(
+        account_id=account.pk,
+        thread_id=thread_id,
         provider_id=item.provider_id[:512],
         dedupe_key=item.dedupe_key,
         message_id=parsed.message_id[:998],
@@ -235,7 +236,7 @@ def _message_row(account: MailAccount, item: _Incoming, thread: Thread) -> Messa
     )
 
 
-def _assign_threads(*, account: MailAccount, fresh: list[_Incoming]) -> list[Thread]:
+def _assign_threads(*, account: MailAccount, fresh: list[_Incoming]) -> list[int]:
     """Thread by References/In-Reply-To, then the provider's thread id, then reply subject; else a new thread."""
     referenced: set[str] = set()
     for item in fresh:
@@ -307,10 +308,8 @@ def _assign_threads(*, account: MailAccount, fresh: list[_Incoming]) -> list[Thr
             by_message_id[parsed.message_id] = chosen
         resolved.append(chosen)
     if new_threads:
-        Thread.objects.bulk_create(new_threads, batch_size=500)
-    existing_ids = {value for value in resolved if isinstance(value, int)}
-    existing = {thread.pk: thread for thread in Thread.objects.filter(pk__in=existing_ids)} if existing_ids else {}
-    return [value if isinstance(value, Thread) else existing[value] for value in resolved]
+        insert_rows(new_threads, batch_size=500)
+    return [value.pk if isinstance(value, Thread) else value for value in resolved]
 
 
 def _closest_thread(
@@ -328,21 +327,21 @@ def _closest_thread(
 
 
 def _refresh_thread_aggregates(thread_ids: set[int]) -> None:
+    """Recount the threads that just got messages: one correlated UPDATE (index mail_message_thread_date covers it).
+
+    Every id here is the thread of a row just inserted, so each has at least one message."""
     if not thread_ids:
         return
-    stats = (
-        Message.objects.filter(thread_id__in=thread_ids)
-        .values("thread_id")
-        .annotate(count=Count("id"), first=Min("date"), last=Max("date"))
-    )
-    threads = []
-    for row in stats:
-        threads.append(
-            Thread(
-                pk=row["thread_id"],
-                message_count=row["count"],
-                first_message_at=row["first"],
-                last_message_at=row["last"],
+    thread_table = connection.ops.quote_name(Thread._meta.db_table)
+    message_table = connection.ops.quote_name(Message._meta.db_table)
+    ids = sorted(thread_ids)
+    with connection.cursor() as cursor:
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            placeholders = ", ".join(["%s"] * len(chunk))
+            cursor.execute(
+                f"UPDATE {thread_table} SET (message_count, first_message_at, last_message_at) ="  # noqa: S608
+                f" (SELECT COUNT(m.id), MIN(m.date), MAX(m.date) FROM {message_table} m"
+                f" WHERE m.thread_id = {thread_table}.id) WHERE id IN ({placeholders})",
+                chunk,
             )
-        )
-    Thread.objects.bulk_update(threads, ["message_count", "first_message_at", "last_message_at"], batch_size=500)

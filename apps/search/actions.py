@@ -31,15 +31,17 @@ def index_messages(*, message_ids: Iterable[int]) -> IndexResult:
     backend = get_search_backend()
     total = IndexResult()
     ids = list(message_ids)
-    for start in range(0, len(ids), INDEX_BATCH):
-        documents, missing = documents_for_messages(ids[start : start + INDEX_BATCH])
-        result = backend.index(documents)
-        if missing:
-            backend.delete(kind="message", object_ids=missing)
-        total.created += result.created
-        total.updated += result.updated
-        total.unchanged += result.unchanged
-        total.document_ids.extend(result.document_ids)
+    # One transaction for the whole call (a stored batch): one commit, one full-text segment.
+    with transaction.atomic():
+        for start in range(0, len(ids), INDEX_BATCH):
+            documents, missing = documents_for_messages(ids[start : start + INDEX_BATCH])
+            result = backend.index(documents)
+            if missing:
+                backend.delete(kind="message", object_ids=missing)
+            total.created += result.created
+            total.updated += result.updated
+            total.unchanged += result.unchanged
+            total.document_ids.extend(result.document_ids)
     return total
 
 

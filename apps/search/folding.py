@@ -101,9 +101,14 @@ def fold_tokens(text: str) -> list[str]:
     return TOKEN_RE.findall(fold(text).lower())
 
 
+_ASCII_TOKEN_RE = re.compile(rb"[A-Za-z0-9]+")  # TOKEN_RE restricted to ASCII, where folding changes nothing
+
+
 def fold_for_index(text: str) -> str:
     """Folded text whose tokens are exactly `fold_tokens(text)`, so SQLite's unicode61 tokenizer and
     PostgreSQL's parser see the same words (PostgreSQL would otherwise keep "a.b@c.com" whole)."""
+    if text.isascii():  # most mail: the same tokens, found faster by a bytes pattern
+        return b" ".join(_ASCII_TOKEN_RE.findall(text.lower().encode("ascii"))).decode("ascii")
     return " ".join(fold_tokens(text))
 
 

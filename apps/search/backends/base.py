@@ -23,6 +23,7 @@ from apps.search.documents import IndexDocument, chunk_texts
 from apps.search.embedders import Embedder, get_embedder
 from apps.search.folding import SNIPPET_SCAN_CHARS, ParsedQuery, highlight, parse_query
 from apps.search.models import SearchChunk, SearchDocument, SearchIndexState
+from mailagent.bulk import insert_values
 
 logger = logging.getLogger(__name__)
 
@@ -157,7 +158,9 @@ class BaseSearchBackend:
         if not documents:
             return result
         unique: dict[tuple[str, int], IndexDocument] = {(d.kind, d.object_id): d for d in documents}
-        with transaction.atomic():
+        # No savepoint inside a caller's transaction (index_messages indexes a stored batch in one): SQLite's
+        # FTS5 flushes its pending terms into a new segment at every savepoint, and segments cost merges.
+        with transaction.atomic(savepoint=False):
             existing: dict[tuple[str, int], tuple[int, str]] = {}
             by_kind: dict[str, list[int]] = {}
             for kind, object_id in unique:
@@ -167,38 +170,42 @@ class BaseSearchBackend:
                     kind=kind, object_id__in=object_ids
                 ).values_list("id", "object_id", "content_hash"):
                     existing[(kind, object_id)] = (pk, content_hash)
-            fresh: list[SearchDocument] = []
+            fresh: list[dict[str, Any]] = []
             fresh_docs: list[IndexDocument] = []
             changed: list[SearchDocument] = []
             changed_docs: list[IndexDocument] = []
             for key, doc in unique.items():
                 content_hash = doc.content_hash()
-                row = self._row(doc, content_hash)
                 known = existing.get(key)
                 if known is None:
-                    fresh.append(row)
+                    fresh.append(self._values(doc, content_hash))
                     fresh_docs.append(doc)
                 elif known[1] != content_hash:
+                    row = self._row(doc, content_hash)
                     row.pk = known[0]
                     changed.append(row)
                     changed_docs.append(doc)
                 else:
                     result.unchanged += 1
                     result.document_ids.append(known[0])
-            if fresh:
-                SearchDocument.objects.bulk_create(fresh, batch_size=500)
+            fresh_ids = insert_values(SearchDocument, fresh, batch_size=500)
             if changed:
                 SearchDocument.objects.bulk_update(changed, [*UPDATABLE_FIELDS], batch_size=500)
-            written = [(row.pk, doc) for row, doc in zip(fresh + changed, fresh_docs + changed_docs, strict=True)]
+            written = list(zip([*fresh_ids, *(row.pk for row in changed)], fresh_docs + changed_docs, strict=True))
             self._write_fulltext(written, replaced_ids=[row.pk for row in changed])
         result.created = len(fresh)
         result.updated = len(changed)
         result.document_ids.extend(pk for pk, _doc in written)
         return result
 
+    @classmethod
+    def _row(cls, doc: IndexDocument, content_hash: str) -> SearchDocument:
+        return SearchDocument(**cls._values(doc, content_hash))
+
     @staticmethod
-    def _row(doc: IndexDocument, content_hash: str) -> SearchDocument:
-        return SearchDocument(
+    def _values(doc: IndexDocument, content_hash: str) -> dict[str, Any]:
+        """A document's row as {attname: value}."""
+        return dict(
             kind=doc.kind,
             object_id=doc.object_id,
             message_id=doc.message_id,
