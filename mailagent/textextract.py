@@ -57,7 +57,7 @@ def _cap(text: str, kind: str) -> Extracted:
 def _pdf(data: bytes) -> Extracted:
     from pypdf import PdfReader
 
-    reader = PdfReader(io.BytesIO(data))
+    reader = PdfReader(io.BytesIO(data), strict=False)  # tolerate damaged xref tables, as viewers do
     if reader.is_encrypted:
         try:
             reader.decrypt("")
@@ -82,18 +82,28 @@ def _docx(data: bytes) -> Extracted:
         root = ET.fromstring(archive.read(info))  # noqa: S314 -- size-capped member of a user document
     paragraphs = []
     for paragraph in root.iter(f"{W_NS}p"):
-        runs = [node.text or "" for node in paragraph.iter() if node.tag in (f"{W_NS}t", f"{W_NS}tab")]
+        runs = []
+        for node in paragraph.iter():
+            if node.tag == f"{W_NS}t":
+                runs.append(node.text or "")
+            elif node.tag == f"{W_NS}tab":
+                runs.append("\t")
+            elif node.tag == f"{W_NS}br":
+                runs.append("\n")
         paragraphs.append("".join(runs))
     return _cap("\n".join(p for p in paragraphs).strip(), "docx")
 
 
-def _decode(data: bytes) -> str:
-    for encoding in ("utf-8", "utf-16") if data[:2] in (b"\xff\xfe", b"\xfe\xff") else ("utf-8",):
-        try:
-            return data.decode(encoding)
-        except UnicodeDecodeError:
-            continue
-    return data.decode("cp1252", errors="replace")
+def decode_text(data: bytes) -> str:
+    """Text of unknown charset: a BOM wins, then UTF-8, then Windows-1252 (which decodes anything)."""
+    if data.startswith(b"\xef\xbb\xbf"):
+        return data[3:].decode("utf-8", errors="replace")
+    if data.startswith((b"\xff\xfe", b"\xfe\xff")):
+        return data.decode("utf-16", errors="replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        return data.decode("cp1252", errors="replace")
 
 
 def looks_binary(data: bytes) -> bool:
@@ -112,9 +122,9 @@ def extract_text(data: bytes, *, filename: str = "", mime_type: str = "") -> Ext
         if suffix in (".html", ".htm") or mime in ("text/html", "application/xhtml+xml"):
             from inscriptis import get_text
 
-            return _cap(get_text(_decode(data)).strip(), "html")
+            return _cap(get_text(decode_text(data)).strip(), "html")
         if suffix in TEXT_SUFFIXES or mime.startswith("text/") or not looks_binary(data):
-            return _cap(_decode(data), "text")
+            return _cap(decode_text(data), "text")
     except Exception as exc:  # damaged documents are common; say so instead of failing the caller
         logger.info("text extraction failed for %s: %s", filename or mime, exc)
         return Extracted("", suffix.lstrip(".") or "binary", error=f"could not read the document: {exc}"[:300])

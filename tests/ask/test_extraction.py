@@ -1,6 +1,6 @@
 # ruff: noqa: RUF001
-"""Attachment text: PDF (plain and compressed, WinAnsi and ToUnicode fonts, object streams), DOCX, HTML,
-text; dates and amounts in mail text."""
+"""Attachment text: PDF (plain and compressed, WinAnsi and ToUnicode fonts), DOCX, HTML,
+text, through the shared extractor; dates and amounts in mail text."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import zlib
 import pytest
 
 from apps.accounts.demo_mailbox import build_pdf
-from apps.ask.extraction import ExtractionError, attachment_kind, extract_text, pdf_text
+from apps.ask.extraction import ExtractionError, attachment_kind, extract_text
 from apps.ask.textutil import find_amounts, find_dates, passages, value_key
 
 
@@ -20,15 +20,15 @@ def test_pdf_from_the_demo_writer() -> None:
     pdf = build_pdf(
         title="Hesap Özeti", lines=["Son Ödeme Tarihi: 11/05/2026", "a (b) \\ c"], created=dt.datetime.now(dt.UTC)
     )
-    text = pdf_text(pdf)
+    text = extract_text(pdf, filename="statement.pdf")
     assert "Hesap Özeti" in text
     assert "Son Ödeme Tarihi: 11/05/2026" in text.splitlines()
     assert "a (b) \\ c" in text
 
 
 def _compressed_pdf_with_cid_font() -> bytes:
-    """Flate content, a Type0 font whose 2-byte codes map to Unicode through a ToUnicode CMap, the font
-    dictionary inside a compressed object stream, and TJ kerning between words."""
+    """Flate content, a Type0 font whose 2-byte codes map to Unicode through a compressed ToUnicode CMap,
+    and TJ kerning between words."""
     text = "Ödeme günü"
     codes = {ch: 0x0100 + i for i, ch in enumerate(sorted(set(text)))}
     encoded = "".join(f"{codes[ch]:04X}" for ch in text)
@@ -44,38 +44,38 @@ def _compressed_pdf_with_cid_font() -> bytes:
     objects[8] = b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"
     flate = zlib.compress(content)
     objects[4] = b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(flate) + flate + b"\nendstream"
-    inner = b"<< /Type /Font /Subtype /Type0 /BaseFont /Fake /Encoding /Identity-H /ToUnicode 6 0 R >>"
-    header = b"5 0 "
-    objstm = zlib.compress(header + inner)
-    objects[7] = (
-        b"<< /Type /ObjStm /N 1 /First %d /Length %d /Filter /FlateDecode >>\nstream\n"
-        % (
-            len(header),
-            len(objstm),
-        )
-        + objstm
-        + b"\nendstream"
-    )
+    objects[5] = b"<< /Type /Font /Subtype /Type0 /BaseFont /Fake /Encoding /Identity-H /ToUnicode 6 0 R >>"
     cmap_bytes = zlib.compress(cmap.encode())
     objects[6] = b"<< /Length %d /Filter /FlateDecode >>\nstream\n" % len(cmap_bytes) + cmap_bytes + b"\nendstream"
     out = bytearray(b"%PDF-1.5\n")
+    offsets: dict[int, int] = {}
     for number in sorted(objects):
+        offsets[number] = len(out)
         out += b"%d 0 obj\n" % number + objects[number] + b"\nendobj\n"
-    out += b"trailer\n<< /Root 1 0 R >>\n%%EOF\n"
+    size = max(objects) + 2
+    xref = len(out)
+    out += b"xref\n0 %d\n" % size
+    for number in range(size):
+        out += b"%010d 00000 n \n" % offsets[number] if number in offsets else b"0000000000 65535 f \n"
+    out += b"trailer\n<< /Root 1 0 R /Size %d >>\nstartxref\n%d\n%%%%EOF\n" % (size, xref)
     return bytes(out)
 
 
-def test_compressed_pdf_with_unicode_font_and_object_stream() -> None:
-    text = pdf_text(_compressed_pdf_with_cid_font())
+def test_compressed_pdf_with_unicode_font() -> None:
+    text = extract_text(_compressed_pdf_with_cid_font(), mime_type="application/pdf")
     assert text.splitlines()[:2] == ["Ödeme günü", "Tutar 12,50 TL"]
 
 
 def test_broken_or_encrypted_pdfs_raise() -> None:
     with pytest.raises(ExtractionError):
-        pdf_text(b"not a pdf at all")
+        extract_text(b"not a pdf at all", filename="a.pdf")
     with pytest.raises(ExtractionError):
-        pdf_text(b"%PDF-1.4\n1 0 obj << >> endobj\ntrailer << /Root 1 0 R /Encrypt 2 0 R >>\n%%EOF")
-    assert extract_text(b"%PDF-1.4\n%%EOF", filename="empty.pdf") == ""
+        extract_text(
+            b"%PDF-1.4\n1 0 obj << >> endobj\ntrailer << /Root 1 0 R /Encrypt 2 0 R >>\n%%EOF", filename="e.pdf"
+        )
+
+
+W_NAMESPACE = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 
 
 def test_docx_html_and_text() -> None:
@@ -83,7 +83,8 @@ def test_docx_html_and_text() -> None:
     with zipfile.ZipFile(buffer, "w") as archive:
         archive.writestr(
             "word/document.xml",
-            '<?xml version="1.0"?><w:document xmlns:w="x"><w:body><w:p><w:r><w:t>Rechnung &amp; Zahlung</w:t></w:r>'
+            f'<?xml version="1.0"?><w:document xmlns:w="{W_NAMESPACE}"><w:body>'
+            "<w:p><w:r><w:t>Rechnung &amp; Zahlung</w:t></w:r>"
             '</w:p><w:p><w:r><w:t xml:space="preserve">Zahlbar bis </w:t><w:tab/><w:t>05.12.2026</w:t></w:r></w:p>'
             "</w:body></w:document>",
         )
