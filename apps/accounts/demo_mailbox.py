@@ -153,10 +153,12 @@ class DemoMail:
     seen: bool = True
     flagged: bool = False
     headers: dict[str, str] = field(default_factory=dict)
+    # Mail "from outside" keeps its sender's own Message-ID domain.
+    own_message_id: str = ""
 
     @property
     def message_id(self) -> str:
-        return f"{self.key}@{DEMO_DOMAIN}"
+        return self.own_message_id or f"{self.key}@{DEMO_DOMAIN}"
 
     def references(self) -> list[str]:
         if self.parent is None:
@@ -733,6 +735,79 @@ def _turkish_statements(b: _Builder) -> None:
                 flagged=current,
             )
         )
+
+
+QNB = Person("QNB Finansbank", "e-ekstre@qnbfinansbank.example")
+QNB_CAMPAIGNS = Person("QNB Finansbank", "kampanya@qnbfinansbank.example")
+# The spring e-statements of a second card (the seed's case: "when do I need to make a payment to QNB bank
+# for my credit card" → Son Ödeme Tarihi 11/05/2026). Their mail says little: the due date and the amounts
+# are only in the PDF. Fixed dates, as an archive of older mail would have.
+QNB_STATEMENTS = (
+    # month, slug, sent (UTC), cut-off, due, period debt, minimum payment
+    ("Mart 2026", "2026-03", dt.datetime(2026, 3, 28, 6, 40, tzinfo=dt.UTC), "27/03/2026", "11/04/2026",
+     "6.118,40 TL", "1.835,52 TL"),
+    ("Nisan 2026", "2026-04", dt.datetime(2026, 4, 27, 6, 40, tzinfo=dt.UTC), "26/04/2026", "11/05/2026",
+     "8.406,90 TL", "2.522,07 TL"),
+)  # fmt: skip
+
+
+def _qnb_statements(b: _Builder) -> None:
+    for month, slug, sent, cutoff, due, debt, minimum in QNB_STATEMENTS:
+        lines = [
+            "Kart Sahibi: DENIZ KAYA",
+            "Kart Numarasi: 4155 **** **** 7712",
+            f"Hesap Kesim Tarihi: {cutoff}",
+            f"Son Ödeme Tarihi: {due}",
+            f"Dönem Borcu: {debt}",
+            f"Asgari Ödeme Tutari: {minimum}",
+            "",
+            "Islem Tarihi  Aciklama                         Tutar",
+            "03/04/2026    MIGROS KADIKOY                   642,15 TL",
+            "09/04/2026    THY ONLINE                     3.120,00 TL",
+            "",
+            "Son ödeme tarihine kadar en az asgari ödeme tutarini ödemeniz gerekmektedir.",
+        ]
+        pdf = pdf_attachment(
+            f"QNB_E-Ekstre_{slug}.pdf",
+            title=f"QNB Finansbank - Kredi Karti Hesap Özeti ({month})",
+            lines=lines,
+            created=sent,
+        )
+        b.add(
+            DemoMail(
+                key=f"qnb-e-ekstre-{slug}",
+                own_message_id=f"qnb-e-ekstre-{slug}@qnbfinansbank.example",
+                folder=INBOX,
+                sender=QNB,
+                to=[ME],
+                subject=f"QNB E-Ekstre - {month}",
+                when=sent.astimezone(BERLIN),
+                text=(
+                    "Değerli Müşterimiz,\n\n"
+                    f"QNB Finansbank kredi kartınıza ait {month} dönemi e-ekstreniz ektedir. Hesap özetinizin "
+                    "ayrıntılarını ekteki PDF dosyasında bulabilirsiniz.\n\n"
+                    "Ödemelerinizi QNB Mobil, internet şubesi veya ATM'lerimiz üzerinden yapabilirsiniz.\n\n"
+                    "Bu e-posta bilgilendirme amaçlıdır, lütfen yanıtlamayınız.\nQNB Finansbank"
+                ),
+                attachments=[pdf],
+            )
+        )
+    # Same bank, a date and "ödeme", but no due date: an advert that must not answer the question.
+    b.add(
+        DemoMail(
+            key="qnb-kampanya-2026-05",
+            own_message_id="qnb-kampanya-2026-05@qnbfinansbank.example",
+            folder=INBOX,
+            sender=QNB_CAMPAIGNS,
+            to=[ME],
+            subject="Kredi kartınıza özel taksit kampanyası",
+            when=dt.datetime(2026, 5, 20, 9, 0, tzinfo=dt.UTC).astimezone(BERLIN),
+            text=(
+                "Değerli Müşterimiz,\n\nQNB Finansbank kredi kartı ödemelerinizi 3 taksite bölme fırsatı! "
+                "Kampanya 30/06/2026 tarihine kadar geçerlidir.\n\nQNB Finansbank"
+            ),
+        )
+    )
 
 
 def _german_invoice(b: _Builder) -> None:
@@ -1484,6 +1559,7 @@ def build_demo_messages(*, anchor: dt.datetime | None = None, seed: int = DEMO_S
         _meeting_thread,
         _support_thread,
         _turkish_statements,
+        _qnb_statements,
         _german_invoice,
         _newsletters,
         _receipts,

@@ -1,5 +1,5 @@
 # ruff: noqa: RUF001 -- Turkish mail is the point of the key case.
-"""The whole Ask pipeline on the demo mailbox (+ QNB e-statements): the seed's key case with and without a
+"""The whole Ask pipeline on the demo mailbox (with its QNB e-statements): the seed's key case with and without a
 language model, follow-up questions, honest "no evidence" answers and refusals."""
 
 from __future__ import annotations

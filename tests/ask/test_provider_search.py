@@ -3,7 +3,6 @@ failing provider is reported in the run's scope while local evidence still answe
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -16,7 +15,7 @@ from apps.accounts.oauth import connect_oauth_account
 from apps.accounts.sync import sync_account
 from apps.ask import actions
 from apps.search.actions import reindex_all
-from tests.ask.conftest import KEY_QUESTION, STATEMENTS, qnb_campaign, qnb_statement
+from tests.ask.conftest import KEY_QUESTION, qnb_mails
 from tests.fakes.google_server import FakeGoogleServer
 from tests.fakes.graph_server import FakeGraphServer
 
@@ -24,36 +23,7 @@ pytestmark = pytest.mark.django_db
 
 
 def statements() -> list[bytes]:
-    mails = []
-    for month, slug, sent, cutoff, due, debt, minimum in STATEMENTS:
-        mails.append(
-            qnb_statement(month=month, slug=slug, sent=sent, cutoff=cutoff, due=due, debt=debt, minimum=minimum)
-        )
-    return [*mails, qnb_campaign(STATEMENTS[-1][2])]
-
-
-@pytest.fixture
-def google(settings: Any) -> Iterator[FakeGoogleServer]:
-    server = FakeGoogleServer()
-    server.start()
-    for name, value in server.settings().items():
-        setattr(settings, name, value)
-    try:
-        yield server
-    finally:
-        server.stop()
-
-
-@pytest.fixture
-def graph(settings: Any) -> Iterator[FakeGraphServer]:
-    server = FakeGraphServer()
-    server.start()
-    for name, value in server.settings().items():
-        setattr(settings, name, value)
-    try:
-        yield server
-    finally:
-        server.stop()
+    return qnb_mails()
 
 
 def gmail_account(user: Any, google: FakeGoogleServer) -> MailAccount:
