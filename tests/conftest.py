@@ -56,6 +56,18 @@ def staff_client(client: Any, staff_user: Any) -> Any:
     return client
 
 
+@pytest.fixture
+async def close_sync_thread_connections() -> Any:
+    """Async tests reach the database through one long-lived sync thread (database_sync_to_async); its
+    connection would outlive the test and, on SQLite, break the WAL for the next process that opens the
+    file (a "disk I/O error" for later tests). Close it when the test ends."""
+    yield
+    from asgiref.sync import sync_to_async
+    from django.db import connections
+
+    await sync_to_async(connections.close_all, thread_sensitive=True)()
+
+
 @pytest.fixture(scope="session")
 def redis_url() -> Iterator[str]:
     with redis_server() as url:

@@ -21,7 +21,7 @@ from apps.ask.models import AskRun
 from apps.search.actions import index_messages
 from mailagent.asgi import application
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("close_sync_thread_connections")]
 
 
 def _mailbox(user: Any) -> None:

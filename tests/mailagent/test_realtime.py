@@ -15,7 +15,11 @@ from django.test import Client, override_settings
 from mailagent.asgi import application
 from tests.services import REPO_ROOT, subprocess_env
 
-pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.services,
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.usefixtures("close_sync_thread_connections"),
+]
 
 
 async def _connect(session_key: str | None) -> WebsocketCommunicator:
