@@ -12,7 +12,6 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db.models import F
 from django.utils import timezone
 
 from apps.orchestration.models import (
@@ -116,6 +115,8 @@ class RunEngine:
             owner_id=director.owner_id,
             email_summary=summary,
         )
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
         self.agents = {a.slug: a for a in director.agents.filter(enabled=True).select_related("api_config", "prompt")}
 
     # --- diagnostics -------------------------------------------------------------------------------
@@ -164,27 +165,33 @@ class RunEngine:
 
         return record
 
-    def _persist_turn(self, thread: Conversation, messages: list[dict[str, Any]], result: ChatResult | None) -> None:
+    def _count_tokens(self, thread: Conversation, result: ChatResult) -> None:
+        prompt, completion = result.usage.get("prompt_tokens", 0), result.usage.get("completion_tokens", 0)
+        thread.prompt_tokens += prompt
+        thread.completion_tokens += completion
+        self.prompt_tokens += prompt
+        self.completion_tokens += completion
+
+    def _on_assistant(self, thread: Conversation, messages: list[dict[str, Any]]) -> Any:
+        def on_assistant(result: ChatResult) -> None:
+            self._count_tokens(thread, result)
+            if not result.tool_calls:  # a final answer; otherwise the step is saved once its tools ran
+                self._persist_turn(thread, messages)
+
+        return on_assistant
+
+    def _persist_turn(self, thread: Conversation, messages: list[dict[str, Any]]) -> None:
         now = timezone.now()
         thread.messages = messages
         thread.last_active_at = now
-        fields = ["messages", "last_active_at"]
+        fields = ["messages", "last_active_at", "prompt_tokens", "completion_tokens"]
         if thread.kind == ThreadKind.AGENT:
             thread.expires_at = now + dt.timedelta(minutes=self.settings.session_timeout_minutes)
             fields.append("expires_at")
-        if result is not None and result.usage:
-            prompt, completion = result.usage.get("prompt_tokens", 0), result.usage.get("completion_tokens", 0)
-            thread.prompt_tokens += prompt
-            thread.completion_tokens += completion
-            fields += ["prompt_tokens", "completion_tokens"]
-            Run.objects.filter(pk=self.run.pk).update(
-                prompt_tokens=F("prompt_tokens") + prompt, completion_tokens=F("completion_tokens") + completion
-            )
         thread.save(update_fields=fields)
 
     def _tool_logger(self, thread: Conversation, messages: list[dict[str, Any]], agent: Agent | None) -> Any:
         def on_tool(record: ToolCallRecord, message: dict[str, Any]) -> None:
-            self._persist_turn(thread, messages, None)
             detail: dict[str, Any] = {
                 "tool": record.name,
                 "request": record.args,
@@ -273,7 +280,7 @@ class RunEngine:
         thread = Conversation.objects.create(run=run, kind=ThreadKind.DIRECTOR, director=director)
         self.ctx.director_thread = thread
         messages = self.initial_messages()
-        self._persist_turn(thread, messages, None)
+        self._persist_turn(thread, messages)
         self.log(Phase.DIRECTOR, detail={"action": "director_start", "workspaceId": self.ctx.workspace.pk})
         actor = Actor(kind="director", thread=thread)
         try:
@@ -283,8 +290,9 @@ class RunEngine:
                 self.director_tools(actor),
                 step_limit=director.step_limit,
                 events=self.provider_events(thread),
-                on_assistant=lambda result: self._persist_turn(thread, messages, result),
+                on_assistant=self._on_assistant(thread, messages),
                 on_tool=self._tool_logger(thread, messages, None),
+                on_step=lambda: self._persist_turn(thread, messages),
             )
         except LLMError as exc:
             self._close_thread(thread, ThreadStatus.FAILED)
@@ -315,9 +323,13 @@ class RunEngine:
 
     def _finish(self, status: str, *, reason: str = "", error: str = "") -> Run:
         run = self.run
-        run.refresh_from_db(fields=["prompt_tokens", "completion_tokens"])
         run.status, run.status_reason, run.error, run.finished_at = status, reason, error, timezone.now()
-        run.save(update_fields=["status", "status_reason", "error", "finished_at"])
+        # A retried run adds to what its earlier attempts used.
+        run.prompt_tokens += self.prompt_tokens
+        run.completion_tokens += self.completion_tokens
+        run.save(
+            update_fields=["status", "status_reason", "error", "finished_at", "prompt_tokens", "completion_tokens"]
+        )
         return run
 
     # --- agents ------------------------------------------------------------------------------------
@@ -383,7 +395,7 @@ class RunEngine:
             if not mentions_email(agent.prompt):
                 messages.append({"role": "system", "content": f"The email:\n\n{variables['email']}"})
         messages.append({"role": "user", "content": args.input})
-        self._persist_turn(thread, messages, None)
+        self._persist_turn(thread, messages)
         self.log(Phase.AGENT, agent=agent, agent_thread=thread, detail={"action": "agent_input", "input": args.input})
         api_config = agent.api_config or self.director.api_config
         assert api_config is not None  # the director run only starts with one
@@ -394,8 +406,9 @@ class RunEngine:
                 self.agent_tools(agent, actor, args),
                 step_limit=agent.step_limit,
                 events=self.provider_events(thread),
-                on_assistant=lambda result: self._persist_turn(thread, messages, result),
+                on_assistant=self._on_assistant(thread, messages),
                 on_tool=self._tool_logger(thread, messages, agent),
+                on_step=lambda: self._persist_turn(thread, messages),
             )
         except LLMError as exc:
             thread.status, thread.ended_at = ThreadStatus.FAILED, timezone.now()

@@ -131,10 +131,13 @@ def run_tool_loop(
     events: EventSink | None = None,
     on_assistant: Callable[[ChatResult], None] | None = None,
     on_tool: Callable[[ToolCallRecord, dict[str, Any]], None] | None = None,
+    on_step: Callable[[], None] | None = None,
     sleep: Callable[[float], None] | None = None,
 ) -> LoopOutcome:
-    """`messages` is extended in place (canonical OpenAI shape); callbacks persist as it goes, so a crash
-    leaves a transcript up to the last completed call. LLMError propagates: the caller fails the run."""
+    """`messages` is extended in place (canonical OpenAI shape). Callbacks let the caller persist as it goes:
+    `on_assistant` after each model answer, `on_tool` after each tool call, `on_step` once a step's tool
+    calls are all answered, so a crash leaves a transcript up to the last completed step. LLMError
+    propagates: the caller fails the run."""
     by_name = {tool.name: tool for tool in tools}
     schemas = [tool.schema() for tool in tools]
     outcome = LoopOutcome(final=None, reason="step_limit", steps=0)
@@ -157,4 +160,6 @@ def run_tool_loop(
             messages.append(message)
             if on_tool:
                 on_tool(record, message)
+        if on_step:
+            on_step()  # the assistant's calls and every answer to them are in `messages` now
     return outcome
