@@ -8,7 +8,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, transaction
-from django.db.models import Q
 from django.utils import timezone
 from django_q.tasks import async_task
 
@@ -39,6 +38,21 @@ def create_director(*, owner: Any, name: str, description: str = "", enabled: bo
         raise DirectorNameTaken(f"You already have a director named {name!r}") from exc
 
 
+def _runs_of_pairs(pairs: set[tuple[int, int]]) -> list[tuple[int, int, int, str, Any]]:
+    """(pk, message id, director id, status, created_at) of the runs for these pairs. Looked up by message
+    ids in chunks and matched in Python: an OR per pair would exceed SQL expression limits on big batches."""
+    message_ids = sorted({message_id for message_id, _ in pairs})
+    director_ids = sorted({director_id for _, director_id in pairs})
+    rows: list[tuple[int, int, int, str, Any]] = []
+    for start in range(0, len(message_ids), 500):
+        rows.extend(
+            Run.objects.filter(message_id__in=message_ids[start : start + 500], director_id__in=director_ids)
+            .values_list("pk", "message_id", "director_id", "status", "created_at")
+            .order_by("pk")
+        )
+    return [row for row in rows if (row[1], row[2]) in pairs]
+
+
 def create_runs(*, requests: Sequence[RunRequest], fetch_cycle_id: int | None, trigger: str = "route") -> list[int]:
     """One run per (message, director), whoever calls first; returns the ids of runs this call created.
 
@@ -48,12 +62,10 @@ def create_runs(*, requests: Sequence[RunRequest], fetch_cycle_id: int | None, t
     wanted = {(r.message_id, r.director_id): r for r in requests}
     if not wanted:
         return []
-    pair_filter = Q()
-    for message_id, director_id in wanted:
-        pair_filter |= Q(message_id=message_id, director_id=director_id)
+    pairs = set(wanted)
     with transaction.atomic():
-        existing = set(Run.objects.filter(pair_filter).values_list("message_id", "director_id"))
-        fresh = [request for pair, request in wanted.items() if pair not in existing]
+        existing = {(row[1], row[2]) for row in _runs_of_pairs(pairs)}
+        fresh = {pair: request for pair, request in wanted.items() if pair not in existing}
         now = timezone.now()
         Run.objects.bulk_create(
             [
@@ -66,20 +78,17 @@ def create_runs(*, requests: Sequence[RunRequest], fetch_cycle_id: int | None, t
                     trigger=trigger,
                     created_at=now,
                 )
-                for r in fresh
+                for r in fresh.values()
             ],
             ignore_conflicts=True,
             batch_size=500,
         )
-        fresh_filter = Q()
-        for r in fresh:
-            fresh_filter |= Q(message_id=r.message_id, director_id=r.director_id)
-        created = (
-            list(Run.objects.filter(fresh_filter, created_at=now, trigger=trigger).values_list("pk", flat=True))
-            if fresh
-            else []
-        )
-        queued = list(Run.objects.filter(pair_filter, status=RunStatus.QUEUED).values_list("pk", flat=True))
+        rows = _runs_of_pairs(pairs)
+        # Ours are the fresh pairs stamped with our time; a racing worker's insert carries its own.
+        created = [
+            pk for pk, message_id, director_id, _s, at in rows if (message_id, director_id) in fresh and at == now
+        ]
+        queued = [pk for pk, _m, _d, status, _at in rows if status == RunStatus.QUEUED]
         transaction.on_commit(lambda: _enqueue_runs(queued))
     return created
 

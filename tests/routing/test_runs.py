@@ -105,3 +105,20 @@ def test_other_users_filters_never_see_my_mail(
     add_filter(mine, "subject", "secret")
     message = store_mail(subject="secret plans")
     assert list(Run.objects.filter(message=message).values_list("director__name", flat=True)) == ["Mine"]
+
+
+def test_a_large_batch_routes_every_message(director: Any, add_filter: Any, account: Any) -> None:
+    # An import commits up to 2,000 messages per batch; every one must get its run (no query-size limit).
+    support = director("Support")
+    add_filter(support, "subject", "invoice")
+    messages = Message.objects.bulk_create(
+        [
+            Message(account=account, provider_id=f"big:{n}", dedupe_key=f"big:{n}", subject=f"invoice {n}")
+            for n in range(1_500)
+        ]
+    )
+    outcome = actions.route_messages(message_ids=[m.pk for m in messages], respect_creation=False)
+    assert len(outcome.created_run_ids) == 1_500
+    assert Run.objects.filter(director=support).count() == 1_500
+    again = actions.route_messages(message_ids=[m.pk for m in messages], respect_creation=False)
+    assert again.created_run_ids == [] and Run.objects.count() == 1_500
