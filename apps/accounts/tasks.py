@@ -16,8 +16,8 @@ logger = logging.getLogger(__name__)
 PARALLEL_ACCOUNTS = 4
 
 
-def sync_account_task(account_id: int) -> dict[str, Any]:
-    outcome = sync_account(account_id)
+def sync_account_task(account_id: int, fetch_cycle_id: int | None = None) -> dict[str, Any]:
+    outcome = sync_account(account_id, fetch_cycle_id=fetch_cycle_id)
     owner_id = MailAccount.objects.filter(pk=account_id).values_list("owner_id", flat=True).first()
     if owner_id is not None and outcome.status in {"ok", "error"}:
         notify_user(
@@ -33,20 +33,25 @@ def sync_account_task(account_id: int) -> dict[str, Any]:
         "duplicates": outcome.duplicates,
         "parse_errors": outcome.parse_errors,
         "error_category": outcome.error_category,
+        "error_message": outcome.error_message,
     }
 
 
-def _sync_in_thread(account_id: int) -> dict[str, Any]:
+def _sync_in_thread(account_id: int, fetch_cycle_id: int | None) -> dict[str, Any]:
     try:
-        return sync_account_task(account_id)
+        return sync_account_task(account_id, fetch_cycle_id)
     finally:
         close_old_connections()
 
 
-def sync_all_accounts_task() -> list[dict[str, Any]]:
-    """Sync every enabled account; accounts run in parallel (network-bound), each under its own lock."""
-    ids = list(MailAccount.objects.filter(enabled=True).values_list("pk", flat=True))
+def sync_all_accounts_task(fetch_cycle_id: int | None = None, owner_id: int | None = None) -> list[dict[str, Any]]:
+    """Sync every enabled account (of one owner, if given); accounts run in parallel (network-bound), each
+    under its own lock. `fetch_cycle_id` travels with the stored messages to whoever groups fetches."""
+    accounts = MailAccount.objects.filter(enabled=True)
+    if owner_id is not None:
+        accounts = accounts.filter(owner_id=owner_id)
+    ids = list(accounts.order_by("pk").values_list("pk", flat=True))
     if not ids:
         return []
     with ThreadPoolExecutor(max_workers=min(PARALLEL_ACCOUNTS, len(ids))) as pool:
-        return list(pool.map(_sync_in_thread, ids))
+        return list(pool.map(lambda pk: _sync_in_thread(pk, fetch_cycle_id), ids))

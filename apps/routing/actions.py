@@ -17,7 +17,7 @@ from django_q.models import Schedule
 from django_q.tasks import async_task
 
 from apps.accounts.models import MailAccount
-from apps.accounts.sync import sync_account
+from apps.accounts.tasks import sync_all_accounts_task
 from apps.orchestration import actions as orchestration_actions
 from apps.orchestration.models import Director
 from apps.routing import selectors
@@ -219,25 +219,20 @@ def execute_fetch_cycle(*, cycle_id: int) -> FetchCycle | None:
         return None
     if cycle.status != CycleStatus.RUNNING:
         return cycle  # a retried task: the cycle already finished
-    accounts = MailAccount.objects.filter(enabled=True)
-    if cycle.requested_by_id is not None:
-        accounts = accounts.filter(owner_id=cycle.requested_by_id)
     summary: dict[str, Any] = {}
-    synced = failed = 0
     try:
-        for account in accounts.order_by("pk"):
-            result = sync_account(account.pk, fetch_cycle_id=cycle.pk)
-            summary[str(account.pk)] = {
-                "name": account.name,
-                "status": result.status,
-                "created": result.created,
-                "duplicates": result.duplicates,
-                "error": result.error_message[:500],
+        results = sync_all_accounts_task(fetch_cycle_id=cycle.pk, owner_id=cycle.requested_by_id)
+        names = dict(MailAccount.objects.filter(pk__in=[r["account_id"] for r in results]).values_list("pk", "name"))
+        for result in results:
+            summary[str(result["account_id"])] = {
+                "name": names.get(result["account_id"], ""),
+                "status": result["status"],
+                "created": result["created"],
+                "duplicates": result["duplicates"],
+                "error": str(result.get("error_message") or "")[:500],
             }
-            if result.status == "ok":
-                synced += 1
-            elif result.status == "error":
-                failed += 1
+        synced = sum(1 for r in results if r["status"] == "ok")
+        failed = sum(1 for r in results if r["status"] == "error")
         FetchCycle.objects.filter(pk=cycle.pk).update(
             accounts=summary, accounts_synced=synced, accounts_failed=failed, synced_at=timezone.now()
         )
