@@ -260,7 +260,7 @@ class RunEngine:
     def initial_messages(self) -> list[dict[str, Any]]:
         director = self.director
         variables = base_variables(self.ctx.message, **{"director.name": director.name})
-        variables["memories"] = self._memories_text(Actor(kind="director", thread=Conversation()))
+        variables["memories"] = self._memories_text(None)
         messages: list[dict[str, Any]] = [{"role": "system", "content": DIRECTOR_GUIDANCE}]
         messages += render_prompt(director.prompt, variables)
         if director.imprint.strip():
@@ -269,8 +269,8 @@ class RunEngine:
             messages.append({"role": "user", "content": f"New email:\n\n{variables['email']}"})
         return messages
 
-    def _memories_text(self, actor: Actor) -> str:
-        found = memory_tools.visible_memories(self.ctx, actor).order_by("-updated_at")[:20]
+    def _memories_text(self, agent: Agent | None) -> str:
+        found = memory_tools.visible_memories(self.ctx, agent).order_by("-updated_at")[:20]
         return "\n".join(f"- [{m.scope}] {m.content}" for m in found) or "(none)"
 
     def execute(self) -> Run:
@@ -387,7 +387,7 @@ class RunEngine:
             variables = base_variables(
                 self.ctx.message, **{"director.name": self.director.name, "agent.name": agent.name}
             )
-            variables["memories"] = self._memories_text(actor)
+            variables["memories"] = self._memories_text(agent)
             messages.append({"role": "system", "content": AGENT_GUIDANCE.format(name=agent.name)})
             messages += render_prompt(agent.prompt, variables)
             if agent.imprint.strip():

@@ -160,7 +160,6 @@ class RouteResult:
 class RoutingOutcome:
     messages: int = 0
     evaluations: int = 0
-    matches: list[FilterMatch] = field(default_factory=list)
     routes: list[tuple[int, FilterMatch]] = field(default_factory=list)  # (message id, match)
     errors: list[FilterError] = field(default_factory=list)
     created_run_ids: list[int] = field(default_factory=list)

@@ -15,6 +15,15 @@ from apps.workspaces.models import CreatedBy, Encoding, ItemAction, Workspace, W
 
 MAX_ITEM_BYTES = 5 * 1024 * 1024
 PATCHABLE = ("label", "description", "mime_type", "encoding", "data", "tags")
+# The spec's item field names (API and tools) → model fields.
+SPEC_FIELDS = {
+    "label": "label",
+    "description": "description",
+    "mimeType": "mime_type",
+    "encoding": "encoding",
+    "data": "data",
+    "tags": "tags",
+}
 
 
 class WorkspaceError(ValueError):
@@ -50,6 +59,14 @@ def open_workspace(
         director_name=director_name[:100],
         title=title[:300],
     )
+
+
+def patch_from_spec(patch: Mapping[str, Any]) -> dict[str, Any]:
+    """A patch in the spec's names (mimeType …) as model fields; unknown names are an error."""
+    unknown = set(patch) - set(SPEC_FIELDS)
+    if unknown:
+        raise WorkspaceError(f"cannot patch {', '.join(sorted(unknown))}; patchable: {', '.join(SPEC_FIELDS)}")
+    return {SPEC_FIELDS[name]: value for name, value in patch.items()}
 
 
 def _validate_payload(*, encoding: str, data: str, tags: Any) -> None:

@@ -39,16 +39,6 @@ class ItemsOut(Schema):
     limit: int
 
 
-PATCH_NAMES = {
-    "label": "label",
-    "description": "description",
-    "mimeType": "mime_type",
-    "encoding": "encoding",
-    "data": "data",
-    "tags": "tags",
-}
-
-
 def _actor(request: HttpRequest) -> dict[str, Any]:
     return {"createdBy": CreatedBy.USER, "userId": request.user.pk}
 
@@ -111,11 +101,8 @@ def get_item(request: HttpRequest, workspace_id: int, item_id: int) -> Status:
 @router.put("/{workspace_id}/items/{item_id}", response={200: dict[str, Any], 400: dict[str, Any], 409: dict[str, Any]})
 def update_item(request: HttpRequest, workspace_id: int, item_id: int, payload: ItemPatch) -> Status:
     workspace = selectors.access_workspace(user=request.user, workspace_id=workspace_id)
-    unknown = set(payload.patch) - set(PATCH_NAMES)
-    if unknown:
-        return Status(400, {"error": f"cannot patch {', '.join(sorted(unknown))}"})
-    patch = {PATCH_NAMES[name]: value for name, value in payload.patch.items()}
     try:
+        patch = actions.patch_from_spec(payload.patch)
         item = actions.update_item(
             item_id=item_id,
             workspace=workspace,

@@ -18,14 +18,15 @@ SEARCH_LIMIT = 30
 CASCADE: dict[str, int] = {"local": 0, "shared": 1, "global": 2}
 
 
-def _local_filter(ctx: RunContext, actor: Actor) -> Q:
-    if actor.agent is not None:
-        return Q(scope=MemoryScope.LOCAL, agent=actor.agent)
+def _local_filter(ctx: RunContext, agent: Agent | None) -> Q:
+    if agent is not None:
+        return Q(scope=MemoryScope.LOCAL, agent=agent)
     return Q(scope=MemoryScope.LOCAL, director=ctx.director, agent__isnull=True)
 
 
-def visible_memories(ctx: RunContext, actor: Actor) -> QuerySet[Memory]:
-    visible = _local_filter(ctx, actor)
+def visible_memories(ctx: RunContext, agent: Agent | None) -> QuerySet[Memory]:
+    """What an agent (or, with None, the director itself) may see."""
+    visible = _local_filter(ctx, agent)
     if ctx.director.memory_access:
         visible |= Q(scope=MemoryScope.SHARED, director=ctx.director) | Q(scope=MemoryScope.GLOBAL)
     return Memory.objects.filter(visible, owner_id=ctx.owner_id)
@@ -43,7 +44,7 @@ def memory_json(memory: Memory) -> dict[str, Any]:
 
 
 def search(ctx: RunContext, actor: Actor, args: MemorySearchArgs) -> dict[str, Any]:
-    memories = visible_memories(ctx, actor).select_related("agent")
+    memories = visible_memories(ctx, actor.agent).select_related("agent")
     if args.scope:
         memories = memories.filter(scope=args.scope)
     if args.owner:
@@ -81,7 +82,7 @@ def add(ctx: RunContext, actor: Actor, args: MemoryAddArgs) -> dict[str, Any]:
 
 
 def edit(ctx: RunContext, actor: Actor, args: MemoryEditArgs) -> dict[str, Any]:
-    memory = visible_memories(ctx, actor).filter(pk=args.id).first()
+    memory = visible_memories(ctx, actor.agent).filter(pk=args.id).first()
     if memory is None:
         raise ToolFailure(f"no memory {args.id} that you can see")
     fields = ["updated_at"]

@@ -15,15 +15,6 @@ from apps.orchestration.tools.schemas import (
 from apps.workspaces import actions, selectors
 from mailagent.llm import ToolFailure
 
-PATCH_NAMES = {
-    "label": "label",
-    "description": "description",
-    "mimeType": "mime_type",
-    "encoding": "encoding",
-    "data": "data",
-    "tags": "tags",
-}
-
 
 def _item_id(value: str) -> int:
     try:
@@ -65,7 +56,7 @@ def get_item(ctx: RunContext, actor: Actor, args: WorkspaceGetArgs) -> dict[str,
 
 
 def update_item(ctx: RunContext, actor: Actor, args: WorkspaceUpdateArgs) -> dict[str, Any]:
-    patch = {PATCH_NAMES[name]: value for name, value in args.patch.model_dump(exclude_none=True).items()}
+    patch = actions.patch_from_spec(args.patch.model_dump(exclude_none=True))
     if not patch:
         raise ToolFailure("the patch is empty: give at least one of label, description, mimeType, encoding, data, tags")
     try:

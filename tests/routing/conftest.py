@@ -1,1 +1,0 @@
-"""Routing fixtures live in tests/conftest.py (shared with orchestration)."""
