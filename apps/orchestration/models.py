@@ -121,7 +121,8 @@ class Agent(models.Model):
     director = models.ForeignKey(Director, on_delete=models.CASCADE, related_name="agents")
     order = models.PositiveIntegerField(default=0)
     name = models.CharField(max_length=100)
-    slug = models.SlugField(max_length=60, help_text="The director calls it as the tool agent__<slug>.")
+    # Tool names may be 64 characters: "agent__" + 57.
+    slug = models.SlugField(max_length=57, help_text="The director calls it as the tool agent__<slug>.")
     summary = models.CharField(max_length=300, blank=True, help_text="What the director is told this agent does.")
     prompt = models.ForeignKey(Prompt, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     imprint = models.TextField(blank=True)

@@ -30,7 +30,12 @@ logger = logging.getLogger(__name__)
 # --- filters -----------------------------------------------------------------------------------------
 
 
-def _validated(*, field_name: str, regex_text: str, case_insensitive: bool) -> None:
+def _validated(*, field_name: str, regex_text: str, case_insensitive: bool, description: str = "") -> None:
+    max_regex = Filter._meta.get_field("regex").max_length or 1000
+    if len(regex_text) > max_regex:
+        raise ValidationError({"regex": f"Invalid regex pattern: longer than {max_regex} characters"})
+    if len(description) > 300:
+        raise ValidationError({"description": "The description is longer than 300 characters"})
     if field_name not in FilterField.values:
         raise ValidationError({"field": f"Unknown field {field_name!r}; one of {', '.join(FilterField.labels)}"})
     try:
@@ -50,7 +55,9 @@ def create_filter(
     order: int | None = None,
 ) -> Filter:
     """Validate, then save. An invalid pattern raises ValidationError and nothing is stored."""
-    _validated(field_name=field_name, regex_text=regex_text, case_insensitive=case_insensitive)
+    _validated(
+        field_name=field_name, regex_text=regex_text, case_insensitive=case_insensitive, description=description.strip()
+    )
     if order is None:
         last = Filter.objects.filter(director__owner_id=director.owner_id).order_by("-order").first()
         order = (last.order + 1) if last else 0
@@ -74,6 +81,7 @@ def update_filter(*, item: Filter, **changes: Any) -> Filter:
         field_name=changes.get("field", item.field),
         regex_text=changes.get("regex", item.regex),
         case_insensitive=changes.get("case_insensitive", item.case_insensitive),
+        description=changes.get("description", item.description),
     )
     for name, value in changes.items():
         setattr(item, name, value)

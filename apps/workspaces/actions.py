@@ -69,7 +69,16 @@ def patch_from_spec(patch: Mapping[str, Any]) -> dict[str, Any]:
     return {SPEC_FIELDS[name]: value for name, value in patch.items()}
 
 
-def _validate_payload(*, encoding: str, data: str, tags: Any) -> None:
+TEXT_LIMITS = {"label": 300, "mime_type": 255, "description": None, "data": None}
+
+
+def _validate_payload(*, encoding: str, data: str, tags: Any, texts: Mapping[str, Any] | None = None) -> None:
+    for name, value in {"data": data, **(texts or {})}.items():
+        if not isinstance(value, str):
+            raise WorkspaceError(f"{name} must be a string")
+        limit = TEXT_LIMITS.get(name)
+        if limit is not None and len(value) > limit:
+            raise WorkspaceError(f"{name} is longer than {limit} characters")
     if encoding not in Encoding.values:
         raise WorkspaceError(f"encoding must be one of {', '.join(Encoding.values)}")
     if encoding == Encoding.BASE64:
@@ -146,7 +155,12 @@ def update_item(
         if expected_revision is not None and expected_revision != item.revision:
             raise RevisionConflict(item, expected_revision)
         merged = {name: patch.get(name, getattr(item, name)) for name in PATCHABLE}
-        _validate_payload(encoding=merged["encoding"], data=merged["data"], tags=merged["tags"])
+        _validate_payload(
+            encoding=merged["encoding"],
+            data=merged["data"],
+            tags=merged["tags"],
+            texts={name: merged[name] for name in ("label", "description", "mime_type")},
+        )
         for name, value in patch.items():
             setattr(item, name, value)
         item.revision += 1

@@ -243,3 +243,21 @@ def test_rule_set_is_recompiled_only_after_changes(director: Any, add_filter: An
     second = selectors.load_rule_set()
     assert second is not first
     assert [f.regex for group in second.by_owner.values() for f in group] == ["beta"]
+
+
+def test_oversized_patterns_and_descriptions_are_refused(logged_in_client: Any, director: Any) -> None:
+    support = director("Support")
+    too_long = logged_in_client.post(
+        "/api/filters",
+        data=json.dumps({"directorId": support.pk, "field": "subject", "regex": "a" * 1001}),
+        content_type="application/json",
+    )
+    assert too_long.status_code == 400
+    assert too_long.json() == {"error": "Invalid regex pattern: longer than 1000 characters", "field": "regex"}
+    wordy = logged_in_client.post(
+        "/api/filters",
+        data=json.dumps({"directorId": support.pk, "field": "subject", "regex": "a", "description": "d" * 301}),
+        content_type="application/json",
+    )
+    assert wordy.status_code == 400 and wordy.json()["field"] == "description"
+    assert Filter.objects.count() == 0

@@ -96,3 +96,17 @@ def test_other_users_and_anonymous_are_refused(client: Any, django_user_model: A
 def test_oversized_items_are_refused(workspace: Any, settings: Any) -> None:
     with pytest.raises(actions.WorkspaceError, match="the limit is"):
         actions.add_item(workspace=workspace, data="x" * (actions.MAX_ITEM_BYTES + 1))
+
+
+def test_patches_of_the_wrong_type_or_size_are_refused(logged_in_client: Any, workspace: Any) -> None:
+    base = f"/api/workspaces/{workspace.pk}/items"
+    item = post(logged_in_client, base, {"label": "Draft", "data": "v1"}).json()["item"]
+    url = f"{base}/{item['id']}"
+    for patch, error in (
+        ({"label": "x" * 301}, "label is longer than 300 characters"),
+        ({"data": 42}, "data must be a string"),
+        ({"tags": "draft"}, "tags must be a list of strings"),
+    ):
+        response = put(logged_in_client, url, {"patch": patch})
+        assert response.status_code == 400 and response.json()["error"] == error
+    assert logged_in_client.get(url).json()["item"]["revision"] == 1

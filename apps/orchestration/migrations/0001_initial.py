@@ -58,7 +58,7 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('order', models.PositiveIntegerField(default=0)),
                 ('name', models.CharField(max_length=100)),
-                ('slug', models.SlugField(help_text='The director calls it as the tool agent__<slug>.', max_length=60)),
+                ('slug', models.SlugField(help_text='The director calls it as the tool agent__<slug>.', max_length=57)),
                 ('summary', models.CharField(blank=True, help_text='What the director is told this agent does.', max_length=300)),
                 ('imprint', models.TextField(blank=True)),
                 ('allowed_tools', models.JSONField(blank=True, default=list, help_text='Tools the agent may call, e.g. ["memory_add", "memory_search", "todo_add"]; workspace_* tools are always available. Empty: workspace tools only.')),
