@@ -165,6 +165,14 @@ def record_cycle_messages(*, fetch_cycle_id: int, message_ids: list[int]) -> Non
     FetchCycle.objects.filter(pk=fetch_cycle_id).update(messages_stored=F("messages_stored") + len(message_ids))
 
 
+def record_cycle_error(*, fetch_cycle_id: int, error: str) -> None:
+    """Append a problem to a cycle (several batches may fail; earlier messages are kept)."""
+    cycle = FetchCycle.objects.filter(pk=fetch_cycle_id).only("error").first()
+    if cycle is not None:
+        combined = f"{cycle.error}\n{error}".strip() if cycle.error else error
+        FetchCycle.objects.filter(pk=fetch_cycle_id).update(error=combined[:4000])
+
+
 # --- fetcher ----------------------------------------------------------------------------------------
 
 

@@ -165,3 +165,18 @@ def test_page_controls_start_and_stop(logged_in_client: Any) -> None:
     logged_in_client.post(reverse("routing:fetcher_control", args=["stop"]))
     assert Schedule.objects.get(name=FETCHER_SCHEDULE_NAME).repeats == 0
     assert logged_in_client.post(reverse("routing:fetcher_control", args=["explode"])).status_code == 404
+
+
+@pytest.mark.django_db
+def test_a_routing_failure_is_shown_on_the_cycle(monkeypatch: pytest.MonkeyPatch) -> None:
+    from apps.routing import actions, receivers
+
+    cycle = FetchCycle.objects.create(trigger=CycleTrigger.FETCH)
+
+    def broken(**kwargs: Any) -> None:
+        raise RuntimeError("rule set unavailable")
+
+    monkeypatch.setattr(actions, "route_messages", broken)
+    receivers.route_stored_messages(None, account_id=1, message_ids=[], fetch_cycle_id=cycle.pk)
+    cycle.refresh_from_db()
+    assert cycle.error.startswith("routing of 0 new messages failed (RuntimeError: rule set unavailable)")
