@@ -16,7 +16,8 @@ from django.utils import timezone
 from django_q.models import Schedule
 from django_q.tasks import async_task
 
-from apps.accounts.models import MailAccount
+from apps.accounts import outbox
+from apps.accounts.models import HookKind, MailAccount
 from apps.accounts.tasks import sync_all_accounts_task
 from apps.orchestration import actions as orchestration_actions
 from apps.orchestration.models import Director
@@ -133,7 +134,10 @@ def route_messages(
     director_ids: set[int] | None = None,
     trigger: str = "route",
 ) -> RoutingOutcome:
-    """Route stored messages to their directors: one run per (message, director), enqueued on commit."""
+    """Route stored messages to their directors: one run per (message, director), enqueued on commit.
+
+    The runs and the messages' `routed_at` (the outbox) commit together; a partial routing (`director_ids`)
+    leaves `routed_at` alone."""
     outcome = selectors.evaluate_messages(
         message_ids=message_ids, respect_creation=respect_creation, director_ids=director_ids
     )
@@ -143,16 +147,19 @@ def route_messages(
         )
         for message_id, match in outcome.routes
     ]
-    if requests:
-        outcome.created_run_ids = orchestration_actions.create_runs(
-            requests=requests, fetch_cycle_id=fetch_cycle_id, trigger=trigger
-        )
+    with transaction.atomic():
+        if requests:
+            outcome.created_run_ids = orchestration_actions.create_runs(
+                requests=requests, fetch_cycle_id=fetch_cycle_id, trigger=trigger
+            )
+        if director_ids is None:
+            outbox.mark_done(kind=HookKind.ROUTE, message_ids=message_ids)
+        if fetch_cycle_id is not None:
+            FetchCycle.objects.filter(pk=fetch_cycle_id).update(
+                runs_created=F("runs_created") + len(outcome.created_run_ids)
+            )
     if outcome.errors:
         record_filter_errors(errors=outcome.errors)
-    if fetch_cycle_id is not None:
-        FetchCycle.objects.filter(pk=fetch_cycle_id).update(
-            runs_created=F("runs_created") + len(outcome.created_run_ids)
-        )
     return outcome
 
 
@@ -176,15 +183,16 @@ def record_cycle_error(*, fetch_cycle_id: int, error: str) -> None:
 # --- fetcher ----------------------------------------------------------------------------------------
 
 
-def start_fetcher(*, interval_minutes: int | None = None) -> Schedule:
-    """Create or re-arm the django-q2 schedule (its interval stays editable in the admin)."""
-    schedule = selectors.fetcher_schedule()
+def start_fetcher(*, owner: Any, interval_minutes: int | None = None) -> Schedule:
+    """Create or re-arm the owner's django-q2 schedule (its interval stays editable in the admin)."""
+    schedule = selectors.fetcher_schedule(owner=owner)
     minutes = interval_minutes or (schedule.minutes if schedule and schedule.minutes else None)
     minutes = max(1, int(minutes or selectors.default_interval_minutes()))
     if schedule is None:
         return Schedule.objects.create(
-            name=selectors.FETCHER_SCHEDULE_NAME,
+            name=selectors.fetcher_schedule_name(owner_id=owner.pk),
             func="apps.routing.tasks.scheduled_fetch_task",
+            kwargs=repr({"owner_id": int(owner.pk)}),
             schedule_type=Schedule.MINUTES,
             minutes=minutes,
             repeats=-1,
@@ -198,19 +206,20 @@ def start_fetcher(*, interval_minutes: int | None = None) -> Schedule:
     return schedule
 
 
-def stop_fetcher() -> Schedule | None:
+def stop_fetcher(*, owner: Any) -> Schedule | None:
     """repeats=0 makes django-q2's scheduler skip the row; the interval is kept for the next start."""
-    schedule = selectors.fetcher_schedule()
+    schedule = selectors.fetcher_schedule(owner=owner)
     if schedule is not None and schedule.repeats != 0:
         schedule.repeats = 0
         schedule.save(update_fields=["repeats"])
     return schedule
 
 
-def start_fetch_cycle(*, trigger: str, requested_by: Any = None, enqueue: bool = True) -> FetchCycle:
+def start_fetch_cycle(*, owner: Any, trigger: str, requested_by: Any = None, enqueue: bool = True) -> FetchCycle:
+    """A cycle that syncs the owner's enabled accounts (and only theirs)."""
     if trigger not in CycleTrigger.values:
         raise ValueError(f"unknown trigger {trigger!r}")
-    cycle = FetchCycle.objects.create(trigger=trigger, requested_by=requested_by)
+    cycle = FetchCycle.objects.create(owner=owner, trigger=trigger, requested_by=requested_by)
     if enqueue:
         transaction.on_commit(
             lambda: async_task("apps.routing.tasks.fetch_cycle_task", cycle.pk, task_name=f"fetch-cycle-{cycle.pk}")
@@ -235,9 +244,15 @@ def execute_fetch_cycle(*, cycle_id: int) -> FetchCycle | None:
         return None
     if cycle.status != CycleStatus.RUNNING:
         return cycle  # a retried task: the cycle already finished
+    if cycle.owner_id is None:  # a cycle from before fetchers were per owner: nobody's accounts to sync
+        FetchCycle.objects.filter(pk=cycle.pk).update(
+            status=CycleStatus.FAILED, finished_at=timezone.now(), error="this cycle has no owner"
+        )
+        cycle.refresh_from_db()
+        return cycle
     summary: dict[str, Any] = {}
     try:
-        results = sync_all_accounts_task(fetch_cycle_id=cycle.pk, owner_id=cycle.requested_by_id)
+        results = sync_all_accounts_task(fetch_cycle_id=cycle.pk, owner_id=cycle.owner_id)
         names = dict(MailAccount.objects.filter(pk__in=[r["account_id"] for r in results]).values_list("pk", "name"))
         for result in results:
             summary[str(result["account_id"])] = {

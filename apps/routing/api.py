@@ -198,6 +198,7 @@ def delete_filter(request: HttpRequest, filter_id: int) -> Status:
 
 class CycleOut(Schema):
     id: int
+    ownerId: int | None
     trigger: str
     status: str
     startedAt: dt.datetime
@@ -231,6 +232,7 @@ def cycle_out(cycle: FetchCycle | None) -> dict[str, Any] | None:
         return None
     return {
         "id": cycle.pk,
+        "ownerId": cycle.owner_id,
         "trigger": cycle.trigger,
         "status": cycle.status,
         "startedAt": cycle.started_at,
@@ -246,21 +248,22 @@ def cycle_out(cycle: FetchCycle | None) -> dict[str, Any] | None:
     }
 
 
-def _status() -> dict[str, Any]:
-    state = selectors.fetcher_state()
+def _status(request: HttpRequest) -> dict[str, Any]:
+    """The caller's own fetcher; `recentCycles` are their own cycles (every owner's for staff)."""
+    state = selectors.fetcher_state(owner=request.user)
     return {
         "running": state.running,
         "intervalMinutes": state.interval_minutes,
         "nextRun": state.next_run,
         "currentCycle": cycle_out(state.current),
         "lastCycle": cycle_out(state.last),
-        "recentCycles": [cycle_out(c) for c in selectors.recent_cycles(limit=10)],
+        "recentCycles": [cycle_out(c) for c in selectors.recent_cycles(user=request.user, limit=10)],
     }
 
 
 @fetcher_router.get("/status", response=FetcherStatusOut)
 def fetcher_status(request: HttpRequest) -> dict[str, Any]:
-    return _status()
+    return _status(request)
 
 
 class StartIn(Schema):
@@ -272,19 +275,19 @@ def fetcher_start(request: HttpRequest, payload: StartIn | None = None) -> dict[
     interval = payload.intervalMinutes if payload else None
     if interval is not None and not 1 <= interval <= 1440:
         raise HttpError(400, "intervalMinutes must be between 1 and 1440")
-    actions.start_fetcher(interval_minutes=interval)
-    return _status()
+    actions.start_fetcher(owner=request.user, interval_minutes=interval)
+    return _status(request)
 
 
 @fetcher_router.post("/stop", response=FetcherStatusOut)
 def fetcher_stop(request: HttpRequest) -> dict[str, Any]:
-    actions.stop_fetcher()
-    return _status()
+    actions.stop_fetcher(owner=request.user)
+    return _status(request)
 
 
 def _start_cycle(request: HttpRequest, trigger: str) -> Status:
     with transaction.atomic():
-        cycle = actions.start_fetch_cycle(trigger=trigger, requested_by=request.user)
+        cycle = actions.start_fetch_cycle(owner=request.user, trigger=trigger, requested_by=request.user)
     cycle.refresh_from_db()
     return Status(202, {"fetchCycleId": cycle.pk, "status": cycle.status})
 

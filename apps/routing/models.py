@@ -70,6 +70,12 @@ class CycleStatus(models.TextChoices):
 
 
 class FetchCycle(models.Model):
+    """One fetch of one owner's accounts. Each owner has their own fetcher schedule and sees only their
+    own cycles (staff see every owner's); cycles from before owners existed keep a null owner."""
+
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, null=True, blank=True, related_name="fetch_cycles"
+    )
     trigger = models.CharField(max_length=10, choices=CycleTrigger.choices)
     status = models.CharField(max_length=10, choices=CycleStatus.choices, default=CycleStatus.RUNNING)
     requested_by = models.ForeignKey(

@@ -153,18 +153,24 @@ class FetcherState:
     last: FetchCycle | None
 
 
-def fetcher_schedule() -> Schedule | None:
-    return Schedule.objects.filter(name=FETCHER_SCHEDULE_NAME).first()
+def fetcher_schedule_name(*, owner_id: int) -> str:
+    return f"{FETCHER_SCHEDULE_NAME}-{owner_id}"
+
+
+def fetcher_schedule(*, owner: Any) -> Schedule | None:
+    """The owner's own fetcher schedule (each owner's fetcher syncs only that owner's accounts)."""
+    return Schedule.objects.filter(name=fetcher_schedule_name(owner_id=owner.pk)).first()
 
 
 def default_interval_minutes() -> int:
     return max(1, int(getattr(settings, "MAILAGENT_FETCH_INTERVAL_MINUTES", 5)))
 
 
-def fetcher_state() -> FetcherState:
-    schedule = fetcher_schedule()
-    current = FetchCycle.objects.filter(status=CycleStatus.RUNNING).order_by("-started_at").first()
-    last = FetchCycle.objects.exclude(status=CycleStatus.RUNNING).order_by("-started_at").first()
+def fetcher_state(*, owner: Any) -> FetcherState:
+    schedule = fetcher_schedule(owner=owner)
+    own = FetchCycle.objects.filter(owner=owner)
+    current = own.filter(status=CycleStatus.RUNNING).order_by("-started_at").first()
+    last = own.exclude(status=CycleStatus.RUNNING).order_by("-started_at").first()
     return FetcherState(
         running=bool(schedule and schedule.repeats != 0),
         interval_minutes=int(schedule.minutes or default_interval_minutes())
@@ -177,12 +183,18 @@ def fetcher_state() -> FetcherState:
     )
 
 
-def recent_cycles(*, limit: int = 20) -> list[FetchCycle]:
-    return list(FetchCycle.objects.order_by("-started_at", "-pk")[:limit])
+def visible_cycles(*, user: Any) -> QuerySet[FetchCycle]:
+    """The user's own fetch cycles; staff see every owner's."""
+    cycles = FetchCycle.objects.select_related("owner")
+    return cycles if user.is_staff else cycles.filter(owner=user)
 
 
-def access_cycle(*, cycle_id: int) -> FetchCycle:
-    cycle = FetchCycle.objects.filter(pk=cycle_id).first()
+def recent_cycles(*, user: Any, limit: int = 20) -> list[FetchCycle]:
+    return list(visible_cycles(user=user).order_by("-started_at", "-pk")[:limit])
+
+
+def access_cycle(*, user: Any, cycle_id: int) -> FetchCycle:
+    cycle = visible_cycles(user=user).filter(pk=cycle_id).first()
     if cycle is None:
         raise Http404("No such fetch cycle")
     return cycle

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from django.contrib.auth import get_user_model
+
 from apps.orchestration import actions as orchestration_actions
 from apps.routing import actions
 from apps.routing.models import CycleTrigger
@@ -12,8 +14,12 @@ def fetch_cycle_task(cycle_id: int) -> str:
     return "gone" if cycle is None else cycle.status
 
 
-def scheduled_fetch_task() -> str:
+def scheduled_fetch_task(owner_id: int) -> str:
+    """One owner's schedule fired: housekeeping, then a cycle over that owner's accounts."""
     actions.fail_stalled_cycles()
     orchestration_actions.requeue_stalled_runs()
-    cycle = actions.start_fetch_cycle(trigger=CycleTrigger.SCHEDULE, enqueue=False)
+    owner = get_user_model().objects.filter(pk=owner_id, is_active=True).first()
+    if owner is None:
+        return "gone"
+    cycle = actions.start_fetch_cycle(owner=owner, trigger=CycleTrigger.SCHEDULE, enqueue=False)
     return fetch_cycle_task(cycle.pk)

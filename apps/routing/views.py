@@ -117,10 +117,10 @@ def filters_test(request: HttpRequest) -> HttpResponse:
 
 
 def _fetcher_context(request: HttpRequest) -> dict[str, Any]:
-    state = selectors.fetcher_state()
+    state = selectors.fetcher_state(owner=request.user)
     return {
         "state": state,
-        "cycles": selectors.recent_cycles(limit=15),
+        "cycles": selectors.recent_cycles(user=request.user, limit=15),
         "runs": list(selectors.recent_runs_for_user(user=request.user, limit=30)),
         "run_counts": selectors.run_counts_by_status(user=request.user),
     }
@@ -143,13 +143,15 @@ def fetcher_status(request: HttpRequest) -> HttpResponse:
 @require_POST
 def fetcher_control(request: HttpRequest, command: str) -> HttpResponse:
     if command == "start":
-        actions.start_fetcher()
+        actions.start_fetcher(owner=request.user)
     elif command == "stop":
-        actions.stop_fetcher()
+        actions.stop_fetcher(owner=request.user)
     elif command in ("fetch", "run"):
         with transaction.atomic():
             actions.start_fetch_cycle(
-                trigger=CycleTrigger.FETCH if command == "fetch" else CycleTrigger.RUN, requested_by=request.user
+                owner=request.user,
+                trigger=CycleTrigger.FETCH if command == "fetch" else CycleTrigger.RUN,
+                requested_by=request.user,
             )
     else:
         return HttpResponse("Unknown fetcher command", status=404)

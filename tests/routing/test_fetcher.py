@@ -13,12 +13,13 @@ from apps.accounts.actions import create_imap_account
 from apps.orchestration.models import Run, RunStatus
 from apps.routing import tasks
 from apps.routing.models import CycleStatus, CycleTrigger, FetchCycle, FetchCycleMessage
-from apps.routing.selectors import FETCHER_SCHEDULE_NAME
+from apps.routing.selectors import fetcher_schedule_name
 from tests.fakes.dovecot import Mailbox, make_message
 
 
 @pytest.mark.django_db
-def test_start_stop_through_the_api_keeps_the_interval(logged_in_client: Any) -> None:
+def test_start_stop_through_the_api_keeps_the_interval(logged_in_client: Any, user: Any) -> None:
+    FETCHER_SCHEDULE_NAME = fetcher_schedule_name(owner_id=user.pk)
     status = logged_in_client.get("/api/fetcher/status").json()
     assert status["running"] is False and status["currentCycle"] is None and status["recentCycles"] == []
 
@@ -26,6 +27,7 @@ def test_start_stop_through_the_api_keeps_the_interval(logged_in_client: Any) ->
     assert started["running"] is True and started["intervalMinutes"] == 5
     schedule = Schedule.objects.get(name=FETCHER_SCHEDULE_NAME)
     assert schedule.func == "apps.routing.tasks.scheduled_fetch_task"
+    assert schedule.kwargs == repr({"owner_id": user.pk})
     assert schedule.repeats == -1 and schedule.minutes == 5
 
     stopped = logged_in_client.post("/api/fetcher/stop").json()
@@ -112,9 +114,10 @@ def test_fetch_cycles_sync_route_and_group_runs(
     partial = logged_in_client.get(reverse("routing:fetcher_status"))
     assert partial.status_code == 200 and 'id="fetcher-status"' in partial.content.decode()
 
-    # A scheduled cycle syncs every enabled account, whoever owns it.
-    assert tasks.scheduled_fetch_task() == CycleStatus.COMPLETED
-    assert FetchCycle.objects.filter(trigger=CycleTrigger.SCHEDULE).count() == 1
+    # A scheduled cycle syncs the schedule owner's accounts.
+    assert tasks.scheduled_fetch_task(owner_id=user.pk) == CycleStatus.COMPLETED
+    scheduled = FetchCycle.objects.get(trigger=CycleTrigger.SCHEDULE)
+    assert scheduled.owner == user and scheduled.requested_by is None and list(scheduled.accounts) == [str(account.pk)]
 
 
 @pytest.mark.services
@@ -157,13 +160,13 @@ def test_stalled_cycles_are_closed(settings: Any) -> None:
 
 
 @pytest.mark.django_db
-def test_page_controls_start_and_stop(logged_in_client: Any) -> None:
+def test_page_controls_start_and_stop(logged_in_client: Any, user: Any) -> None:
     page = logged_in_client.get(reverse("routing:fetcher"))
     assert page.status_code == 200 and "Start schedule" in page.content.decode()
     partial = logged_in_client.post(reverse("routing:fetcher_control", args=["start"]), HTTP_HX_REQUEST="true")
     assert "Stop schedule" in partial.content.decode()
     logged_in_client.post(reverse("routing:fetcher_control", args=["stop"]))
-    assert Schedule.objects.get(name=FETCHER_SCHEDULE_NAME).repeats == 0
+    assert Schedule.objects.get(name=fetcher_schedule_name(owner_id=user.pk)).repeats == 0
     assert logged_in_client.post(reverse("routing:fetcher_control", args=["explode"])).status_code == 404
 
 
@@ -180,3 +183,59 @@ def test_a_routing_failure_is_shown_on_the_cycle(monkeypatch: pytest.MonkeyPatch
     receivers.route_stored_messages(None, account_id=1, message_ids=[], fetch_cycle_id=cycle.pk)
     cycle.refresh_from_db()
     assert cycle.error.startswith("routing of 0 new messages failed (RuntimeError: rule set unavailable)")
+
+
+@pytest.fixture
+def other_user(db: Any) -> Any:
+    from django.contrib.auth import get_user_model
+
+    return get_user_model().objects.create_user(username="other", email="other@example.com", password="x" * 20)
+
+
+@pytest.mark.django_db
+def test_each_owner_controls_only_their_own_fetcher(client: Any, user: Any, other_user: Any) -> None:
+    client.force_login(user)
+    assert client.post("/api/fetcher/start", content_type="application/json").json()["running"] is True
+    mine = Schedule.objects.get(name=fetcher_schedule_name(owner_id=user.pk))
+
+    client.force_login(other_user)
+    status = client.get("/api/fetcher/status").json()
+    assert status["running"] is False  # the first owner's schedule is not theirs
+    client.post("/api/fetcher/start", data={"intervalMinutes": 30}, content_type="application/json")
+    client.post("/api/fetcher/stop")
+    mine.refresh_from_db()
+    assert (mine.repeats, mine.minutes) == (-1, 5)  # untouched by the other owner's start/stop
+    theirs = Schedule.objects.get(name=fetcher_schedule_name(owner_id=other_user.pk))
+    assert (theirs.repeats, theirs.minutes, theirs.kwargs) == (0, 30, repr({"owner_id": other_user.pk}))
+
+
+@pytest.mark.django_db
+def test_cycles_are_visible_to_their_owner_and_to_staff_only(
+    client: Any, user: Any, other_user: Any, staff_user: Any
+) -> None:
+    client.force_login(user)
+    own = client.post("/api/fetcher/fetch").json()["fetchCycleId"]
+    assert FetchCycle.objects.get(pk=own).owner == user
+
+    client.force_login(other_user)
+    theirs = client.post("/api/fetcher/fetch").json()["fetchCycleId"]
+    status = client.get("/api/fetcher/status").json()
+    assert [c["id"] for c in status["recentCycles"]] == [theirs]
+    assert status["currentCycle"]["id"] == theirs  # not run: on-commit callbacks do not fire here
+    page = client.get(reverse("routing:fetcher")).content.decode()
+    assert f'id="cycle-{theirs}"' in page and f'id="cycle-{own}"' not in page
+
+    client.force_login(staff_user)
+    status = client.get("/api/fetcher/status").json()
+    assert {c["id"] for c in status["recentCycles"]} == {own, theirs}
+    assert status["currentCycle"] is None  # the staff member's own fetcher has no cycle
+    page = client.get(reverse("routing:fetcher")).content.decode()
+    assert f'id="cycle-{own}"' in page and f'id="cycle-{theirs}"' in page
+
+
+@pytest.mark.django_db
+def test_a_scheduled_fetch_for_a_removed_owner_does_nothing(user: Any) -> None:
+    owner_id = user.pk
+    user.delete()
+    assert tasks.scheduled_fetch_task(owner_id=owner_id) == "gone"
+    assert not FetchCycle.objects.exists()
