@@ -9,7 +9,7 @@ PORT ?= 8000
 .PHONY: help install install-test run test lint typecheck pytest pytest-postgres bench clean
 
 help:
-	@echo "make run    - set up everything and serve http://$(HOST):$(PORT) (Daphne + background jobs)"
+	@echo "make run    - set up everything and serve http://$(HOST):$(PORT) (uvicorn + background jobs)"
 	@echo "make test   - ruff, mypy, pytest on SQLite and on PostgreSQL+pgvector"
 	@echo "make install / make install-test / make bench / make clean"
 

@@ -15,6 +15,7 @@ from django.urls import path  # noqa: E402
 from apps.ask.consumers import AskRunConsumer  # noqa: E402
 from mailagent.consumers import NotificationsConsumer  # noqa: E402
 from mailagent.crypto import warn_if_insecure  # noqa: E402
+from mailagent.request_limits import RequestBodyLimitMiddleware  # noqa: E402
 
 warn_if_insecure()
 
@@ -25,7 +26,7 @@ websocket_urlpatterns = [
 
 application = ProtocolTypeRouter(
     {
-        "http": django_asgi_app,
+        "http": RequestBodyLimitMiddleware(django_asgi_app),
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

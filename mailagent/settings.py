@@ -279,6 +279,11 @@ MAILAGENT_MAX_UPLOAD_BYTES = env_int("MAILAGENT_MAX_UPLOAD_BYTES", 512 * 1024 * 
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 
 # Routing: time limit of one filter search and of all filters on one message (catastrophic patterns are
+# Request bodies are bounded before Django reads them (mailagent/request_limits.py): anonymous requests,
+# logged-in (or bearer-token) requests, and the upload endpoints below (logged-in only, MAX_UPLOAD_BYTES).
+MAILAGENT_MAX_ANONYMOUS_REQUEST_BYTES = env_int("MAILAGENT_MAX_ANONYMOUS_REQUEST_BYTES", 256 * 1024)
+MAILAGENT_MAX_REQUEST_BYTES = env_int("MAILAGENT_MAX_REQUEST_BYTES", 16 * 1024 * 1024)
+MAILAGENT_UPLOAD_URL_NAMES = ["mail:account_import"]
 # abandoned and recorded as filter errors), and the fetcher schedule's interval when it is first started.
 ROUTING_FILTER_TIMEOUT_MS = env_int("ROUTING_FILTER_TIMEOUT_MS", 50)
 ROUTING_MESSAGE_BUDGET_MS = env_int("ROUTING_MESSAGE_BUDGET_MS", 1000)

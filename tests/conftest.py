@@ -3,7 +3,6 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import subprocess
-import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,6 +19,7 @@ from apps.orchestration.actions import create_director
 from apps.orchestration.models import Director
 from apps.routing import actions as routing_actions
 from apps.routing.models import Filter
+from mailagent.server import web_server_command
 from tests.fakes.dovecot import DovecotServer, Mailbox, dovecot_server, make_message
 from tests.fakes.google_server import FakeGoogleServer
 from tests.fakes.graph_server import FakeGraphServer
@@ -76,11 +76,11 @@ def redis_url() -> Iterator[str]:
 
 @pytest.fixture
 def asgi_server(transactional_db: Any) -> Iterator[str]:
-    """The real production server (Daphne) in a subprocess on the test database."""
+    """The real production web server (the command `manage.py serve` runs) in a subprocess on the test database."""
     port = free_port()
-    log = tempfile.NamedTemporaryFile(prefix="daphne-", suffix=".log", delete=False)  # noqa: SIM115
+    log = tempfile.NamedTemporaryFile(prefix="web-", suffix=".log", delete=False)  # noqa: SIM115
     process = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "mailagent.asgi:application"],
+        web_server_command(host="127.0.0.1", port=port),
         cwd=REPO_ROOT,
         env=subprocess_env(),
         stdout=log,
@@ -90,7 +90,7 @@ def asgi_server(transactional_db: Any) -> Iterator[str]:
         try:
             wait_for_port(port, timeout=30, process=process)
         except (RuntimeError, TimeoutError):
-            raise RuntimeError("Daphne did not start:\n" + Path(log.name).read_text()) from None
+            raise RuntimeError("The web server did not start:\n" + Path(log.name).read_text()) from None
         yield f"http://127.0.0.1:{port}"
     finally:
         process.terminate()

@@ -60,7 +60,7 @@ def test_bootstrap_asks_for_demo_data(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_serve_runs_daphne_and_the_cluster_and_stops_both_on_ctrl_c() -> None:
+def test_serve_runs_the_web_server_and_the_cluster_and_stops_both_on_ctrl_c() -> None:
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "manage.py", "serve", "--port", str(port)],

@@ -1,4 +1,5 @@
-"""`make run`: Daphne (HTTP + websockets) and a django-q2 cluster in the foreground, stopped together."""
+"""`make run`: the web server (uvicorn: HTTP + websockets, see mailagent/server.py) and a django-q2 cluster
+in the foreground, stopped together."""
 
 from __future__ import annotations
 
@@ -13,12 +14,13 @@ from django.conf import settings
 from django.core.management.base import BaseCommand
 
 from mailagent.crypto import warn_if_insecure
+from mailagent.server import web_server_command
 
 STOP_GRACE_SECONDS = 10
 
 
 class Command(BaseCommand):
-    help = "Serve the app with Daphne and run the background-job cluster until Ctrl-C."
+    help = "Serve the app (uvicorn) and run the background-job cluster until Ctrl-C."
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--host", default="127.0.0.1")
@@ -28,19 +30,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **options: Any) -> None:
         warn_if_insecure()
         manage_py = str(Path(settings.BASE_DIR) / "manage.py")
-        commands = {
-            "web": [
-                sys.executable,
-                "-m",
-                "daphne",
-                "-b",
-                options["host"],
-                "-p",
-                str(options["port"]),
-                "--proxy-headers",
-                "mailagent.asgi:application",
-            ]
-        }
+        commands = {"web": web_server_command(host=options["host"], port=options["port"])}
         if not options["no_worker"]:
             commands["worker"] = [sys.executable, manage_py, "qcluster"]
 

@@ -1,0 +1,41 @@
+"""How the web process is started, shared by `manage.py serve` and the tests that run the real server.
+
+The ASGI server is uvicorn, not Daphne. Daphne (Twisted) hands a request to the application only after
+the whole body has arrived: Twisted's Request writes it to a temporary file and, for multipart forms,
+parses it in memory first, and Daphne then queues every chunk at once. So no ASGI middleware can refuse
+a body in time, and it has no setting for a maximum body size (`request_buffer_size` is only the chunk
+size it queues with). A 100 MB anonymous POST to the login page cost ~1.2 GB of RSS. uvicorn streams the
+body to the app with back-pressure, so mailagent.request_limits can refuse it from the headers or cut it
+off while it streams. Websockets (Channels) run on uvicorn's `websockets` implementation.
+
+Proxy headers (X-Forwarded-For/-Proto) are trusted only when FORWARDED_ALLOW_IPS names the proxies
+(uvicorn reads that variable itself); without it they are ignored.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+ASGI_APPLICATION = "mailagent.asgi:application"
+
+
+def web_server_command(*, host: str, port: int) -> list[str]:
+    """The command line of one web process serving HTTP and websockets on host:port."""
+    proxy = "--proxy-headers" if os.environ.get("FORWARDED_ALLOW_IPS", "").strip() else "--no-proxy-headers"
+    return [
+        sys.executable,
+        "-m",
+        "uvicorn",
+        "--host",
+        host,
+        "--port",
+        str(port),
+        "--lifespan",  # Channels' ProtocolTypeRouter has no lifespan handler
+        "off",
+        "--ws",
+        "websockets",
+        proxy,
+        "--no-server-header",
+        ASGI_APPLICATION,
+    ]
