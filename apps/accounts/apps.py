@@ -2,6 +2,9 @@ from __future__ import annotations
 
 from django.apps import AppConfig
 
+OUTBOX_SCHEDULE_NAME = "mail: outbox sweeper"
+OUTBOX_SWEEP_MINUTES = 1
+
 
 class AccountsConfig(AppConfig):
     name = "apps.accounts"
@@ -14,3 +17,12 @@ class AccountsConfig(AppConfig):
         from mailagent.signals import demo_data_requested
 
         demo_data_requested.connect(demo.load_demo_on_empty_database, dispatch_uid="accounts.demo")
+
+        from django.db.models.signals import post_migrate
+
+        from mailagent.schedules import ensure_maintenance_schedules, register_maintenance
+
+        register_maintenance(
+            name=OUTBOX_SCHEDULE_NAME, func="apps.accounts.tasks.sweep_outbox_task", minutes=OUTBOX_SWEEP_MINUTES
+        )
+        post_migrate.connect(ensure_maintenance_schedules, dispatch_uid="mailagent.maintenance_schedules")

@@ -70,6 +70,9 @@ class MailAccount(models.Model):
     # between batches, and expiring on its own if the holder dies.
     sync_lock_token = models.CharField(max_length=64, blank=True)
     sync_lock_expires_at = models.DateTimeField(null=True, blank=True)
+    # Who holds the lock ("host:pid:process start"): a holder on this host whose process is gone loses it at
+    # once instead of at expiry (mailagent.liveness).
+    sync_lock_holder = models.CharField(max_length=255, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -155,6 +158,10 @@ class Message(models.Model):
     raw_headers = models.TextField(blank=True)
     parse_error = models.TextField(blank=True)
     stored_at = models.DateTimeField(default=timezone.now)
+    # The outbox of the messages-stored hooks (apps/accounts/outbox.py): set by the work itself, in the
+    # transaction that writes its result (index rows; runs). NULL = still to do; the sweeper retries it.
+    indexed_at = models.DateTimeField(null=True, blank=True)
+    routed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -166,6 +173,9 @@ class Message(models.Model):
             models.Index(fields=["thread", "date"], name="mail_message_thread_date"),
             # Threading looks up replies stored before their parent once per stored batch.
             models.Index(fields=["account", "in_reply_to"], name="mail_message_in_reply_to"),
+            # The sweeper's scans: partial, so they hold only the (few) rows with work left.
+            models.Index(fields=["stored_at"], condition=models.Q(indexed_at=None), name="mail_message_unindexed"),
+            models.Index(fields=["stored_at"], condition=models.Q(routed_at=None), name="mail_message_unrouted"),
         ]
         ordering = ["-date", "-pk"]
 
@@ -203,3 +213,29 @@ class Attachment(models.Model):
 
     def __str__(self) -> str:
         return self.filename or f"attachment {self.pk}"
+
+
+class HookKind(models.TextChoices):
+    INDEX = "index", "Search indexing"
+    ROUTE = "route", "Routing"
+
+
+class HookFailure(models.Model):
+    """A messages-stored hook that failed for one message: the outbox sweeper retries it with backoff.
+
+    Only failures get a row (the hot path writes none); the row goes when the work succeeds."""
+
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="hook_failures")
+    kind = models.CharField(max_length=8, choices=HookKind.choices)
+    attempts = models.PositiveIntegerField(default=1)
+    next_attempt_at = models.DateTimeField()
+    last_error = models.TextField(blank=True)
+    first_failed_at = models.DateTimeField(default=timezone.now)
+    last_failed_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["message", "kind"], name="mail_hook_failure_unique")]
+        indexes = [models.Index(fields=["kind", "next_attempt_at"], name="mail_hook_failure_due")]
+
+    def __str__(self) -> str:
+        return f"{self.kind} of message {self.message_id}: {self.attempts} attempts"

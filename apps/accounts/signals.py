@@ -4,6 +4,14 @@ from __future__ import annotations
 
 from django.dispatch import Signal
 
-# Sent once per committed batch, after commit. kwargs: account_id (int), message_ids (list[int]),
-# fetch_cycle_id (int | None: the fetcher cycle that asked for the sync, opaque to accounts).
+# Sent after commit, once per committed batch and again by the outbox sweeper (apps/accounts/outbox.py).
+# kwargs:
+#   account_id (int);
+#   message_ids (list[int]): messages this batch created;
+#   fetch_cycle_id (int | None): the fetcher cycle that asked for the sync, opaque to accounts;
+#   retry_ids (list[int], optional): messages stored earlier whose hook work may still be missing (a
+#     re-import of them, or the sweeper); a receiver does its work for those whose outbox field is NULL;
+#   retry_kinds (list[str] | None, optional): the hook kinds (HookKind) retry_ids are meant for; None = all.
+# A receiver must not raise: it marks its work done with outbox.mark_done in the transaction of its result,
+# and records a failure (outbox.run_hook) when it cannot, so the sweeper tries again.
 messages_stored = Signal()

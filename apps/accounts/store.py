@@ -89,16 +89,23 @@ def store_remote_messages(
 ) -> StoreResult:
     incoming = parse_batch(messages, keep_payloads=keep_payloads)
     in_batch_duplicates = len(messages) - len(incoming)
+    unfinished: list[int] = []
     with transaction.atomic():
-        result = _insert(account=account, incoming=incoming)
+        result = _insert(account=account, incoming=incoming, unfinished=unfinished)
         if checkpoint is not None:
             apply_checkpoint(account=account, checkpoint=checkpoint)
         result.duplicates += in_batch_duplicates
-        if result.created_ids:
+        if result.created_ids or unfinished:
             created = list(result.created_ids)
+            # Known messages whose hooks never finished (a crash after their commit) get them again now.
             transaction.on_commit(
                 lambda: messages_stored.send(
-                    sender=Message, account_id=account.pk, message_ids=created, fetch_cycle_id=fetch_cycle_id
+                    sender=Message,
+                    account_id=account.pk,
+                    message_ids=created,
+                    fetch_cycle_id=fetch_cycle_id,
+                    retry_ids=unfinished,
+                    retry_kinds=None,
                 )
             )
     return result
@@ -121,7 +128,8 @@ def apply_checkpoint(*, account: MailAccount, checkpoint: Checkpoint) -> None:
             MailFolder.objects.create(account=account, name=checkpoint.folder, **fields)
 
 
-def _insert(*, account: MailAccount, incoming: list[_Incoming]) -> StoreResult:
+def _insert(*, account: MailAccount, incoming: list[_Incoming], unfinished: list[int]) -> StoreResult:
+    """Insert what is new; `unfinished` gets the already-stored ones whose index or routing is missing."""
     result = StoreResult()
     if not incoming:
         return result
@@ -130,9 +138,12 @@ def _insert(*, account: MailAccount, incoming: list[_Incoming]) -> StoreResult:
     existing_by_key = {
         row["dedupe_key"]: row
         for row in Message.objects.filter(account=account, dedupe_key__in=keys).values(
-            "id", "dedupe_key", "provider_id", "folder", "labels"
+            "id", "dedupe_key", "provider_id", "folder", "labels", "indexed_at", "routed_at"
         )
     }
+    unfinished.extend(
+        row["id"] for row in existing_by_key.values() if row["indexed_at"] is None or row["routed_at"] is None
+    )
     existing_provider_ids = set(
         Message.objects.filter(account=account, provider_id__in=provider_ids).values_list("provider_id", flat=True)
     )

@@ -55,3 +55,10 @@ def sync_all_accounts_task(fetch_cycle_id: int | None = None, owner_id: int | No
         return []
     with ThreadPoolExecutor(max_workers=min(PARALLEL_ACCOUNTS, len(ids))) as pool:
         return list(pool.map(lambda pk: _sync_in_thread(pk, fetch_cycle_id), ids))
+
+
+def sweep_outbox_task() -> dict[str, int]:
+    """Scheduled ("mail: outbox sweeper"): index and route what the messages-stored hooks left undone."""
+    from apps.accounts.outbox import sweep_outbox
+
+    return sweep_outbox().announced

@@ -13,7 +13,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from apps.accounts.models import Message
+from apps.accounts import outbox
+from apps.accounts.models import HookKind, Message
 from apps.search.backends import get_search_backend
 from apps.search.backends.base import IndexResult
 from apps.search.documents import documents_for_messages
@@ -27,7 +28,8 @@ BACKFILL_LOCK_SECONDS = 600
 
 
 def index_messages(*, message_ids: Iterable[int]) -> IndexResult:
-    """(Re)index messages and their extracted attachment texts; vanished ids are removed."""
+    """(Re)index messages and their extracted attachment texts; vanished ids are removed. The messages are
+    marked indexed (the outbox) in the same transaction as their index rows."""
     backend = get_search_backend()
     total = IndexResult()
     ids = list(message_ids)
@@ -42,6 +44,7 @@ def index_messages(*, message_ids: Iterable[int]) -> IndexResult:
             total.updated += result.updated
             total.unchanged += result.unchanged
             total.document_ids.extend(result.document_ids)
+        outbox.mark_done(kind=HookKind.INDEX, message_ids=ids)
     return total
 
 

@@ -171,18 +171,19 @@ def test_page_controls_start_and_stop(logged_in_client: Any, user: Any) -> None:
 
 
 @pytest.mark.django_db
-def test_a_routing_failure_is_shown_on_the_cycle(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_routing_failure_is_shown_on_the_cycle(monkeypatch: pytest.MonkeyPatch, store_mail: Any) -> None:
     from apps.routing import actions, receivers
 
     cycle = FetchCycle.objects.create(trigger=CycleTrigger.FETCH)
+    message = store_mail()
 
     def broken(**kwargs: Any) -> None:
         raise RuntimeError("rule set unavailable")
 
     monkeypatch.setattr(actions, "route_messages", broken)
-    receivers.route_stored_messages(None, account_id=1, message_ids=[], fetch_cycle_id=cycle.pk)
+    receivers.route_stored_messages(None, account_id=1, message_ids=[message.pk], fetch_cycle_id=cycle.pk)
     cycle.refresh_from_db()
-    assert cycle.error.startswith("routing of 0 new messages failed (RuntimeError: rule set unavailable)")
+    assert cycle.error.startswith("routing of 1 new messages failed (RuntimeError: rule set unavailable)")
 
 
 @pytest.fixture
