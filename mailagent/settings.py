@@ -106,6 +106,7 @@ INSTALLED_APPS = [
     "apps.orchestration",
     "apps.routing",
     "apps.ask",
+    "apps.organization",
 ]
 
 # Optional social login: a provider appears only when its client id is configured.

@@ -12,6 +12,10 @@ api.add_router("/fetcher", "apps.routing.api.fetcher_router")
 api.add_router("/ask", "apps.ask.api.router")
 api.add_router("/workspaces", "apps.workspaces.api.router")
 api.add_router("/diagnostics/unified", "apps.orchestration.api.router")
+api.add_router("/inbox/suggestions", "apps.organization.api.suggestions_router")
+api.add_router("/inbox/organize", "apps.organization.api.organize_router")
+api.add_router("/settings/organization", "apps.organization.api.settings_router")
+api.add_router("/organization", "apps.organization.api.organization_router")
 
 urlpatterns = [
     path("", views.home, name="home"),
@@ -22,6 +26,7 @@ urlpatterns = [
     path("routing/", include("apps.routing.urls")),
     path("runs/", include("apps.orchestration.urls")),
     path("ask/", include("apps.ask.urls")),
+    path("organize/", include("apps.organization.urls")),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
 ]

@@ -1,0 +1,168 @@
+"""The owner's decisions on suggestions (accept, reject, choose another folder), the moves they cause with
+their journal, and undo. Every decision marks the classifier for retraining."""
+
+from __future__ import annotations
+
+from django.db import transaction
+from django.utils import timezone
+
+from apps.organization import fsops, indexing
+from apps.organization.actions import request_retrain
+from apps.organization.digest import sha256_of
+from apps.organization.fsops import LibraryPathError, MoveError
+from apps.organization.models import INBOX_DIR, FileStatus, LibraryFile, Move, Suggestion, SuggestionStatus
+
+ACTIONS = ("accept", "reject", "choose")
+
+
+class OrganizationDecisionError(Exception):
+    """A decision that cannot be carried out; the message says what happened and what to do."""
+
+
+def _check_unchanged(suggestion: Suggestion) -> LibraryFile:
+    file = suggestion.file
+    path = file.absolute_path
+    try:
+        current = sha256_of(path) if path.is_file() and not path.is_symlink() else None
+    except OSError:
+        current = None
+    if current is None or current != suggestion.file_sha256 or file.status != FileStatus.INBOX:
+        reason = "the file is gone from the inbox" if current is None else "the file changed after the suggestion"
+        Suggestion.objects.filter(pk=suggestion.pk, status=SuggestionStatus.PENDING).update(
+            status=SuggestionStatus.EXPIRED, expired_reason=reason, decided_at=timezone.now()
+        )
+        if current is None and file.status != FileStatus.MISSING:
+            file.status = FileStatus.MISSING
+            file.save(update_fields=["status"])
+        raise OrganizationDecisionError(f"This suggestion expired: {reason}. Scan the inbox for a fresh one.")
+    return file
+
+
+def _move(*, suggestion: Suggestion, folder: str, reason: str) -> Move:
+    file = suggestion.file
+    library = file.library
+    old_path = file.path
+    try:
+        folder = fsops.normalize_folder(folder)
+        folder_path = fsops.ensure_folder(library.root_path, folder)
+        destination = fsops.move_into(library.root_path, file.path, folder_path)
+    except (LibraryPathError, MoveError) as exc:
+        raise OrganizationDecisionError(str(exc)) from exc
+    new_path = fsops.relative_to_root(library.root_path, destination)
+    try:
+        with transaction.atomic():
+            move = Move.objects.create(
+                library=library,
+                file=file,
+                suggestion=suggestion,
+                from_path=file.path,
+                to_path=new_path,
+                sha256=suggestion.file_sha256,
+                reason=reason[:200],
+            )
+            file.path = new_path
+            file.status = FileStatus.FILED
+            file.mtime = destination.stat().st_mtime
+            file.save(update_fields=["path", "status", "mtime"])
+    except Exception:
+        fsops.move_back(library.root_path, new_path, old_path)
+        raise
+    transaction.on_commit(lambda: indexing.index_files([file]))
+    return move
+
+
+def respond(*, suggestion: Suggestion, action: str, folder: str = "") -> Suggestion:
+    """accept → move to the suggested folder; choose → move to `folder` (created if needed); reject → the
+    file stays in the inbox and is not suggested again unless forced."""
+    if action not in ACTIONS:
+        raise OrganizationDecisionError(f"Unknown action {action!r}: use accept, reject or choose.")
+    if action != "reject" and suggestion.status == SuggestionStatus.PENDING:
+        # Outside the transaction below, so that the expiry of a stale suggestion is kept when we refuse.
+        _check_unchanged(Suggestion.objects.select_related("file__library").get(pk=suggestion.pk))
+    with transaction.atomic():
+        locked = Suggestion.objects.select_for_update().select_related("file__library").get(pk=suggestion.pk)
+        if locked.status != SuggestionStatus.PENDING:
+            raise OrganizationDecisionError(f"This suggestion is already {locked.status}.")
+        if action == "reject":
+            locked.status = SuggestionStatus.REJECTED
+            locked.action = "reject"
+            locked.decided_at = timezone.now()
+            locked.save(update_fields=["status", "action", "decided_at"])
+        else:
+            if action == "accept":
+                if not locked.target_folder:
+                    raise OrganizationDecisionError("There is no confident folder to accept: choose one instead.")
+                target = locked.target_folder
+            else:
+                if not folder.strip():
+                    raise OrganizationDecisionError("Choose needs a folder (targetFolder).")
+                target = folder
+            move = _move(suggestion=locked, folder=target, reason=action)
+            locked.status = SuggestionStatus.ACCEPTED
+            locked.action = action
+            locked.final_folder = str(fsops.normalize_folder(target))
+            locked.decided_at = move.created_at
+            locked.save(update_fields=["status", "action", "final_folder", "decided_at"])
+        request_retrain(library=locked.file.library)
+    return locked
+
+
+def auto_move(*, suggestion: Suggestion) -> Move:
+    _check_unchanged(Suggestion.objects.select_related("file__library").get(pk=suggestion.pk))
+    with transaction.atomic():
+        locked = Suggestion.objects.select_for_update().select_related("file__library").get(pk=suggestion.pk)
+        if locked.status != SuggestionStatus.PENDING or not locked.target_folder:
+            raise OrganizationDecisionError("The suggestion is no longer pending.")
+        move = _move(suggestion=locked, folder=locked.target_folder, reason=f"auto-move ({locked.confidence:.0%})")
+        locked.status = SuggestionStatus.ACCEPTED
+        locked.action = "auto"
+        locked.final_folder = locked.target_folder
+        locked.decided_at = move.created_at
+        locked.save(update_fields=["status", "action", "final_folder", "decided_at"])
+    return move
+
+
+def undo_move(*, move: Move) -> Move:
+    """Move the file back where it was, when it is unchanged and the old path is free; else a clear error
+    and nothing changes."""
+    with transaction.atomic():
+        locked = Move.objects.select_for_update().select_related("library", "file").get(pk=move.pk)
+        if locked.undone_at is not None:
+            raise OrganizationDecisionError("This move was already undone.")
+        root = locked.library.root_path
+        try:
+            current = fsops.resolve_inside(root, locked.to_path)
+        except LibraryPathError as exc:
+            raise OrganizationDecisionError(str(exc)) from exc
+        if not current.is_file() or current.is_symlink():
+            raise OrganizationDecisionError(f"{locked.to_path} is not there any more, so it cannot be moved back.")
+        if sha256_of(current) != locked.sha256:
+            raise OrganizationDecisionError(
+                f"{locked.to_path} changed after the move; undo would move a different file. Move it by hand."
+            )
+        try:
+            fsops.move_back(root, locked.to_path, locked.from_path)
+        except (LibraryPathError, MoveError) as exc:
+            raise OrganizationDecisionError(str(exc)) from exc
+        locked.undone_at = timezone.now()
+        locked.save(update_fields=["undone_at"])
+        file = locked.file
+        if file is not None:
+            file.path = locked.from_path
+            file.status = FileStatus.INBOX if locked.from_path.startswith(INBOX_DIR + "/") else FileStatus.FILED
+            file.mtime = (root / locked.from_path).stat().st_mtime
+            file.save(update_fields=["path", "status", "mtime"])
+            transaction.on_commit(lambda: indexing.index_files([file]))
+        if locked.suggestion_id:
+            # The decision is withdrawn: it no longer teaches the classifier, and the file is back to decide.
+            Suggestion.objects.filter(pk=locked.suggestion_id).update(
+                status=SuggestionStatus.EXPIRED, expired_reason="the move was undone"
+            )
+        request_retrain(library=locked.library)
+    if locked.file is not None and locked.file.status == FileStatus.INBOX:
+        from apps.organization.actions import get_settings
+        from apps.organization.suggesting import suggest_for_file
+
+        if get_settings(owner=locked.library.owner).auto_suggest:
+            suggest_for_file(file=locked.file)
+    return locked

@@ -1,0 +1,140 @@
+"""Mail attachments into the library inbox, per account ("save attachments to the library inbox"), within the
+account's size and type limits, with provenance (message, sender, subject, date) kept on the file. Each
+attachment is handled once: a SavedAttachment row records the outcome (saved, or why it was skipped)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from pathlib import PurePath
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from apps.accounts.actions import fetch_attachment_bytes
+from apps.accounts.models import Attachment, MailAccount
+from apps.organization import actions
+from apps.organization.models import AttachmentIntake, FileSource, SavedAttachment
+
+logger = logging.getLogger(__name__)
+SWEEP_WINDOW = dt.timedelta(days=7)
+SWEEP_LIMIT = 500
+
+
+def set_intake(
+    *,
+    account: MailAccount,
+    enabled: bool,
+    max_bytes: int | None = None,
+    allowed_suffixes: list[str] | None = None,
+    include_inline: bool | None = None,
+) -> AttachmentIntake:
+    intake, _ = AttachmentIntake.objects.get_or_create(account=account)
+    if enabled and not intake.enabled:
+        intake.enabled_at = timezone.now()
+    intake.enabled = enabled
+    if max_bytes is not None:
+        if max_bytes <= 0:
+            raise actions.OrganizationError("The size limit must be a positive number of bytes.")
+        intake.max_bytes = max_bytes
+    if allowed_suffixes is not None:
+        intake.allowed_suffixes = sorted(
+            {("." + s.strip().lower().lstrip(".")) for s in allowed_suffixes if s.strip().strip(".")}
+        )
+    if include_inline is not None:
+        intake.include_inline = include_inline
+    intake.save()
+    return intake
+
+
+def skip_reason(attachment: Attachment, intake: AttachmentIntake) -> str:
+    if attachment.is_inline and not intake.include_inline:
+        return "skipped: inline part"
+    if not attachment.filename:
+        return "skipped: no file name"
+    if attachment.size and attachment.size > intake.max_bytes:
+        return f"skipped: {attachment.size} bytes is over the {intake.max_bytes}-byte limit"
+    suffix = PurePath(attachment.filename).suffix.lower()
+    if intake.allowed_suffixes and suffix not in intake.allowed_suffixes:
+        return f"skipped: type {suffix or '(none)'} is not in {', '.join(intake.allowed_suffixes)}"
+    return ""
+
+
+def _provenance(attachment: Attachment) -> dict[str, Any]:
+    message = attachment.message
+    return {
+        "message_id": message.pk,
+        "account_id": message.account_id,
+        "sender": message.from_address,
+        "sender_name": message.from_name,
+        "subject": message.subject,
+        "date": message.date.isoformat() if message.date else None,
+        "attachment_id": attachment.pk,
+    }
+
+
+def save_attachment(*, attachment: Attachment, intake: AttachmentIntake) -> SavedAttachment | None:
+    """Save one attachment (or record why not); None when another worker handled it already."""
+    if SavedAttachment.objects.filter(attachment=attachment).exists():
+        return None
+    reason = skip_reason(attachment, intake)
+    file = None
+    if not reason:
+        try:
+            payload = fetch_attachment_bytes(attachment=attachment)
+        except Exception as exc:  # provider errors: leave no row, so the sweep tries again later
+            logger.warning("organization: fetching attachment %s failed: %s", attachment.pk, exc)
+            return None
+        if len(payload) > intake.max_bytes:
+            reason = f"skipped: {len(payload)} bytes is over the {intake.max_bytes}-byte limit"
+        else:
+            library = actions.get_library(owner=attachment.message.account.owner)
+            file = actions.save_upload(
+                library=library,
+                name=attachment.filename,
+                chunks=[payload],
+                source=FileSource.ATTACHMENT,
+                provenance=_provenance(attachment),
+            )
+    try:
+        with transaction.atomic():
+            record = SavedAttachment.objects.create(attachment=attachment, file=file, outcome=reason or "saved")
+    except IntegrityError:
+        return None
+    if file is not None:
+        from apps.organization.suggesting import suggest_for_file
+
+        if actions.get_settings(owner=file.library.owner).auto_suggest:
+            suggest_for_file(file=file)
+    return record
+
+
+def save_message_attachments(*, account_id: int, message_ids: list[int]) -> int:
+    intake = AttachmentIntake.objects.filter(account_id=account_id, enabled=True).first()
+    if intake is None:
+        return 0
+    saved = 0
+    attachments = Attachment.objects.filter(message_id__in=message_ids, message__account_id=account_id)
+    for attachment in attachments.select_related("message__account__owner").order_by("pk"):
+        record = save_attachment(attachment=attachment, intake=intake)
+        saved += int(record is not None and record.file_id is not None)
+    return saved
+
+
+def sweep_attachments() -> int:
+    """Attachments of recent mail on intake-enabled accounts that no task handled (a lost or failed one)."""
+    saved = 0
+    since = timezone.now() - SWEEP_WINDOW
+    for intake in AttachmentIntake.objects.filter(enabled=True).select_related("account"):
+        start = max(since, intake.enabled_at or since)
+        pending = (
+            Attachment.objects.filter(message__account_id=intake.account_id, message__stored_at__gte=start)
+            .exclude(pk__in=SavedAttachment.objects.values("attachment_id"))
+            .select_related("message__account__owner")
+            .order_by("pk")[:SWEEP_LIMIT]
+        )
+        for attachment in pending:
+            record = save_attachment(attachment=attachment, intake=intake)
+            saved += int(record is not None and record.file_id is not None)
+    return saved

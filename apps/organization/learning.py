@@ -1,0 +1,85 @@
+"""The owner's classifier as the app uses it: trained on the files already filed in library folders (which
+include every accepted or chosen suggestion, since those files now live there), kept as a file under
+DATA_DIR, reloaded in every process when it changes, and asked for ranked folders for an inbox file."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from django.conf import settings
+from django.utils import timezone
+
+from apps.organization.classifier import FolderClassifier, Prediction, Sample, make_sample
+from apps.organization.models import ClassifierState, FileStatus, Library, LibraryFile
+
+_cache: dict[Path, tuple[float, FolderClassifier]] = {}
+_lock = threading.Lock()
+
+
+def model_path(library: Library) -> Path:
+    # The creation time is part of the name: a new library that reuses a deleted one's id never loads its model.
+    stamp = int(library.created_at.timestamp() * 1_000_000)
+    return Path(settings.DATA_DIR) / "organization" / "classifiers" / f"library-{library.pk}-{stamp}.joblib"
+
+
+def sample_for(file: LibraryFile, *, folder: str = "") -> Sample:
+    return make_sample(name=file.name, text=file.digest_text, metadata=file.metadata, folder=folder)
+
+
+def training_samples(library: Library, *, exclude: list[str]) -> list[Sample]:
+    files = LibraryFile.objects.filter(library=library, status=FileStatus.FILED).only("path", "digest_text", "metadata")
+    samples = []
+    for file in files.iterator(chunk_size=500):
+        folder = file.folder
+        if not folder or any(folder == ex or folder.startswith(ex + "/") for ex in exclude):
+            continue
+        samples.append(sample_for(file, folder=folder))
+    return samples
+
+
+def train(library: Library, *, exclude: list[str]) -> ClassifierState:
+    classifier = FolderClassifier().fit(training_samples(library, exclude=exclude))
+    path = model_path(library)
+    classifier.save(path)
+    with _lock:
+        _cache[path] = (path.stat().st_mtime, classifier)
+    state, _ = ClassifierState.objects.get_or_create(library=library)
+    state.trained_at = timezone.now()
+    state.samples = classifier.trained_on
+    state.folders = classifier.folders
+    state.temperature = classifier.temperature
+    state.train_seconds = round(classifier.train_seconds, 3)
+    state.stale = False
+    state.save(update_fields=["trained_at", "samples", "folders", "temperature", "train_seconds", "stale"])
+    return state
+
+
+def load(library: Library) -> FolderClassifier | None:
+    path = model_path(library)
+    try:
+        mtime = path.stat().st_mtime
+    except FileNotFoundError:
+        return None
+    with _lock:
+        cached = _cache.get(path)
+        if cached and cached[0] == mtime:
+            return cached[1]
+    classifier = FolderClassifier.load(path)
+    if classifier is not None:
+        with _lock:
+            _cache[path] = (mtime, classifier)
+    return classifier
+
+
+def predict(library: Library, file: LibraryFile, *, exclude: list[str], only: list[str]) -> Prediction | None:
+    """None when there is no usable classifier yet (fewer than two folders with files)."""
+    classifier = load(library)
+    if classifier is None or not classifier.ready:
+        return None
+    return classifier.predict(sample_for(file), exclude=exclude, only=only)
+
+
+def folder_counts(library: Library) -> dict[str, int]:
+    classifier = load(library)
+    return dict(classifier.counts) if classifier else {}

@@ -1,0 +1,122 @@
+"""The library watch: a watchdog observer on every library root, started in the background worker
+(`manage.py qcluster`, which `make run` starts). Events are debounced (a file being written fires many)
+and handed to the same intake the scan uses, so a file seen by both is still handled once. The scheduled
+scan (every few minutes) catches anything a watch missed: events lost while the worker was down, roots
+on filesystems without inotify, libraries created after the watch started."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from django.db import close_old_connections
+
+from apps.organization.models import FileSource, Library
+
+logger = logging.getLogger(__name__)
+SETTLE_SECONDS = 1.0
+RESCAN_ROOTS_SECONDS = 60.0
+
+
+class LibraryWatch:
+    """Watches the given library roots; `pump()` ingests files whose events have settled."""
+
+    def __init__(self, *, settle_seconds: float = SETTLE_SECONDS) -> None:
+        from watchdog.observers import Observer
+
+        self.settle_seconds = settle_seconds
+        self.observer: Any = Observer()
+        self.watched: dict[int, tuple[str, Any]] = {}
+        self.pending: dict[Path, tuple[int, float]] = {}
+        self.lock = threading.Lock()
+
+    def _handler(self, library_id: int) -> Any:
+        from watchdog.events import FileSystemEvent, FileSystemEventHandler
+
+        watch = self
+
+        class Handler(FileSystemEventHandler):
+            def on_any_event(self, event: FileSystemEvent) -> None:
+                if event.is_directory or event.event_type in ("deleted", "opened", "closed_no_write"):
+                    return
+                raw = event.dest_path if event.event_type == "moved" else event.src_path
+                path = Path(raw if isinstance(raw, str) else raw.decode())
+                with watch.lock:
+                    watch.pending[path] = (library_id, time.monotonic())
+
+        return Handler()
+
+    def sync_roots(self) -> None:
+        """Watch every library's root (new libraries, changed roots); drop watches of vanished ones."""
+        libraries = {lib.pk: lib.root for lib in Library.objects.only("pk", "root")}
+        for library_id, (root, handle) in list(self.watched.items()):
+            if libraries.get(library_id) != root:
+                self.observer.unschedule(handle)
+                del self.watched[library_id]
+        for library_id, root in libraries.items():
+            if library_id in self.watched or not Path(root).is_dir():
+                continue
+            handle = self.observer.schedule(self._handler(library_id), root, recursive=True)
+            self.watched[library_id] = (root, handle)
+
+    def start(self) -> None:
+        self.sync_roots()
+        self.observer.start()
+
+    def stop(self) -> None:
+        self.observer.stop()
+        self.observer.join(timeout=5)
+
+    def pump(self, *, now: float | None = None) -> int:
+        """Ingest files whose last event is older than the settle time; returns how many were handled."""
+        from apps.organization import actions
+
+        now = time.monotonic() if now is None else now
+        with self.lock:
+            ready = [(p, lib) for p, (lib, seen) in self.pending.items() if now - seen >= self.settle_seconds]
+            for path, _lib in ready:
+                del self.pending[path]
+        handled = 0
+        for path, library_id in ready:
+            library = Library.objects.select_related("owner").filter(pk=library_id).first()
+            if library is None or not path.is_file():
+                continue
+            try:
+                actions.ingest_path(library=library, path=path, source=FileSource.WATCH)
+                handled += 1
+            except Exception:
+                logger.exception("organization: watch could not ingest %s", path)
+        return handled
+
+
+def run_library_watch(stop: threading.Event) -> None:
+    watch = LibraryWatch()
+    try:
+        watch.start()
+    except Exception:
+        logger.exception("organization: the library watch could not start; the scheduled scan still runs")
+        return
+    logger.info("organization: watching %d library roots", len(watch.watched))
+    last_roots = time.monotonic()
+    try:
+        while not stop.wait(0.5):
+            close_old_connections()
+            watch.pump()
+            if time.monotonic() - last_roots > RESCAN_ROOTS_SECONDS:
+                watch.sync_roots()
+                last_roots = time.monotonic()
+    finally:
+        watch.stop()
+        close_old_connections()
+
+
+def start_library_watch_in_background() -> threading.Event:
+    """Start the watch thread (daemon: it ends with the worker process). Returns its stop flag."""
+    stop = threading.Event()
+    thread = threading.Thread(target=run_library_watch, args=(stop,), name="library-watch", daemon=True)
+    # Started after Django is fully loaded: ready() runs before the app registry is complete.
+    threading.Timer(2.0, thread.start).start()
+    return stop
