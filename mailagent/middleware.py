@@ -5,8 +5,10 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.middleware import LoginRequiredMiddleware as DjangoLoginRequiredMiddleware
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
 from django.http.response import HttpResponseBase
+from django.middleware.common import CommonMiddleware as DjangoCommonMiddleware
+from django.utils.http import escape_leading_slashes
 
 # The documented allowlist: everything else needs a logged-in user.
 PUBLIC_EXACT_PATHS = frozenset({"/api/health"})
@@ -43,3 +45,59 @@ class LoginRequiredMiddleware(DjangoLoginRequiredMiddleware):
         if is_public_path(request.path_info):
             return None
         return super().process_view(request, view_func, view_args, view_kwargs)
+
+
+API_PREFIX = "/api/"
+# What an API client is told when something below the API (URL resolution, CSRF, Django's error handling)
+# answered with an HTML page; the status code is kept.
+API_ERROR_DETAILS = {
+    400: "Bad request",
+    403: "Forbidden",
+    404: "Not found: no API route or object at this path",
+    405: "Method not allowed on this path",
+    413: "Request body too large",
+    500: "Internal server error; the server log has the details",
+}
+
+
+class ApiJsonErrorsMiddleware:
+    """Every error under /api/ is JSON with one shape, `{"detail": "<message>", ...}`, whatever answered it
+    (an unknown path, Django's CSRF or error handlers, an exception in a view), with DEBUG on or off."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        response = self.get_response(request)
+        if (
+            response.status_code >= 400
+            and request.path_info.startswith(API_PREFIX)
+            and not response.get("Content-Type", "").startswith("application/json")
+        ):
+            detail = API_ERROR_DETAILS.get(response.status_code) or response.reason_phrase
+            replacement = JsonResponse({"detail": detail}, status=response.status_code)
+            for header in ("Allow", "Retry-After"):
+                if response.has_header(header):
+                    replacement[header] = response[header]
+            return replacement
+        return response
+
+
+class CommonMiddleware(DjangoCommonMiddleware):
+    """Django's CommonMiddleware, except that a POST/PUT/PATCH/DELETE to a path missing its trailing slash is
+    redirected with 308 (the client repeats the same method and body) instead of raising RuntimeError (a
+    500) under DEBUG or turning into a GET through a 301 without it."""
+
+    def get_full_path_with_slash(self, request: HttpRequest) -> str:
+        return escape_leading_slashes(request.get_full_path(force_append_slash=True))
+
+    def process_response(self, request: HttpRequest, response: HttpResponseBase) -> HttpResponseBase:
+        if (
+            response.status_code == 404
+            and request.method not in ("GET", "HEAD")
+            and self.should_redirect_with_slash(request)
+        ):
+            redirect = HttpResponsePermanentRedirect(self.get_full_path_with_slash(request))
+            redirect.status_code = 308
+            return super().process_response(request, redirect)
+        return super().process_response(request, response)

@@ -135,8 +135,9 @@ if MICROSOFT_LOGIN_CLIENT_ID:
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
+    "mailagent.middleware.ApiJsonErrorsMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
-    "django.middleware.common.CommonMiddleware",
+    "mailagent.middleware.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "mailagent.middleware.LoginRequiredMiddleware",

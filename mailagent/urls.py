@@ -6,6 +6,7 @@ from django.urls import include, path
 from mailagent import views
 from mailagent.api import api
 
+api.add_router("/accounts", "apps.accounts.api.router")
 api.add_router("/search", "apps.search.api.router")
 api.add_router("/filters", "apps.routing.api.router")
 api.add_router("/fetcher", "apps.routing.api.fetcher_router")

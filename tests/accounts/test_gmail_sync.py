@@ -14,33 +14,17 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 from django.db import connection
-from django.urls import include, path
-from ninja import NinjaAPI
-from ninja.security import django_auth
 
 from apps.accounts import oauth
 from apps.accounts.actions import fetch_attachment_bytes
-from apps.accounts.api import router as accounts_router
 from apps.accounts.models import Attachment, MailAccount, MailFolder, Message
 from apps.accounts.oauth import connect_oauth_account
 from apps.accounts.providers.gmail import GmailProvider
 from apps.accounts.sync import sync_account
-from mailagent.views import home
 from tests.conftest import _serve_fake
 from tests.fakes.google_server import GMAIL_SCOPES, FakeGoogleServer
 
-_api = NinjaAPI(urls_namespace="gmail-test-api", auth=django_auth)
-_api.add_router("/accounts", accounts_router)
-# The project's URLconf as the lead wires it: oauth_urls under /mail/ (namespace mail:mail_oauth), the
-# accounts router under /api/accounts.
-urlpatterns = [
-    path("", home, name="home"),
-    path("accounts/", include("allauth.urls")),
-    path("mail/", include(([path("oauth/", include("apps.accounts.oauth_urls"))], "mail"))),
-    path("api/", _api.urls),
-]
-
-pytestmark = [pytest.mark.django_db, pytest.mark.urls(__name__)]
+pytestmark = pytest.mark.django_db
 
 
 def creds(account: MailAccount) -> dict[str, Any]:

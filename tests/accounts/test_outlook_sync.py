@@ -11,30 +11,16 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 from django.db import connection
-from django.urls import include, path
-from ninja import NinjaAPI
-from ninja.security import django_auth
 
 from apps.accounts import oauth
 from apps.accounts.actions import fetch_attachment_bytes, update_signature
-from apps.accounts.api import router as accounts_router
 from apps.accounts.models import Attachment, MailAccount, MailFolder, Message
 from apps.accounts.providers.base import ProviderError
 from apps.accounts.providers.outlook import OutlookProvider
 from apps.accounts.sync import sync_account
-from mailagent.views import home
 from tests.fakes.graph_server import FakeAttachment, FakeGraphServer, connect_outlook, follow_consent
 
-_api = NinjaAPI(urls_namespace="outlook-test-api", auth=django_auth)
-_api.add_router("/accounts", accounts_router)
-urlpatterns = [
-    path("", home, name="home"),
-    path("accounts/", include("allauth.urls")),
-    path("mail/", include(([path("oauth/", include("apps.accounts.oauth_urls"))], "mail"))),
-    path("api/", _api.urls),
-]
-
-pytestmark = [pytest.mark.django_db, pytest.mark.urls(__name__)]
+pytestmark = pytest.mark.django_db
 
 
 def creds(account: MailAccount) -> dict[str, Any]:

@@ -9,30 +9,16 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 import requests
 from django.contrib.auth import get_user_model
-from django.urls import include, path
-from ninja import NinjaAPI
-from ninja.security import django_auth
 
 from apps.accounts.actions import create_imap_account, create_local_account
-from apps.accounts.api import router as accounts_router
 from apps.accounts.models import MailAccount
 from apps.accounts.oauth import connect_oauth_account
 from apps.accounts.sync import sync_account
-from mailagent.views import home
 from tests.fakes.google_server import FakeGoogleServer
 from tests.fakes.graph_server import FakeGraphServer
 from tests.services import free_port
 
-_api = NinjaAPI(urls_namespace="reauth-test-api", auth=django_auth)
-_api.add_router("/accounts", accounts_router)
-urlpatterns = [
-    path("", home, name="home"),
-    path("accounts/", include("allauth.urls")),
-    path("mail/", include(([path("oauth/", include("apps.accounts.oauth_urls"))], "mail"))),
-    path("api/", _api.urls),
-]
-
-pytestmark = [pytest.mark.django_db, pytest.mark.urls(__name__)]
+pytestmark = pytest.mark.django_db
 
 
 def gmail_account(user: Any, google: FakeGoogleServer, **token_options: Any) -> MailAccount:
