@@ -16,6 +16,7 @@ from apps.accounts.models import ErrorCategory, MailAccount, MailFolder, Message
 from apps.accounts.providers import get_provider
 from apps.accounts.providers.base import Checkpoint, FolderInfo, ProviderError, RemoteMessage, StoreResult
 from apps.accounts.store import store_remote_messages
+from mailagent.liveness import holder_is_dead, process_identity
 
 logger = logging.getLogger(__name__)
 
@@ -43,12 +44,29 @@ def sync_batch_size() -> int:
 
 
 def acquire_sync_lock(account_id: int) -> str | None:
-    """Take the account's lock with one conditional UPDATE (atomic on SQLite and PostgreSQL)."""
+    """Take the account's lock with one conditional UPDATE (atomic on SQLite and PostgreSQL).
+
+    A lock whose holder is known dead (a process on this machine that is gone, see mailagent.liveness) is
+    taken over at once, with a second conditional UPDATE on the dead holder's token so two takers cannot
+    both win; otherwise a held lock frees only when it expires (a holder on another machine)."""
     token = secrets.token_hex(16)
     now = timezone.now()
+    fields = {
+        "sync_lock_token": token,
+        "sync_lock_expires_at": now + timedelta(seconds=settings.MAILAGENT_SYNC_LOCK_SECONDS),
+        "sync_lock_holder": process_identity(),
+    }
     taken = MailAccount.objects.filter(
         Q(pk=account_id) & (Q(sync_lock_token="") | Q(sync_lock_expires_at__lt=now) | Q(sync_lock_expires_at=None))
-    ).update(sync_lock_token=token, sync_lock_expires_at=now + timedelta(seconds=settings.MAILAGENT_SYNC_LOCK_SECONDS))
+    ).update(**fields)
+    if taken:
+        return token
+    held = MailAccount.objects.filter(pk=account_id).values_list("sync_lock_token", "sync_lock_holder").first()
+    if held is None or not held[1] or not holder_is_dead(held[1]):
+        return None
+    taken = MailAccount.objects.filter(pk=account_id, sync_lock_token=held[0]).update(**fields)
+    if taken:
+        logger.warning("account %s: took over the sync lock of a dead process (%s)", account_id, held[1])
     return token if taken else None
 
 
@@ -62,7 +80,7 @@ def renew_sync_lock(account_id: int, token: str) -> None:
 
 def release_sync_lock(account_id: int, token: str) -> None:
     MailAccount.objects.filter(pk=account_id, sync_lock_token=token).update(
-        sync_lock_token="", sync_lock_expires_at=None
+        sync_lock_token="", sync_lock_expires_at=None, sync_lock_holder=""
     )
 
 
