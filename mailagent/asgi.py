@@ -13,11 +13,12 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.urls import path  # noqa: E402
 
 from apps.ask.consumers import AskRunConsumer  # noqa: E402
+from apps.workspaces.mcp import with_mcp  # noqa: E402
 from mailagent.consumers import NotificationsConsumer  # noqa: E402
-from mailagent.crypto import warn_if_insecure  # noqa: E402
+from mailagent.crypto import enforce_secret_storage_policy  # noqa: E402
 from mailagent.request_limits import RequestBodyLimitMiddleware  # noqa: E402
 
-warn_if_insecure()
+enforce_secret_storage_policy()
 
 websocket_urlpatterns = [
     path("ws/notifications/", NotificationsConsumer.as_asgi()),
@@ -26,7 +27,7 @@ websocket_urlpatterns = [
 
 application = ProtocolTypeRouter(
     {
-        "http": RequestBodyLimitMiddleware(django_asgi_app),
+        "http": RequestBodyLimitMiddleware(with_mcp(django_asgi_app)),
         "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
     }
 )

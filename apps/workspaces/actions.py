@@ -5,16 +5,32 @@ from __future__ import annotations
 
 import base64
 import binascii
+import datetime as dt
+import hashlib
+import secrets
 from collections.abc import Mapping
 from typing import Any
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
-from apps.workspaces.models import CreatedBy, Encoding, ItemAction, Workspace, WorkspaceItem, WorkspaceItemLog
+from apps.workspaces import events, hooks
+from apps.workspaces.models import (
+    CreatedBy,
+    Encoding,
+    EntrySource,
+    InboxEntry,
+    ItemAction,
+    Workspace,
+    WorkspaceItem,
+    WorkspaceItemLog,
+    WorkspaceToken,
+)
 
 MAX_ITEM_BYTES = 5 * 1024 * 1024
-PATCHABLE = ("label", "description", "mime_type", "encoding", "data", "tags")
+MAX_PATH_CHARS = 500
+PATCHABLE = ("label", "description", "mime_type", "encoding", "data", "tags", "path")
 # The spec's item field names (API and tools) → model fields.
 SPEC_FIELDS = {
     "label": "label",
@@ -23,6 +39,7 @@ SPEC_FIELDS = {
     "encoding": "encoding",
     "data": "data",
     "tags": "tags",
+    "path": "path",
 }
 
 
@@ -35,6 +52,39 @@ class RevisionConflict(WorkspaceError):
         super().__init__(f"revision conflict: expected {expected}, current is {item.revision}")
         self.current_revision = item.revision
         self.item = item
+
+
+def clean_path(value: Any) -> str | None:
+    """A workspace path as stored: relative, '/'-separated, no '.' or '..' parts; '' or None → no path."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise WorkspaceError("path must be a string")
+    cleaned = value.strip().replace("\\", "/")
+    if not cleaned:
+        return None
+    if "\x00" in cleaned or any(ord(ch) < 32 for ch in cleaned):
+        raise WorkspaceError("path must not contain control characters")
+    if cleaned.startswith("/"):
+        raise WorkspaceError(f"path {value!r} must be relative to the workspace (no leading '/')")
+    parts = [part for part in cleaned.split("/") if part]
+    if any(part in (".", "..") for part in parts):
+        raise WorkspaceError(f"path {value!r} must not contain '.' or '..' parts")
+    normalized = "/".join(parts)
+    if len(normalized) > MAX_PATH_CHARS:
+        raise WorkspaceError(f"path is longer than {MAX_PATH_CHARS} characters")
+    return normalized
+
+
+def _path_taken(workspace: Workspace, path: str, *, exclude_id: int | None = None) -> bool:
+    live = WorkspaceItem.objects.filter(workspace=workspace, path=path, deleted=False)
+    if exclude_id is not None:
+        live = live.exclude(pk=exclude_id)
+    return live.exists()
+
+
+def _path_conflict(path: str) -> WorkspaceError:
+    return WorkspaceError(f"path {path!r} is already used by another item of this workspace")
 
 
 def open_workspace(
@@ -58,7 +108,18 @@ def open_workspace(
         director_id=director_id,
         director_name=director_name[:100],
         title=title[:300],
+        label=(f"{title} — {director_name}" if title and director_name else title or director_name)[:300],
     )
+
+
+def create_user_workspace(*, owner: Any, label: str) -> Workspace:
+    """A workspace of the user's own, for an outside agent (Claude Desktop, a coding agent, a script)."""
+    if not isinstance(label, str) or not label.strip():
+        raise WorkspaceError("a workspace needs a label (it heads every Inbox entry from it)")
+    label = label.strip()
+    if len(label) > 300:
+        raise WorkspaceError("the label is longer than 300 characters")
+    return Workspace.objects.create(owner=owner, title=label, label=label)
 
 
 def patch_from_spec(patch: Mapping[str, Any]) -> dict[str, Any]:
@@ -112,13 +173,51 @@ def add_item(
     tags: list[str] | None = None,
     context: Mapping[str, Any] | None = None,
     created_by: str = CreatedBy.DIRECTOR,
+    path: str | None = None,
 ) -> WorkspaceItem:
     tags = list(tags or [])
     _validate_payload(encoding=encoding, data=data, tags=tags)
     if created_by not in CreatedBy.values:
         raise WorkspaceError(f"createdBy must be one of {', '.join(CreatedBy.values)}")
+    clean = clean_path(path)
     now = timezone.now()
     context = {**(context or {}), "createdBy": created_by}
+    try:
+        with transaction.atomic():
+            if clean is not None and _path_taken(workspace, clean):
+                raise _path_conflict(clean)
+            item = _create_item(
+                workspace=workspace,
+                label=label,
+                description=description,
+                mime_type=mime_type,
+                encoding=encoding,
+                data=data,
+                tags=tags,
+                now=now,
+                context=context,
+                created_by=created_by,
+                path=clean,
+            )
+    except IntegrityError:  # a concurrent add took the path between the check and the insert
+        raise _path_conflict(clean or "") from None
+    return item
+
+
+def _create_item(
+    *,
+    workspace: Workspace,
+    label: str,
+    description: str,
+    mime_type: str,
+    encoding: str,
+    data: str,
+    tags: list[str],
+    now: Any,
+    context: dict[str, Any],
+    created_by: str,
+    path: str | None,
+) -> WorkspaceItem:
     with transaction.atomic():
         item = WorkspaceItem.objects.create(
             workspace=workspace,
@@ -132,6 +231,7 @@ def add_item(
             updated=now,
             context=context,
             created_by=created_by,
+            path=path,
         )
         _log(item, ItemAction.ADD, context)
     return item
@@ -148,12 +248,34 @@ def update_item(
     unknown = set(patch) - set(PATCHABLE)
     if unknown:
         raise WorkspaceError(f"cannot patch {', '.join(sorted(unknown))}; patchable: {', '.join(PATCHABLE)}")
+    patch = dict(patch)
+    if "path" in patch:
+        patch["path"] = clean_path(patch["path"])
+    try:
+        return _update_item(
+            item_id=item_id, workspace=workspace, patch=patch, expected_revision=expected_revision, actor=actor
+        )
+    except IntegrityError:
+        raise _path_conflict(str(patch.get("path"))) from None
+
+
+def _update_item(
+    *,
+    item_id: int,
+    workspace: Workspace,
+    patch: Mapping[str, Any],
+    expected_revision: int | None,
+    actor: Mapping[str, Any],
+) -> WorkspaceItem:
     with transaction.atomic():
         item = WorkspaceItem.objects.select_for_update().filter(pk=item_id, workspace=workspace).first()
         if item is None or item.deleted:
             raise WorkspaceError(f"no item {item_id} in this workspace")
         if expected_revision is not None and expected_revision != item.revision:
             raise RevisionConflict(item, expected_revision)
+        new_path = patch.get("path")
+        if new_path is not None and _path_taken(workspace, new_path, exclude_id=item.pk):
+            raise _path_conflict(new_path)
         merged = {name: patch.get(name, getattr(item, name)) for name in PATCHABLE}
         _validate_payload(
             encoding=merged["encoding"],
@@ -184,3 +306,199 @@ def remove_item(*, item_id: int, workspace: Workspace, hard: bool, actor: Mappin
         item.updated = timezone.now()
         item.save(update_fields=["deleted", "revision", "updated"])
         _log(item, ItemAction.REMOVE, actor)
+
+
+# --- workspace tokens (MCP) -------------------------------------------------------------------------------
+
+TOKEN_PREFIX = "mcpws_"  # noqa: S105 -- a label, not a secret
+
+
+def hash_token(raw: str) -> str:
+    return hashlib.sha256(raw.encode("utf-8")).hexdigest()
+
+
+def issue_token(*, workspace: Workspace, name: str = "") -> tuple[WorkspaceToken, str]:
+    """A new bearer token for the workspace's MCP endpoint: the raw token is returned once, only its hash kept."""
+    raw = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    token = WorkspaceToken.objects.create(
+        workspace=workspace, name=name.strip()[:100], token_hash=hash_token(raw), prefix=raw[:12]
+    )
+    return token, raw
+
+
+def revoke_token(*, token: WorkspaceToken) -> WorkspaceToken:
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+    return token
+
+
+def touch_token(*, token_id: int) -> None:
+    """Record use at most once a minute (an MCP client calls often)."""
+    now = timezone.now()
+    WorkspaceToken.objects.filter(pk=token_id).filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - dt.timedelta(minutes=1))
+    ).update(last_used_at=now)
+
+
+# --- inbox --------------------------------------------------------------------------------------------------
+
+MAX_COMMENT_BYTES = 64 * 1024
+MAX_DOCS = 50
+MAX_QUESTION_CHARS = 2000
+MAX_OPTIONS = 10
+MAX_OPTION_CHARS = 200
+MAX_REPLY_CHARS = 20_000
+
+
+class InboxError(ValueError):
+    pass
+
+
+def _now_ms() -> dt.datetime:
+    """Now, truncated to milliseconds: the API's `ts` and the paging cursor are exact."""
+    now = timezone.now()
+    return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
+def _clean_docs(workspace: Workspace, docs: Any) -> list[dict[str, str]]:
+    if docs is None:
+        return []
+    if not isinstance(docs, list):
+        raise InboxError("docs must be a list of {path} objects")
+    if len(docs) > MAX_DOCS:
+        raise InboxError(f"docs has {len(docs)} pointers; at most {MAX_DOCS} are allowed")
+    paths: list[str] = []
+    for position, doc in enumerate(docs):
+        if not isinstance(doc, Mapping) or set(doc) != {"path"}:
+            raise InboxError(f"docs[{position}] must be an object with exactly one key, path")
+        try:
+            path = clean_path(doc["path"])
+        except WorkspaceError as exc:
+            raise InboxError(f"docs[{position}]: {exc}") from None
+        if path is None:
+            raise InboxError(f"docs[{position}].path is empty")
+        if path not in paths:
+            paths.append(path)
+    live = set(
+        WorkspaceItem.objects.filter(workspace=workspace, deleted=False, path__in=paths).values_list("path", flat=True)
+    )
+    missing = [path for path in paths if path not in live]
+    if missing:
+        listed = ", ".join(repr(path) for path in missing[:5])
+        raise InboxError(
+            f"no live item with path {listed} in this workspace; add it first with workspace_add_item(path=...) "
+            "or check workspace_list_items"
+        )
+    return [{"path": path} for path in paths]
+
+
+def _clean_ask(ask: Any) -> dict[str, Any] | None:
+    if ask is None:
+        return None
+    if not isinstance(ask, Mapping):
+        raise InboxError("ask must be an object {question, options}")
+    question, options = ask.get("question"), ask.get("options", [])
+    unknown = set(ask) - {"question", "options"}
+    if unknown:
+        raise InboxError(f"ask has unknown keys: {', '.join(sorted(unknown))}")
+    if not isinstance(question, str) or not question.strip():
+        raise InboxError("ask.question must be a non-empty string")
+    if len(question) > MAX_QUESTION_CHARS:
+        raise InboxError(f"ask.question is longer than {MAX_QUESTION_CHARS} characters")
+    if not isinstance(options, list) or not all(isinstance(o, str) and o.strip() for o in options):
+        raise InboxError("ask.options must be a list of non-empty strings")
+    if len(options) > MAX_OPTIONS:
+        raise InboxError(f"ask.options has {len(options)} options; at most {MAX_OPTIONS} are allowed")
+    if any(len(o) > MAX_OPTION_CHARS for o in options):
+        raise InboxError(f"every ask option must be at most {MAX_OPTION_CHARS} characters")
+    return {"question": question.strip(), "options": [o.strip() for o in options]}
+
+
+def push_inbox_entry(
+    *,
+    workspace: Workspace,
+    docs: Any = None,
+    comments: Any = None,
+    ask: Any = None,
+    source: str = EntrySource.MCP,
+    run_id: int | None = None,
+    created: dt.datetime | None = None,
+) -> InboxEntry:
+    """Append an entry to the workspace owner's Inbox. Everything is checked before anything is stored:
+    at least one of docs/comments; every doc path names a live item of this workspace (pointers, resolved
+    when read); comments markdown of at most 64 KB; an optional question with options."""
+    if comments is None:
+        comments = ""
+    if not isinstance(comments, str):
+        raise InboxError("comments must be a string (markdown)")
+    size = len(comments.encode("utf-8"))
+    if size > MAX_COMMENT_BYTES:
+        raise InboxError(f"comments are {size} bytes; the limit is {MAX_COMMENT_BYTES} (64 KB)")
+    cleaned_ask = _clean_ask(ask)
+    cleaned_docs = _clean_docs(workspace, docs)
+    if not cleaned_docs and not comments.strip() and cleaned_ask is None:
+        raise InboxError("give at least one of docs (pointers to workspace items) or comments (markdown)")
+    if source not in EntrySource.values:
+        raise InboxError(f"unknown source {source!r}")
+    with transaction.atomic():
+        entry = InboxEntry.objects.create(
+            owner_id=workspace.owner_id,
+            workspace=workspace,
+            workspace_label=workspace.display_label[:300],
+            docs=cleaned_docs,
+            comments=comments,
+            ask=cleaned_ask,
+            source=source,
+            run_id=run_id if run_id is not None else workspace.run_id,
+            created=created or _now_ms(),
+        )
+        owner_id, entry_id = workspace.owner_id, str(entry.pk)
+        transaction.on_commit(lambda: events.push_inbox_event(owner_id, "inbox_entry", entry_id))
+    return entry
+
+
+def mark_entry_read(*, entry: InboxEntry) -> InboxEntry:
+    if entry.read_at is None:
+        entry.read_at = timezone.now()
+        entry.save(update_fields=["read_at"])
+        owner_id, entry_id = entry.owner_id, str(entry.pk)
+        transaction.on_commit(lambda: events.push_inbox_event(owner_id, "inbox_read", entry_id))
+    return entry
+
+
+def delete_entry(*, entry: InboxEntry) -> None:
+    owner_id, entry_id = entry.owner_id, str(entry.pk)
+    entry.delete()
+    transaction.on_commit(lambda: events.push_inbox_event(owner_id, "inbox_deleted", entry_id))
+
+
+def reply_to_entry(*, entry: InboxEntry, text: str) -> InboxEntry:
+    """The user's answer (an option or free text). For an entry from a run, the run continues with it (the
+    orchestration subscriber enqueues that on commit); otherwise it lands in the workspace at
+    inbox/replies/<entry id>.md, where the outside agent reads it with workspace_get_item."""
+    if not isinstance(text, str) or not text.strip():
+        raise InboxError("the reply is empty")
+    if len(text) > MAX_REPLY_CHARS:
+        raise InboxError(f"the reply is longer than {MAX_REPLY_CHARS} characters")
+    text = text.strip()
+    with transaction.atomic():
+        locked = InboxEntry.objects.select_for_update().get(pk=entry.pk)
+        if locked.replied_at is not None:
+            raise InboxError("this entry was already answered")
+        locked.reply, locked.replied_at = text, timezone.now()
+        locked.read_at = locked.read_at or locked.replied_at
+        locked.save(update_fields=["reply", "replied_at", "read_at"])
+        if locked.run_id is None:
+            workspace = locked.workspace
+            add_item(
+                workspace=workspace,
+                data=f"Reply to your Inbox entry of {locked.created.isoformat()}:\n\n{text}\n",
+                label="Reply from the user",
+                mime_type="text/markdown",
+                created_by=CreatedBy.USER,
+                context={"inboxEntryId": str(locked.pk)},
+                path=f"inbox/replies/{locked.pk}.md",
+            )
+        hooks.announce_reply(locked)
+    return locked

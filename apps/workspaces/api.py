@@ -25,6 +25,7 @@ class ItemIn(Schema):
     encoding: str = "utf8"
     data: str = ""
     tags: list[str] = []
+    path: str | None = None
 
 
 class ItemPatch(Schema):
@@ -83,6 +84,7 @@ def add_item(request: HttpRequest, workspace_id: int, payload: ItemIn) -> Status
             tags=payload.tags,
             context={"userId": request.user.pk},
             created_by=CreatedBy.USER,
+            path=payload.path,
         )
     except actions.WorkspaceError as exc:
         return Status(400, {"error": str(exc)})

@@ -1,14 +1,19 @@
-"""The shared per-run Workspace: MIME-typed items that director, agents and tools add, update and remove.
+"""Workspaces: MIME-typed items that directors, agents, tools and outside (MCP) agents add, update and
+remove; the Inbox entries they push to the user; and the bearer tokens outside agents use.
 
 The item shape follows the spec's WorkspaceItem (label, description, mimeType, encoding, data, tags,
-created, updated, revision, deleted, context). The workspace refers to its run by id only
-(orchestration imports workspaces, never the other way round).
+created, updated, revision, deleted, context) plus an optional `path` that Inbox entries point at. A
+workspace belongs to one run (refered to by id only: orchestration imports workspaces, never the other
+way round) or, with no run, was created by its owner for an outside agent.
 """
 
 from __future__ import annotations
 
+import uuid
+
 from django.conf import settings
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone
 
 
@@ -19,13 +24,27 @@ class Workspace(models.Model):
     director_id = models.BigIntegerField(null=True, blank=True)
     director_name = models.CharField(max_length=100, blank=True)
     title = models.CharField(max_length=300, blank=True)
+    # The stable, human name shown as the header of every Inbox entry from this workspace.
+    label = models.CharField(max_length=300, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["-created_at", "-pk"]
 
     def __str__(self) -> str:
-        return self.title or f"workspace {self.pk}"
+        return self.display_label
+
+    @property
+    def display_label(self) -> str:
+        if self.label:
+            return self.label
+        if self.title and self.director_name:
+            return f"{self.title} — {self.director_name}"
+        return self.title or f"Workspace {self.pk}"
+
+    @property
+    def is_run_workspace(self) -> bool:
+        return self.run_id is not None
 
 
 class Encoding(models.TextChoices):
@@ -56,10 +75,19 @@ class WorkspaceItem(models.Model):
     #  conversationId}: who made the item, kept exactly as the spec's shared type.
     context = models.JSONField(default=dict, blank=True)
     created_by = models.CharField(max_length=10, choices=CreatedBy.choices, default=CreatedBy.DIRECTOR)
+    # Where Inbox doc pointers find the item ("reports/summary.md"); unique among the live items.
+    path = models.CharField(max_length=500, null=True, blank=True)
 
     class Meta:
         ordering = ["created", "pk"]
         indexes = [models.Index(fields=["workspace", "deleted", "created"], name="workspace_item_live")]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["workspace", "path"],
+                condition=Q(deleted=False, path__isnull=False),
+                name="workspace_item_live_path_unique",
+            )
+        ]
 
     def __str__(self) -> str:
         return self.label or f"{self.mime_type} item {self.pk}"
@@ -87,3 +115,61 @@ class WorkspaceItemLog(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} item {self.item_id} r{self.revision}"
+
+
+class WorkspaceToken(models.Model):
+    """A bearer token for the workspace's MCP endpoint. Only its SHA-256 is stored; the token is shown once."""
+
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="tokens")
+    name = models.CharField(max_length=100, blank=True)
+    token_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=16, help_text="The token's first characters, to tell tokens apart.")
+    created_at = models.DateTimeField(default=timezone.now)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+
+    def __str__(self) -> str:
+        return f"{self.prefix}… ({'revoked' if self.revoked_at else 'active'})"
+
+
+class EntrySource(models.TextChoices):
+    MCP = "mcp", "MCP client"
+    DIRECTOR = "director", "Director"
+    AGENT = "agent", "Agent"
+    SEED = "seed", "Development seed"
+
+
+class InboxEntry(models.Model):
+    """What an agent pushed to its user: live pointers to workspace docs, markdown comments and, from our
+    own directors and agents, an optional question whose answer goes back into the run."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="inbox_entries")
+    workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="inbox_entries")
+    workspace_label = models.CharField(max_length=300)
+    docs = models.JSONField(default=list, blank=True)  # [{"path": "..."}], resolved at read time
+    comments = models.TextField(blank=True)
+    ask = models.JSONField(null=True, blank=True)  # {"question": str, "options": [str, ...]}
+    source = models.CharField(max_length=10, choices=EntrySource.choices, default=EntrySource.MCP)
+    run_id = models.BigIntegerField(null=True, blank=True)
+    created = models.DateTimeField(default=timezone.now)  # millisecond precision (the API's ts)
+    read_at = models.DateTimeField(null=True, blank=True)
+    reply = models.TextField(blank=True)
+    replied_at = models.DateTimeField(null=True, blank=True)
+    # Set when the run took the reply into its transcript (an outbox flag: a reply not yet taken is resent).
+    reply_delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created", "-id"]
+        indexes = [
+            models.Index(fields=["owner", "-created", "-id"], name="inbox_owner_newest"),
+            models.Index(fields=["owner", "workspace", "-created", "-id"], name="inbox_owner_workspace_newest"),
+            models.Index(fields=["owner"], condition=Q(read_at__isnull=True), name="inbox_owner_unread"),
+        ]
+        verbose_name_plural = "inbox entries"
+
+    def __str__(self) -> str:
+        return f"{self.workspace_label}: {self.comments[:60]}"

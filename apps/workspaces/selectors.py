@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import uuid
+from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import Http404
 
-from apps.workspaces.models import Workspace, WorkspaceItem, WorkspaceItemLog
+from apps.workspaces.actions import hash_token
+from apps.workspaces.models import InboxEntry, Workspace, WorkspaceItem, WorkspaceItemLog, WorkspaceToken
 
 
 def access_workspace(*, user: Any, workspace_id: int) -> Workspace:
@@ -70,6 +74,7 @@ def item_json(item: WorkspaceItem, *, include_data: bool = True) -> dict[str, An
         "revision": item.revision,
         "deleted": item.deleted,
         "context": item.context,
+        "path": item.path,
     }
     if include_data:
         data["data"] = item.data
@@ -80,3 +85,143 @@ def item_json(item: WorkspaceItem, *, include_data: bool = True) -> dict[str, An
 
 def item_log(*, workspace: Workspace) -> QuerySet[WorkspaceItemLog]:
     return WorkspaceItemLog.objects.filter(workspace=workspace).order_by("at", "pk")
+
+
+def user_workspaces(*, user: Any) -> QuerySet[Workspace]:
+    """Workspaces the user created for outside agents (run workspaces are reached from their run)."""
+    return Workspace.objects.filter(owner=user, run_id__isnull=True).order_by("-created_at", "-pk")
+
+
+def workspace_tokens(*, workspace: Workspace) -> QuerySet[WorkspaceToken]:
+    return WorkspaceToken.objects.filter(workspace=workspace).order_by("-created_at", "-pk")
+
+
+def access_token(*, user: Any, token_id: int) -> WorkspaceToken:
+    token = WorkspaceToken.objects.select_related("workspace").filter(pk=token_id, workspace__owner=user).first()
+    if token is None:
+        raise Http404("No such token")
+    return token
+
+
+@dataclass(frozen=True, slots=True)
+class McpPrincipal:
+    """Who an authenticated MCP request acts as: always the workspace of the URL, never an argument."""
+
+    workspace_id: int
+    owner_id: int
+    token_id: int
+
+
+def authenticate_token(*, raw: str, workspace_id: int) -> McpPrincipal | None:
+    """The principal for a bearer token presented at /mcp/<workspace_id>/, or None (unknown, revoked, or
+    issued for another workspace)."""
+    if not raw or len(raw) > 200:
+        return None
+    token = (
+        WorkspaceToken.objects.filter(token_hash=hash_token(raw), revoked_at__isnull=True)
+        .select_related("workspace")
+        .first()
+    )
+    if token is None or token.workspace_id != workspace_id:
+        return None
+    return McpPrincipal(workspace_id=token.workspace_id, owner_id=token.workspace.owner_id, token_id=token.pk)
+
+
+# --- inbox --------------------------------------------------------------------------------------------------
+
+
+class BadCursor(ValueError):
+    pass
+
+
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+ONE_MS = dt.timedelta(milliseconds=1)
+
+
+def entry_ts(entry: InboxEntry) -> int:
+    return (entry.created - EPOCH) // ONE_MS
+
+
+def entry_cursor(entry: InboxEntry) -> str:
+    return f"{entry_ts(entry)}_{entry.pk.hex}"
+
+
+def parse_cursor(raw: str) -> tuple[dt.datetime, uuid.UUID | None]:
+    """`<ms>` (entries strictly older) or `<ms>_<id>` (the cursor a page returns: strictly after that entry)."""
+    ms_text, _, id_text = raw.strip().partition("_")
+    try:
+        ms = int(ms_text)
+        at = EPOCH + ms * ONE_MS
+        entry_id = uuid.UUID(id_text) if id_text else None
+    except (ValueError, OverflowError, OSError):
+        raise BadCursor(f"before must be a timestamp in ms or a cursor like 1715789012345_<id>, not {raw!r}") from None
+    return at, entry_id
+
+
+def inbox_history(
+    *, user: Any, limit: int, before: str | None = None, workspace_id: int | None = None
+) -> list[InboxEntry]:
+    """The user's entries, newest first; (created, id) orders entries with equal timestamps, so paging
+    with the last entry's cursor never repeats or skips one."""
+    entries = InboxEntry.objects.filter(owner=user)
+    if workspace_id is not None:
+        entries = entries.filter(workspace_id=workspace_id)
+    if before:
+        at, entry_id = parse_cursor(before)
+        if entry_id is None:
+            entries = entries.filter(created__lt=at)
+        else:
+            entries = entries.filter(Q(created__lt=at) | Q(created=at, id__lt=entry_id))
+    return list(entries.order_by("-created", "-id")[:limit])
+
+
+def access_entry(*, user: Any, entry_id: str | uuid.UUID) -> InboxEntry:
+    try:
+        key = entry_id if isinstance(entry_id, uuid.UUID) else uuid.UUID(str(entry_id))
+    except ValueError:
+        raise Http404("No such entry") from None
+    entry = InboxEntry.objects.select_related("workspace").filter(pk=key, owner=user).first()
+    if entry is None:
+        raise Http404("No such entry")
+    return entry
+
+
+def unread_count(*, user: Any) -> int:
+    return InboxEntry.objects.filter(owner=user, read_at__isnull=True).count()
+
+
+def entry_json(entry: InboxEntry) -> dict[str, Any]:
+    """The seed's JSONL shape (id, ts, workspaceId, workspaceLabel, docs, comments) plus read state and the
+    optional question."""
+    return {
+        "id": str(entry.pk),
+        "ts": entry_ts(entry),
+        "cursor": entry_cursor(entry),
+        "workspaceId": str(entry.workspace_id),
+        "workspaceLabel": entry.workspace_label,
+        "docs": entry.docs,
+        "comments": entry.comments,
+        "ask": entry.ask,
+        "source": entry.source,
+        "runId": entry.run_id,
+        "read": entry.read_at is not None,
+        "readAt": entry.read_at.isoformat() if entry.read_at else None,
+        "reply": entry.reply or None,
+        "repliedAt": entry.replied_at.isoformat() if entry.replied_at else None,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedDoc:
+    path: str
+    item: WorkspaceItem | None  # None: no longer in the workspace
+
+
+def resolve_docs(entry: InboxEntry) -> list[ResolvedDoc]:
+    """The entry's doc pointers resolved now (live items only): later edits show, deleted items don't."""
+    paths = [doc.get("path", "") for doc in entry.docs if isinstance(doc, dict)]
+    live = {
+        item.path: item
+        for item in WorkspaceItem.objects.filter(workspace_id=entry.workspace_id, deleted=False, path__in=paths)
+    }
+    return [ResolvedDoc(path=path, item=live.get(path)) for path in paths]
