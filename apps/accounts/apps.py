@@ -25,4 +25,4 @@ class AccountsConfig(AppConfig):
         register_maintenance(
             name=OUTBOX_SCHEDULE_NAME, func="apps.accounts.tasks.sweep_outbox_task", minutes=OUTBOX_SWEEP_MINUTES
         )
-        post_migrate.connect(ensure_maintenance_schedules, dispatch_uid="mailagent.maintenance_schedules")
+        post_migrate.connect(ensure_maintenance_schedules, sender=self, dispatch_uid="mailagent.maintenance_schedules")

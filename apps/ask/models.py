@@ -67,10 +67,16 @@ class AskRun(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # The web server process the run was handed to (mailagent.liveness identity): when that process is gone
+    # the stalled-run sweeper fails the run at once instead of after STALLED_AFTER (apps/ask/runner.py).
+    worker = models.CharField(max_length=255, blank=True)
 
     class Meta:
         ordering = ["created_at"]
-        indexes = [models.Index(fields=["conversation", "created_at"], name="ask_run_conversation")]
+        indexes = [
+            models.Index(fields=["conversation", "created_at"], name="ask_run_conversation"),
+            models.Index(fields=["status"], name="ask_run_status"),
+        ]
 
     def __str__(self) -> str:
         return self.question[:80]

@@ -9,6 +9,7 @@ async_to_sync, which hands the send back to that loop instead of creating a loop
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 from typing import Any
 
@@ -16,9 +17,13 @@ from asgiref.sync import async_to_sync, sync_to_async
 from channels.layers import get_channel_layer
 from django.conf import settings
 from django.db import close_old_connections
+from django.db.models import Q
+from django.utils import timezone
 
 from apps.ask.actions import execute_ask_run
 from apps.ask.events import AskEvent, Emit, ask_group
+from apps.ask.models import AskRun, RunStatus
+from mailagent.liveness import holder_is_dead, process_identity
 
 logger = logging.getLogger(__name__)
 
@@ -72,8 +77,33 @@ async def launch(run_id: str) -> asyncio.Task[None]:
 
 def start_ask_run(run_id: object, *, asgi: bool) -> None:
     """Called by views after the run row is committed."""
+    AskRun.objects.filter(pk=str(run_id)).update(worker=process_identity())
     if asgi:
         # A sync view under ASGI runs in a thread of the server; async_to_sync reaches the server's loop.
         async_to_sync(launch)(str(run_id))
     else:
         execute_ask_run(run_id=run_id, emit=channel_emitter(run_id))
+
+
+# No Ask run takes this long (the pipeline's own budgets are seconds to a few minutes): past it, a run
+# whose process cannot be checked (another machine) is called stalled.
+STALLED_AFTER = dt.timedelta(minutes=15)
+STALLED_ERROR = (
+    "This run stopped because the server that ran it stopped or restarted before it finished. "
+    "Nothing was changed; ask the question again."
+)
+
+
+def fail_stalled_runs(*, now: dt.datetime | None = None) -> int:
+    """Runs execute in a web server process and die with it: mark those whose process is gone (at once)
+    or that are older than STALLED_AFTER as failed with the reason, so none stays "running"."""
+    at = now or timezone.now()
+    unfinished = AskRun.objects.filter(status__in=[RunStatus.PENDING, RunStatus.RUNNING])
+    dead = [pk for pk, worker in unfinished.exclude(worker="").values_list("pk", "worker") if holder_is_dead(worker)]
+    too_old = Q(started_at__lt=at - STALLED_AFTER) | Q(started_at=None, created_at__lt=at - STALLED_AFTER)
+    failed = unfinished.filter(Q(pk__in=dead) | too_old).update(
+        status=RunStatus.ERROR, error=STALLED_ERROR, finished_at=at
+    )
+    if failed:
+        logger.warning("ask: %d stalled runs marked failed", failed)
+    return failed

@@ -15,3 +15,9 @@ class RoutingConfig(AppConfig):
         from apps.routing import receivers
 
         messages_stored.connect(receivers.route_stored_messages, sender=Message, dispatch_uid="routing.route")
+
+        from mailagent.schedules import register_maintenance
+
+        register_maintenance(
+            name="routing: stalled runs and cycles", func="apps.routing.tasks.sweep_stalled_task", minutes=5
+        )

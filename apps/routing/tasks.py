@@ -23,3 +23,12 @@ def scheduled_fetch_task(owner_id: int) -> str:
         return "gone"
     cycle = actions.start_fetch_cycle(owner=owner, trigger=CycleTrigger.SCHEDULE, enqueue=False)
     return fetch_cycle_task(cycle.pk)
+
+
+def sweep_stalled_task() -> dict[str, int]:
+    """Scheduled ("routing: stalled runs and cycles", whether or not any fetcher is on): runs and fetch
+    cycles left running by a worker that died are requeued / closed once past the job time limit."""
+    return {
+        "cycles_failed": actions.fail_stalled_cycles(),
+        "runs_requeued": len(orchestration_actions.requeue_stalled_runs()),
+    }

@@ -14,11 +14,16 @@ from typing import Any
 
 import pytest
 from django.utils import timezone
+from django_q.models import Schedule
 
 from apps.accounts.actions import create_local_account
 from apps.accounts.importers import MailImportError, import_path
 from apps.accounts.models import MailAccount
 from apps.accounts.sync import acquire_sync_lock, release_sync_lock
+from apps.ask.apps import STALLED_SCHEDULE_NAME
+from apps.ask.models import AskConversation, AskRun, RunStatus
+from apps.ask.runner import STALLED_AFTER, fail_stalled_runs
+from mailagent.liveness import holder_is_dead, process_identity
 from tests.services import REPO_ROOT, subprocess_env
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.faults]
@@ -71,3 +76,53 @@ def test_a_holder_on_another_machine_keeps_the_lock_until_it_expires(user: Any) 
     taken = acquire_sync_lock(account.pk)
     assert taken is not None and taken != token
     release_sync_lock(account.pk, taken)
+
+
+def dead_process_identity() -> str:
+    process = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        identity = process_identity(process.pid)
+        assert not holder_is_dead(identity)
+    finally:
+        kill9(process)
+    assert holder_is_dead(identity)
+    return identity
+
+
+def test_ask_runs_of_a_dead_server_process_are_failed_with_a_reason(user: Any) -> None:
+    conversation = AskConversation.objects.create(owner=user)
+    now = timezone.now()
+    dead = dead_process_identity()
+    orphaned = AskRun.objects.create(
+        conversation=conversation, owner=user, question="q1", status=RunStatus.RUNNING, started_at=now, worker=dead
+    )
+    queued = AskRun.objects.create(conversation=conversation, owner=user, question="q2", worker=dead)
+    live = AskRun.objects.create(
+        conversation=conversation,
+        owner=user,
+        question="q3",
+        status=RunStatus.RUNNING,
+        started_at=now,
+        worker=process_identity(),
+    )
+    unknown = AskRun.objects.create(conversation=conversation, owner=user, question="q4", created_at=now)
+    done = AskRun.objects.create(conversation=conversation, owner=user, question="q5", status=RunStatus.DONE)
+
+    assert fail_stalled_runs(now=now) == 2
+    for run in (orphaned, queued):
+        run.refresh_from_db()
+        assert run.status == RunStatus.ERROR
+        assert "server that ran it stopped" in run.error and run.finished_at == now
+    # A run in a live process, or whose process cannot be checked, is left alone until it is too old.
+    assert set(AskRun.objects.filter(status=RunStatus.RUNNING).values_list("pk", flat=True)) == {live.pk}
+    assert fail_stalled_runs(now=now + STALLED_AFTER + dt.timedelta(seconds=1)) == 2
+    assert set(AskRun.objects.filter(status=RunStatus.ERROR).values_list("pk", flat=True)) == {
+        orphaned.pk,
+        queued.pk,
+        live.pk,
+        unknown.pk,
+    }
+    done.refresh_from_db()
+    assert done.status == RunStatus.DONE
+    schedule = Schedule.objects.get(name=STALLED_SCHEDULE_NAME)
+    assert schedule.func == "apps.ask.tasks.fail_stalled_ask_runs_task" and schedule.repeats == -1
