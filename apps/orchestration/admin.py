@@ -16,6 +16,7 @@ from apps.orchestration.models import (
     ApiConfig,
     Conversation,
     Director,
+    FilesystemRoot,
     Memory,
     OrchestrationSettings,
     OrchLog,
@@ -110,10 +111,25 @@ class DirectorAdmin(admin.ModelAdmin):
 
 @admin.register(OrchestrationSettings)
 class OrchestrationSettingsAdmin(admin.ModelAdmin):
-    list_display = ("__str__", "session_timeout_minutes", "virtual_root")
+    list_display = ("__str__", "session_timeout_minutes", "max_file_bytes")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         return not OrchestrationSettings.objects.exists()
+
+
+@admin.register(FilesystemRoot)
+class FilesystemRootAdmin(admin.ModelAdmin):
+    """Which directory each owner's runs may read. Only superusers may point it somewhere: a staff member
+    choosing their own path could read any file the server can."""
+
+    list_display = ("owner", "path")
+    list_select_related = ("owner",)
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return () if request.user.is_superuser else ("owner", "path")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return bool(request.user.is_superuser)
 
 
 @admin.register(Memory)

@@ -35,6 +35,7 @@ from apps.orchestration.prompts import (
     mentions_email,
     render_prompt,
 )
+from apps.orchestration.selectors import filesystem_root_for_owner
 from apps.orchestration.tools import memory as memory_tools
 from apps.orchestration.tools.context import Actor, RunContext
 from apps.orchestration.tools.registry import available_live_tools, common_tools
@@ -112,6 +113,7 @@ class RunEngine:
             message=message,
             workspace=workspace,
             settings=self.settings,
+            virtual_root=filesystem_root_for_owner(owner_id=director.owner_id),
             owner_id=director.owner_id,
             email_summary=summary,
         )

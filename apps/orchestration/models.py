@@ -147,14 +147,10 @@ class Agent(models.Model):
 
 
 class OrchestrationSettings(models.Model):
-    """Singleton (pk=1), edited in the admin and read at every run, so changes need no restart."""
+    """Singleton (pk=1), edited in the admin and read at every run, so changes need no restart.
+    The filesystem tools' directory is per owner: see FilesystemRoot."""
 
     session_timeout_minutes = models.PositiveIntegerField(default=15)
-    virtual_root = models.CharField(
-        max_length=1000,
-        blank=True,
-        help_text="Directory the filesystem tools may read (absolute path). Empty: filesystem tools are off.",
-    )
     max_file_bytes = models.PositiveIntegerField(default=2 * 1024 * 1024)
 
     class Meta:
@@ -163,6 +159,25 @@ class OrchestrationSettings(models.Model):
 
     def __str__(self) -> str:
         return "Orchestration settings"
+
+
+class FilesystemRoot(models.Model):
+    """The directory one owner's runs may read with the filesystem tools. Without a row (or with an empty
+    path) it is DATA_DIR/files/<owner id>; the tools are offered only while that directory exists."""
+
+    owner = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="filesystem_root")
+    path = models.CharField(
+        max_length=1000,
+        blank=True,
+        help_text="Absolute directory the filesystem tools may read for this owner's runs. "
+        "Empty: DATA_DIR/files/<owner id>. Only superusers can change it.",
+    )
+
+    class Meta:
+        verbose_name = "filesystem root"
+
+    def __str__(self) -> str:
+        return f"filesystem root of user {self.owner_id}"
 
 
 class RunStatus(models.TextChoices):

@@ -6,12 +6,33 @@ import json
 from collections import defaultdict
 from dataclasses import dataclass
 from decimal import Decimal
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.db.models import Q, QuerySet
 from django.http import Http404
 
-from apps.orchestration.models import Conversation, Director, Memory, OrchLog, ProviderEvent, Run, ThreadKind
+from apps.orchestration.models import (
+    Conversation,
+    Director,
+    FilesystemRoot,
+    Memory,
+    OrchLog,
+    ProviderEvent,
+    Run,
+    ThreadKind,
+)
+
+
+def default_filesystem_root(*, owner_id: int) -> Path:
+    return Path(settings.DATA_DIR) / "files" / str(int(owner_id))
+
+
+def filesystem_root_for_owner(*, owner_id: int) -> str:
+    """The directory the owner's runs may read: their FilesystemRoot, else DATA_DIR/files/<owner id>."""
+    configured = FilesystemRoot.objects.filter(owner_id=owner_id).values_list("path", flat=True).first()
+    return (configured or "").strip() or str(default_filesystem_root(owner_id=owner_id))
 
 
 def list_runs_for_user(*, user: Any, status: str | None = None, director_id: int | None = None) -> QuerySet[Run]:

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from apps.orchestration.engine import RunEngine
-from apps.orchestration.models import Conversation, Memory, OrchestrationSettings, Run, ThreadKind
+from apps.orchestration.models import Conversation, FilesystemRoot, Memory, OrchestrationSettings, Run, ThreadKind
+from apps.orchestration.selectors import filesystem_root_for_owner
 from apps.orchestration.tools import calendar, filesystem, memory
 from apps.orchestration.tools.context import Actor
 from apps.orchestration.tools.registry import available_live_tools
@@ -75,10 +76,11 @@ def documents(tmp_path: Path, engine: RunEngine) -> Path:
     os.symlink(secret, root / "escape.txt")
     os.symlink(tmp_path, root / "escape-dir")
     settings = OrchestrationSettings.objects.get(pk=1)
-    settings.virtual_root = str(root)
     settings.max_file_bytes = 4096
     settings.save()
+    FilesystemRoot.objects.update_or_create(owner_id=engine.director.owner_id, defaults={"path": str(root)})
     engine.ctx.settings = settings
+    engine.ctx.virtual_root = filesystem_root_for_owner(owner_id=engine.director.owner_id)
     engine.ctx.cache.clear()
     return root
 
@@ -113,8 +115,10 @@ def test_filesystem_stays_inside_the_virtual_root(engine: RunEngine, documents: 
 
 
 def test_filesystem_tools_are_off_without_a_root(engine: RunEngine) -> None:
+    # The owner's default root (DATA_DIR/files/<id>) was never created: no tools, and a clear refusal.
+    assert not Path(engine.ctx.virtual_root).exists()
     assert "filesystem_search" not in available_live_tools(engine.ctx)
-    with pytest.raises(ToolFailure, match="no virtual root is configured"):
+    with pytest.raises(ToolFailure, match="not an existing absolute directory"):
         filesystem.search(engine.ctx, director_actor(engine), FilesystemSearchArgs(query="x"))
 
 

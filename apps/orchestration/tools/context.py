@@ -35,6 +35,8 @@ class RunContext:
     message: Message
     workspace: Workspace
     settings: OrchestrationSettings
+    # The owner's filesystem root (apps.orchestration.selectors.filesystem_root_for_owner); "" = no tools.
+    virtual_root: str = ""
     director_thread: Conversation | None = None
     owner_id: int = 0
     email_summary: str = ""

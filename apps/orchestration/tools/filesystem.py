@@ -18,7 +18,7 @@ CONTENT_SCAN_BYTES = 256 * 1024
 
 
 def virtual_root(ctx: RunContext) -> Path:
-    configured = (ctx.settings.virtual_root or "").strip()
+    configured = (ctx.virtual_root or "").strip()
     if not configured:
         raise ToolFailure("no virtual root is configured: filesystem tools are off")
     root = Path(configured).expanduser()

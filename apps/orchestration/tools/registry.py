@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from apps.orchestration.tools import calendar, filesystem, memory, workspace
+from apps.orchestration.tools import calendar, filesystem, inbox, memory, workspace
 from apps.orchestration.tools.context import Actor, RunContext
 from apps.orchestration.tools.schemas import DESCRIPTIONS, LIVE_TOOLS, WORKSPACE_TOOLS
 from mailagent.llm import Tool
@@ -16,6 +17,7 @@ IMPLEMENTATIONS: dict[str, Callable[[RunContext, Actor, Any], Any]] = {
     "workspace_get_item": workspace.get_item,
     "workspace_update_item": workspace.update_item,
     "workspace_remove_item": workspace.remove_item,
+    "inbox_push": inbox.push,
     "memory_search": memory.search,
     "memory_add": memory.add,
     "memory_edit": memory.edit,
@@ -31,7 +33,8 @@ def available_live_tools(ctx: RunContext) -> list[str]:
     """Live tools that can work in this run (no virtual root → no filesystem, no calendar account → none)."""
     if "live" not in ctx.cache:
         names = ["memory_search", "memory_add", "memory_edit"]
-        if (ctx.settings.virtual_root or "").strip():
+        root = (ctx.virtual_root or "").strip()  # the owner's directory: tools only while it exists
+        if root and Path(root).is_absolute() and Path(root).is_dir():
             names += ["filesystem_search", "filesystem_retrieve"]
         if calendar.tool_accounts(ctx):
             names += ["calendar_read", "calendar_add", "todo_add"]
