@@ -8,9 +8,10 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, Thread
+from mailagent.admin_scoping import OwnerScopedAdmin, OwnerScopedTabularInline
 
 
-class MailFolderInline(admin.TabularInline):
+class MailFolderInline(OwnerScopedTabularInline):
     model = MailFolder
     extra = 0
     fields = ("name", "display_name", "role", "uidvalidity", "last_uid", "last_synced_at")
@@ -19,7 +20,7 @@ class MailFolderInline(admin.TabularInline):
 
 
 @admin.register(MailAccount)
-class MailAccountAdmin(admin.ModelAdmin):
+class MailAccountAdmin(OwnerScopedAdmin):
     list_display = ("name", "owner", "provider", "address", "enabled", "last_sync_status", "last_sync_at", "has_creds")
     list_filter = ("provider", "enabled", "last_sync_status", "last_error_category")
     search_fields = ("name", "address", "owner__email", "owner__username")
@@ -47,7 +48,7 @@ class MailAccountAdmin(admin.ModelAdmin):
         return bool(obj.credentials)
 
 
-class AttachmentInline(admin.TabularInline):
+class AttachmentInline(OwnerScopedTabularInline):
     model = Attachment
     extra = 0
     can_delete = False
@@ -62,7 +63,7 @@ class AttachmentInline(admin.TabularInline):
         return False
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(OwnerScopedAdmin):
     """Stored mail mirrors the provider; it is inspected here, never edited."""
 
     def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> list[str]:

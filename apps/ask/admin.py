@@ -3,10 +3,11 @@ from __future__ import annotations
 from django.contrib import admin
 
 from apps.ask.models import AskConversation, AskRun, Draft
+from mailagent.admin_scoping import OwnerScopedAdmin
 
 
 @admin.register(AskRun)
-class AskRunAdmin(admin.ModelAdmin):
+class AskRunAdmin(OwnerScopedAdmin):
     list_display = ("question", "owner", "status", "intent", "answer_mode", "created_at")
     list_filter = ("status", "intent", "answer_mode")
     search_fields = ("question", "answer")
@@ -14,12 +15,12 @@ class AskRunAdmin(admin.ModelAdmin):
 
 
 @admin.register(AskConversation)
-class AskConversationAdmin(admin.ModelAdmin):
+class AskConversationAdmin(OwnerScopedAdmin):
     list_display = ("id", "owner", "created_at")
 
 
 @admin.register(Draft)
-class DraftAdmin(admin.ModelAdmin):
+class DraftAdmin(OwnerScopedAdmin):
     """Drafts are for review: edit them here; Ask never sends them."""
 
     list_display = ("subject", "account", "owner", "created_at")

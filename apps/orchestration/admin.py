@@ -25,6 +25,7 @@ from apps.orchestration.models import (
     ProviderEvent,
     Run,
 )
+from mailagent.admin_scoping import OwnerScopedAdmin, OwnerScopedStackedInline, OwnerScopedTabularInline
 
 
 class SortableMedia:
@@ -33,13 +34,13 @@ class SortableMedia:
 
 
 @admin.register(ApiConfig)
-class ApiConfigAdmin(admin.ModelAdmin):
+class ApiConfigAdmin(OwnerScopedAdmin):
     list_display = ("name", "model", "base_url", "owner", "max_concurrency", "timeout_seconds")
     search_fields = ("name", "model", "base_url")
     list_select_related = ("owner",)
 
 
-class PromptMessageInline(admin.TabularInline):
+class PromptMessageInline(OwnerScopedTabularInline):
     model = PromptMessage
     extra = 1
     fields = ("order", "role", "content")
@@ -70,7 +71,7 @@ def copy_prompt(prompt: Prompt, *, name: str, is_template: bool) -> Prompt:
 
 
 @admin.register(Prompt)
-class PromptAdmin(admin.ModelAdmin):
+class PromptAdmin(OwnerScopedAdmin):
     list_display = ("name", "is_template", "owner", "created_at")
     list_filter = ("is_template",)
     search_fields = ("name", "messages__content")
@@ -78,7 +79,7 @@ class PromptAdmin(admin.ModelAdmin):
     actions = (save_as_template, load_template)
 
 
-class AgentInline(admin.StackedInline):
+class AgentInline(OwnerScopedStackedInline):
     model = Agent
     extra = 0
     fields = (
@@ -99,7 +100,7 @@ class AgentInline(admin.StackedInline):
 
 
 @admin.register(Director)
-class DirectorAdmin(admin.ModelAdmin):
+class DirectorAdmin(OwnerScopedAdmin):
     list_display = ("name", "owner", "enabled", "api_config", "step_limit", "created_at")
     list_filter = ("enabled",)
     search_fields = ("name", "description")
@@ -110,7 +111,7 @@ class DirectorAdmin(admin.ModelAdmin):
 
 
 @admin.register(OrchestrationSettings)
-class OrchestrationSettingsAdmin(admin.ModelAdmin):
+class OrchestrationSettingsAdmin(OwnerScopedAdmin):
     list_display = ("__str__", "session_timeout_minutes", "max_file_bytes")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
@@ -118,7 +119,7 @@ class OrchestrationSettingsAdmin(admin.ModelAdmin):
 
 
 @admin.register(FilesystemRoot)
-class FilesystemRootAdmin(admin.ModelAdmin):
+class FilesystemRootAdmin(OwnerScopedAdmin):
     """Which directory each owner's runs may read. Only superusers may point it somewhere: a staff member
     choosing their own path could read any file the server can."""
 
@@ -133,13 +134,13 @@ class FilesystemRootAdmin(admin.ModelAdmin):
 
 
 @admin.register(Memory)
-class MemoryAdmin(admin.ModelAdmin):
+class MemoryAdmin(OwnerScopedAdmin):
     list_display = ("content", "scope", "director", "agent", "owner", "updated_at")
     list_filter = ("scope", "director")
     search_fields = ("content",)
 
 
-class ConversationInline(admin.TabularInline):
+class ConversationInline(OwnerScopedTabularInline):
     model = Conversation
     extra = 0
     fields = ("kind", "agent_name", "status", "finalized", "session_id", "last_active_at", "ended_at")
@@ -149,7 +150,7 @@ class ConversationInline(admin.TabularInline):
 
 
 @admin.register(Run)
-class RunAdmin(admin.ModelAdmin):
+class RunAdmin(OwnerScopedAdmin):
     list_display = ("pk", "director", "message", "status", "trigger", "fetch_cycle_id", "created_at")
     list_filter = ("status", "trigger", "director")
     list_select_related = ("director", "message")
@@ -159,21 +160,21 @@ class RunAdmin(admin.ModelAdmin):
 
 
 @admin.register(Conversation)
-class ConversationAdmin(admin.ModelAdmin):
+class ConversationAdmin(OwnerScopedAdmin):
     list_display = ("pk", "run", "kind", "agent_name", "status", "finalized", "last_active_at")
     list_filter = ("kind", "status")
     raw_id_fields = ("run", "parent")
 
 
 @admin.register(ProviderEvent)
-class ProviderEventAdmin(admin.ModelAdmin):
+class ProviderEventAdmin(OwnerScopedAdmin):
     list_display = ("created_at", "run", "kind", "model", "attempt", "status", "latency_ms", "category")
     list_filter = ("kind", "category")
     raw_id_fields = ("run", "thread")
 
 
 @admin.register(OrchLog)
-class OrchLogAdmin(admin.ModelAdmin):
+class OrchLogAdmin(OwnerScopedAdmin):
     list_display = ("timestamp", "run", "phase", "director_name", "agent_name", "error")
     list_filter = ("phase",)
     raw_id_fields = ("run", "dir_thread", "agent_thread")

@@ -13,11 +13,12 @@ from django.utils import timezone
 from apps.orchestration.admin import DirectorAdmin
 from apps.orchestration.models import Run
 from apps.routing.models import FetchCycle, Filter
+from mailagent.admin_scoping import OwnerScopedAdmin, OwnerScopedTabularInline
 
 RECENT_DAYS = 7
 
 
-class FilterInline(admin.TabularInline):
+class FilterInline(OwnerScopedTabularInline):
     model = Filter
     extra = 1
     fields = ("order", "field", "regex", "case_insensitive", "description", "enabled")
@@ -33,7 +34,7 @@ DirectorAdmin.inlines = (*DirectorAdmin.inlines, FilterInline)
 
 
 @admin.register(Filter)
-class FilterAdmin(admin.ModelAdmin):
+class FilterAdmin(OwnerScopedAdmin):
     list_display = ("regex", "director", "field", "case_insensitive", "enabled", "order", "recent_matches", "errors")
     list_filter = ("field", "enabled", "director")
     list_editable = ("enabled", "order")
@@ -66,7 +67,7 @@ class FilterAdmin(admin.ModelAdmin):
 
 
 @admin.register(FetchCycle)
-class FetchCycleAdmin(admin.ModelAdmin):
+class FetchCycleAdmin(OwnerScopedAdmin):
     list_display = ("pk", "trigger", "status", "started_at", "messages_stored", "runs_created", "accounts_failed")
     list_filter = ("trigger", "status")
     readonly_fields = [f.name for f in FetchCycle._meta.fields]
