@@ -12,7 +12,6 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from mailagent.signals import demo_data_requested
 from tests.services import REPO_ROOT, free_port, subprocess_env, wait_for_port
 
 pytestmark = pytest.mark.django_db
@@ -44,19 +43,58 @@ def test_bootstrap_generates_and_prints_a_password_once(monkeypatch: pytest.Monk
     assert "password" not in again.getvalue()
 
 
-def test_bootstrap_asks_for_demo_data(monkeypatch: pytest.MonkeyPatch) -> None:
-    calls: list[Any] = []
+@pytest.mark.parametrize(
+    ("debug", "flags", "loaded"),
+    [
+        (True, [], True),  # development, what `make run` does (it sets DEBUG=1)
+        (False, [], False),  # production default: no fictional mail in the admin's account
+        (False, ["--demo"], True),
+        (True, ["--no-demo"], False),
+    ],
+)
+def test_bootstrap_loads_demo_data_only_with_debug_or_demo(
+    settings: Any, debug: bool, flags: list[str], loaded: bool
+) -> None:
+    from apps.accounts.models import Message
 
-    def receiver(sender: Any, user: Any, stdout: Any, **kwargs: Any) -> None:
-        calls.append(user)
+    settings.DEBUG = debug
+    out = StringIO()
+    call_command("bootstrap", *flags, stdout=out)
+    admin = get_user_model().objects.get(is_superuser=True)
+    assert Message.objects.filter(account__owner=admin).exists() is loaded
+    assert ("Demo data not loaded: DEBUG is off" in out.getvalue()) is (not debug and not flags)
 
-    demo_data_requested.connect(receiver)
-    try:
-        monkeypatch.setattr("apps.accounts.demo.load_demo_on_empty_database", lambda *a, **k: None)
-        call_command("bootstrap", stdout=StringIO())
-    finally:
-        demo_data_requested.disconnect(receiver)
-    assert len(calls) == 1 and calls[0].is_superuser
+
+def _make_run_bootstrap_command() -> str:
+    """The bootstrap line `make run` executes (from `make -n`, exactly as make expands it)."""
+    planned = subprocess.run(["make", "-n", "run"], cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
+    (line,) = [line for line in planned.splitlines() if "manage.py bootstrap" in line]
+    return line
+
+
+@pytest.mark.django_db(transaction=True)
+def test_make_run_loads_the_demo_in_development_but_not_with_debug_off() -> None:
+    from apps.accounts.models import Message
+
+    command = ["bash", "-c", _make_run_bootstrap_command()]
+    env = {k: v for k, v in subprocess_env(MAILAGENT_ADMIN_PASSWORD="a long enough password 123").items()}
+    env.pop("DEBUG", None)
+
+    production = subprocess.run(command, cwd=REPO_ROOT, env={**env, "DEBUG": "0"}, capture_output=True, text=True)
+    assert production.returncode == 0, production.stderr
+    assert "Demo data not loaded: DEBUG is off" in production.stdout
+    assert not Message.objects.exists()
+
+    development = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True)  # make's default
+    assert development.returncode == 0, development.stderr
+    assert Message.objects.filter(account__owner__is_superuser=True).exists()
+
+
+def test_bootstrap_refuses_demo_and_no_demo_together() -> None:
+    from django.core.management import CommandError
+
+    with pytest.raises(CommandError):
+        call_command("bootstrap", "--demo", "--no-demo", stdout=StringIO())
 
 
 @pytest.mark.django_db(transaction=True)
