@@ -279,7 +279,7 @@ def test_many_headers_beyond_the_cap() -> None:
 
 
 def test_oversized_message_is_truncated(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(parsing, "MAX_MESSAGE_BYTES", 1000)
+    monkeypatch.setattr(parsing.message, "MAX_MESSAGE_BYTES", 1000)
     raw = b"Subject: big\r\n\r\n" + b"a" * 5000
     parsed = parse_message(raw)
     assert parsed.size == len(raw)
@@ -298,7 +298,7 @@ def test_many_parts_are_capped() -> None:
 
 
 def test_huge_html_is_cut_before_text_extraction(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(parsing, "MAX_HTML_TO_TEXT_CHARS", 1000)
+    monkeypatch.setattr(parsing.html, "MAX_HTML_TO_TEXT_CHARS", 1000)
     html = "<p>start</p>" + "<p>filler paragraph</p>" * 500 + "<p>unreachable end</p>"
     parsed = parse_message(b"Content-Type: text/html\r\n\r\n" + html.encode())
     assert parsed.body_text.startswith("start")
@@ -308,7 +308,7 @@ def test_huge_html_is_cut_before_text_extraction(monkeypatch: pytest.MonkeyPatch
 
 
 def test_time_budget_stops_the_part_walk(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(parsing, "PARSE_TIME_BUDGET_SECONDS", -1.0)
+    monkeypatch.setattr(parsing.body, "PARSE_TIME_BUDGET_SECONDS", -1.0)
     parsed = parse_message(nested_multipart())
     assert "time budget" in parsed.parse_error
     assert parsed.subject == "nested"
@@ -514,7 +514,7 @@ def test_a_crash_inside_still_returns_raw_headers(monkeypatch: pytest.MonkeyPatc
     def explode(*args: object, **kwargs: object) -> str:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(parsing, "_fill_headers", explode)
+    monkeypatch.setattr(parsing.message, "_fill_headers", explode)
     raw = b"Subject: survives\r\nX-Other: 1\r\n\r\nbody"
     parsed = parse_message(raw)
     assert parsed.raw_headers == "Subject: survives\r\nX-Other: 1\r\n"

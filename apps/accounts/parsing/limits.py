@@ -1,0 +1,16 @@
+"""Caps that keep one pathological message from stalling a sync (see the package docstring)."""
+
+from __future__ import annotations
+
+MAX_MESSAGE_BYTES = 50 * 1024 * 1024
+MAX_HEADER_BYTES = 256 * 1024
+PARSE_TIME_BUDGET_SECONDS = 5.0
+SNIPPET_CHARS = 200
+
+MAX_HEADER_VALUE_CHARS = 64 * 1024  # one header value (a long To: list fits; a 2 MB Subject does not)
+MAX_PARTS = 1000  # MIME leaves looked at per message
+MAX_DEPTH = 40  # multipart nesting
+MAX_BOUNDARY_LINES = 5 * MAX_PARTS  # "\n--" lines in a multipart body handed to the stdlib parser
+MAX_HTML_TO_TEXT_CHARS = 512 * 1024  # inscriptis (~1 s/MB) is the slowest step; huge HTML is cut first
+MAX_RECEIVED_TRIED = 20  # Received headers tried (from the last) when the Date header is unusable
+MAX_ERROR_CHARS = 2000
