@@ -4,10 +4,12 @@ from typing import Any
 
 from django.core import checks
 
-from mailagent.crypto import encryption_status
+from mailagent.crypto import encryption_status, plaintext_refusal
 
 
 def check_encryption_key(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    if refusal := plaintext_refusal():
+        return [checks.Error(refusal, id="mailagent.E002")]
     status = encryption_status()
     if status["mode"] == "plaintext":
         return [checks.Warning(status["warning"], id="mailagent.W001")]

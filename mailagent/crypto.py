@@ -6,7 +6,13 @@ encrypts. The associated data is ``<app_label>.<model>.<column>``, so ciphertext
 column (or another model) fails authentication instead of decrypting.
 
 ``VX_MAILAGENT_KEY`` holds one or more 64-hex-digit keys separated by commas. Missing or invalid →
-plaintext mode: values are stored as they are, with a loud warning at startup and on diagnostics.
+plaintext mode: values are stored as they are, with a loud warning at startup and on diagnostics. With
+DEBUG off the app refuses to start in plaintext mode unless ``MAILAGENT_ALLOW_PLAINTEXT=1`` says so.
+
+A stored value this process cannot decrypt (its key is not configured, or it was damaged) loads as an
+``UndecryptableText``/``UndecryptableJSON`` placeholder instead of failing the whole query: pages show
+"cannot decrypt: …", saving the row writes the original ciphertext back unchanged, and ``reveal()`` (what
+code that uses a secret calls) raises ``SecretDecryptionError``.
 """
 
 from __future__ import annotations
@@ -25,7 +31,9 @@ from typing import Any
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 from django.db import models
+from django.db.models.functions import Cast
 
 logger = logging.getLogger(__name__)
 
@@ -38,6 +46,55 @@ NONCE_BYTES = 12
 
 class SecretDecryptionError(Exception):
     """A stored secret could not be decrypted; the ciphertext is never handed out as the value."""
+
+
+KEY_MISSING_LABEL = "cannot decrypt: the key that encrypted this is not configured"
+DAMAGED_LABEL = "cannot decrypt: the stored value is damaged or belongs to another field"
+ENCRYPTED_LABEL = "stored encrypted (AES-256-GCM)"
+PLAINTEXT_LABEL = "stored in plaintext — set VX_MAILAGENT_KEY"
+PLAINTEXT_WITH_KEY_LABEL = "stored in plaintext — run manage.py reencrypt_secrets"
+
+
+class KeyNotConfiguredError(SecretDecryptionError):
+    """The value was encrypted with a key that is not among the configured ones."""
+
+
+class UndecryptableText(str):
+    """Stands for a text secret that could not be decrypted: reads as its "cannot decrypt: …" label."""
+
+    stored: str
+    reason: str
+
+    def __new__(cls, *, stored: str, error: SecretDecryptionError) -> UndecryptableText:
+        label = KEY_MISSING_LABEL if isinstance(error, KeyNotConfiguredError) else DAMAGED_LABEL
+        value = super().__new__(cls, label)
+        value.stored = stored
+        value.reason = str(error)
+        return value
+
+
+class UndecryptableJSON(dict[str, str]):
+    """Stands for an encrypted JSON value that could not be decrypted: `{"undecryptable": <label>}`."""
+
+    stored: str
+    reason: str
+
+    def __init__(self, *, stored: str, error: SecretDecryptionError) -> None:
+        label = KEY_MISSING_LABEL if isinstance(error, KeyNotConfiguredError) else DAMAGED_LABEL
+        super().__init__(undecryptable=label)
+        self.stored = stored
+        self.reason = str(error)
+
+
+def is_undecryptable(value: Any) -> bool:
+    return isinstance(value, UndecryptableText | UndecryptableJSON)
+
+
+def reveal(value: Any) -> Any:
+    """The secret itself, for code about to use it; a clear error when it could not be decrypted."""
+    if is_undecryptable(value):
+        raise SecretDecryptionError(value.reason)
+    return value
 
 
 @dataclass(frozen=True)
@@ -141,7 +198,7 @@ def decrypt_value(stored: str, *, associated_data: str, keyring: Keyring | None 
         raise SecretDecryptionError(f"Malformed encrypted value in {associated_data}") from exc
     key = keyring.key_for(key_id)
     if key is None:
-        raise SecretDecryptionError(
+        raise KeyNotConfiguredError(
             f"{associated_data} was encrypted with key {key_id}, which is not among the configured "
             f"VX_MAILAGENT_KEY keys ({', '.join(k for k, _ in keyring.keys) or 'none configured'})"
         )
@@ -165,11 +222,20 @@ class EncryptedTextField(models.TextField):
     def from_db_value(self, value: str | None, expression: Any, connection: Any) -> Any:
         if value is None:
             return None
-        return self.decode_plaintext(decrypt_value(value, associated_data=self.associated_data()))
+        try:
+            return self.decode_plaintext(decrypt_value(value, associated_data=self.associated_data()))
+        except SecretDecryptionError as exc:
+            logger.warning("%s", exc)
+            return self.undecryptable(value, exc)
+
+    def undecryptable(self, stored: str, error: SecretDecryptionError) -> Any:
+        return UndecryptableText(stored=stored, error=error)
 
     def get_prep_value(self, value: Any) -> Any:
         if value is None:
             return None
+        if is_undecryptable(value):
+            return value.stored  # written back exactly as it was read: a save never destroys it
         return encrypt_value(self.encode_plaintext(value), associated_data=self.associated_data())
 
     def to_python(self, value: Any) -> Any:
@@ -203,8 +269,11 @@ class EncryptedJSONField(EncryptedTextField):
         except json.JSONDecodeError as exc:
             raise SecretDecryptionError(f"{self.associated_data()} does not hold valid JSON") from exc
 
+    def undecryptable(self, stored: str, error: SecretDecryptionError) -> Any:
+        return UndecryptableJSON(stored=stored, error=error)
+
     def value_to_string(self, obj: models.Model) -> str:
-        return self.encode_plaintext(self.value_from_object(obj))
+        return self.encode_plaintext(reveal(self.value_from_object(obj)))
 
 
 def encrypted_fields() -> list[tuple[type[models.Model], EncryptedTextField]]:
@@ -218,7 +287,64 @@ def encrypted_fields() -> list[tuple[type[models.Model], EncryptedTextField]]:
     return found
 
 
-def warn_if_insecure() -> None:
+@dataclass(frozen=True)
+class SecretStorage:
+    state: str  # none | encrypted | plaintext | undecryptable
+    label: str
+
+
+def new_secret_storage_label() -> str:
+    """How a secret entered now will be stored (for forms)."""
+    return ENCRYPTED_LABEL if get_keyring().enabled else PLAINTEXT_LABEL
+
+
+def secret_storage(instance: models.Model, field_name: str) -> SecretStorage:
+    """How this row's secret really sits in the database, read from the stored column itself."""
+    field = instance._meta.get_field(field_name)
+    assert isinstance(field, EncryptedTextField)
+    raw = (
+        type(instance)
+        ._base_manager.filter(pk=instance.pk)
+        .annotate(_raw=stored_column(field.attname))
+        .values_list("_raw", flat=True)
+        .first()
+    )
+    return storage_of_stored_value(raw)
+
+
+def stored_column(attname: str) -> Cast:
+    """An annotation reading an encrypted column as stored (ciphertext or plaintext), without decrypting."""
+    return Cast(attname, output_field=models.TextField())
+
+
+def storage_of_stored_value(raw: str | None) -> SecretStorage:
+    if not raw:
+        return SecretStorage("none", "none")
+    keyring = get_keyring()
+    key_id = stored_key_id(raw)
+    if key_id is None:
+        return SecretStorage("plaintext", PLAINTEXT_WITH_KEY_LABEL if keyring.enabled else PLAINTEXT_LABEL)
+    if keyring.key_for(key_id) is None:
+        return SecretStorage("undecryptable", KEY_MISSING_LABEL)
+    return SecretStorage("encrypted", ENCRYPTED_LABEL)
+
+
+def plaintext_refusal() -> str | None:
+    """Why the app must not start (no valid key, DEBUG off, plaintext not explicitly allowed), or None."""
+    keyring = get_keyring()
+    if keyring.enabled or settings.DEBUG or getattr(settings, "MAILAGENT_ALLOW_PLAINTEXT", False):
+        return None
+    return (
+        f"Refusing to run with DEBUG off and no valid VX_MAILAGENT_KEY ({keyring.invalid_reason}): OAuth tokens, "
+        "IMAP passwords and API keys would be stored in plaintext. Set VX_MAILAGENT_KEY to 64 hex characters "
+        "(`openssl rand -hex 32`), or set MAILAGENT_ALLOW_PLAINTEXT=1 to accept plaintext storage."
+    )
+
+
+def enforce_secret_storage_policy() -> None:
+    """At process start: refuse plaintext mode in production (see plaintext_refusal), warn loudly otherwise."""
+    if refusal := plaintext_refusal():
+        raise ImproperlyConfigured(refusal)
     status = encryption_status()
     if status["mode"] == "plaintext":
         banner = "!" * 78

@@ -84,6 +84,9 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
 # AES-256-GCM keys for secrets at rest: 64 hex chars each, comma separated; the first encrypts.
 VX_MAILAGENT_KEY = env_str("VX_MAILAGENT_KEY")
+# Without a valid key secrets are stored in plaintext: fine for development (DEBUG), refused otherwise unless
+# this says so explicitly (mailagent/crypto.py: plaintext_refusal).
+MAILAGENT_ALLOW_PLAINTEXT = env_bool("MAILAGENT_ALLOW_PLAINTEXT")
 
 INSTALLED_APPS = [
     "daphne",

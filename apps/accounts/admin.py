@@ -1,14 +1,17 @@
-"""Admin for mail accounts and stored mail. Credentials never appear: the field is excluded outright."""
+"""Admin for mail accounts and stored mail. Credentials never appear: the field is excluded outright and the
+admin shows only how they are stored (encrypted, plaintext, or cannot be decrypted)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.contrib import admin
+from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, Thread
 from mailagent.admin_scoping import OwnerScopedAdmin, OwnerScopedTabularInline
+from mailagent.crypto import storage_of_stored_value, stored_column
 
 
 class MailFolderInline(OwnerScopedTabularInline):
@@ -21,15 +24,24 @@ class MailFolderInline(OwnerScopedTabularInline):
 
 @admin.register(MailAccount)
 class MailAccountAdmin(OwnerScopedAdmin):
-    list_display = ("name", "owner", "provider", "address", "enabled", "last_sync_status", "last_sync_at", "has_creds")
+    list_display = (
+        "name",
+        "owner",
+        "provider",
+        "address",
+        "enabled",
+        "last_sync_status",
+        "last_sync_at",
+        "credentials_storage",
+    )
     list_filter = ("provider", "enabled", "last_sync_status", "last_error_category")
     search_fields = ("name", "address", "owner__email", "owner__username")
     list_select_related = ("owner",)
     raw_id_fields = ("owner",)
-    # Passwords and OAuth token sets are encrypted at rest and must not be shown or edited as plaintext.
+    # Passwords and OAuth token sets are write-only: never shown or edited here, only how they are stored.
     exclude = ("credentials",)
     readonly_fields = (
-        "has_creds",
+        "credentials_storage",
         "sync_cursor",
         "last_sync_at",
         "last_sync_status",
@@ -43,9 +55,19 @@ class MailAccountAdmin(OwnerScopedAdmin):
     )
     inlines = (MailFolderInline,)
 
-    @admin.display(boolean=True, description="Has credentials")
-    def has_creds(self, obj: MailAccount) -> bool:
-        return bool(obj.credentials)
+    def get_queryset(self, request: HttpRequest) -> QuerySet[MailAccount]:
+        # The stored column as it is (ciphertext or plaintext): the list says how each secret is kept without
+        # decrypting anything.
+        return (
+            super()
+            .get_queryset(request)
+            .defer("credentials")
+            .annotate(_stored_credentials=stored_column("credentials"))
+        )
+
+    @admin.display(description="Credentials")
+    def credentials_storage(self, obj: MailAccount) -> str:
+        return storage_of_stored_value(getattr(obj, "_stored_credentials", None)).label
 
 
 class AttachmentInline(OwnerScopedTabularInline):

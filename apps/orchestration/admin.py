@@ -26,6 +26,7 @@ from apps.orchestration.models import (
     Run,
 )
 from mailagent.admin_scoping import OwnerScopedAdmin, OwnerScopedStackedInline, OwnerScopedTabularInline
+from mailagent.admin_secrets import WriteOnlySecretsMixin, encrypted_json_display
 
 
 class SortableMedia:
@@ -34,7 +35,8 @@ class SortableMedia:
 
 
 @admin.register(ApiConfig)
-class ApiConfigAdmin(OwnerScopedAdmin):
+class ApiConfigAdmin(WriteOnlySecretsMixin, OwnerScopedAdmin):
+    secret_fields = ("api_key",)
     list_display = ("name", "model", "base_url", "owner", "max_concurrency", "timeout_seconds")
     search_fields = ("name", "model", "base_url")
     list_select_related = ("owner",)
@@ -168,6 +170,10 @@ class ConversationAdmin(OwnerScopedAdmin):
 
 @admin.register(ProviderEvent)
 class ProviderEventAdmin(OwnerScopedAdmin):
+    # Shown read-only (an edit would re-encrypt whatever the form held); "cannot decrypt" when the key is gone.
+    exclude = ("payload",)
+    readonly_fields = ("payload_display",)
+    payload_display = encrypted_json_display("payload", "Payload")
     list_display = ("created_at", "run", "kind", "model", "attempt", "status", "latency_ms", "category")
     list_filter = ("kind", "category")
     raw_id_fields = ("run", "thread")
@@ -175,6 +181,10 @@ class ProviderEventAdmin(OwnerScopedAdmin):
 
 @admin.register(OrchLog)
 class OrchLogAdmin(OwnerScopedAdmin):
+    exclude = ("detail", "result")
+    readonly_fields = ("detail_display", "result_display")
+    detail_display = encrypted_json_display("detail", "Detail")
+    result_display = encrypted_json_display("result", "Result")
     list_display = ("timestamp", "run", "phase", "director_name", "agent_name", "error")
     list_filter = ("phase",)
     raw_id_fields = ("run", "dir_thread", "agent_thread")

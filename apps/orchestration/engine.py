@@ -47,6 +47,7 @@ from apps.orchestration.tools.schemas import (
     params_summary,
 )
 from apps.workspaces import actions as workspace_actions
+from mailagent.crypto import reveal
 from mailagent.llm import (
     ChatResult,
     LLMConfig,
@@ -71,7 +72,7 @@ def llm_config(api_config: ApiConfig) -> LLMConfig:
     return LLMConfig(
         key=f"apiconfig:{api_config.pk}",
         base_url=api_config.base_url,
-        api_key=api_config.api_key or "",
+        api_key=reveal(api_config.api_key) or "",  # a key that cannot be decrypted fails the run clearly
         model=api_config.model,
         timeout=float(api_config.timeout_seconds),
         max_concurrency=api_config.max_concurrency,

@@ -641,9 +641,9 @@ def test_admin_never_shows_credentials(staff_client: Client, staff_user: Any, tm
     )
     change = staff_client.get(reverse("admin:mail_mailaccount_change", args=[account.pk])).content.decode()
     assert "hunter2-very-secret" not in change and 'name="credentials"' not in change
-    assert "Has credentials" in change
+    assert "stored encrypted (AES-256-GCM)" in change
     listing = staff_client.get(reverse("admin:mail_mailaccount_changelist")).content.decode()
-    assert "hunter2-very-secret" not in listing and "icon-yes" in listing
+    assert "hunter2-very-secret" not in listing and "stored encrypted (AES-256-GCM)" in listing
     message = Message.objects.get(message_id="admin-1@example.com")
     assert staff_client.get(reverse("admin:mail_message_changelist") + "?q=Admin").status_code == 200
     detail = staff_client.get(reverse("admin:mail_message_change", args=[message.pk])).content.decode()

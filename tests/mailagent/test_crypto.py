@@ -10,11 +10,15 @@ from django.test import override_settings
 
 from apps.accounts.models import MailAccount, Provider
 from mailagent.crypto import (
+    DAMAGED_LABEL,
+    KEY_MISSING_LABEL,
     SecretDecryptionError,
     decrypt_value,
     encrypt_value,
     encryption_status,
     generate_key,
+    is_undecryptable,
+    reveal,
     stored_key_id,
 )
 from tests.services import current_database_url
@@ -69,24 +73,26 @@ def test_ciphertext_cannot_move_to_another_column() -> None:
         decrypt_value(sealed, associated_data="orchestration.apiconfig.api_key")
 
 
-def test_tampered_ciphertext_raises_instead_of_returning_garbage(user: Any) -> None:
+def test_tampered_ciphertext_never_returns_garbage(user: Any) -> None:
     account = make_account(user)
     raw = raw_credentials(account.pk)
     body = raw[:-6] + ("A" if raw[-6] != "A" else "B") + raw[-5:]
     with connection.cursor() as cursor:
         cursor.execute("UPDATE mail_mailaccount SET credentials = %s WHERE id = %s", [body, account.pk])
-    with pytest.raises(SecretDecryptionError):
-        MailAccount.objects.get(pk=account.pk)
+    loaded = MailAccount.objects.get(pk=account.pk).credentials
+    assert is_undecryptable(loaded) and loaded == {"undecryptable": DAMAGED_LABEL}
+    with pytest.raises(SecretDecryptionError, match="Authentication failed"):
+        reveal(loaded)
 
 
 def test_unknown_key_is_a_clear_error(user: Any) -> None:
     with override_settings(VX_MAILAGENT_KEY=KEY_A):
         account = make_account(user)
-    with (
-        override_settings(VX_MAILAGENT_KEY=KEY_B),
-        pytest.raises(SecretDecryptionError, match="not among the configured"),
-    ):
-        MailAccount.objects.get(pk=account.pk)
+    with override_settings(VX_MAILAGENT_KEY=KEY_B):
+        loaded = MailAccount.objects.get(pk=account.pk).credentials
+        assert loaded == {"undecryptable": KEY_MISSING_LABEL}
+        with pytest.raises(SecretDecryptionError, match="not among the configured"):
+            reveal(loaded)
 
 
 def test_rotation_old_key_still_decrypts_and_reencrypt_moves_everything(user: Any) -> None:

@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand
 
-from mailagent.crypto import warn_if_insecure
+from mailagent.crypto import enforce_secret_storage_policy
 from mailagent.server import web_server_command
 
 STOP_GRACE_SECONDS = 10
@@ -28,7 +28,7 @@ class Command(BaseCommand):
         parser.add_argument("--no-worker", action="store_true", help="Serve HTTP only, no qcluster.")
 
     def handle(self, *args: Any, **options: Any) -> None:
-        warn_if_insecure()
+        enforce_secret_storage_policy()
         manage_py = str(Path(settings.BASE_DIR) / "manage.py")
         commands = {"web": web_server_command(host=options["host"], port=options["port"])}
         if not options["no_worker"]:

@@ -1,0 +1,284 @@
+"""The security surface: truthful labels about secrets, secrets write-only everywhere, refusing plaintext in
+production, pages that survive a missing key."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test import Client
+
+from apps.accounts.actions import create_imap_account
+from apps.accounts.models import MailAccount
+from apps.accounts.providers.base import RemoteMessage
+from apps.accounts.store import store_remote_messages
+from apps.orchestration.models import ApiConfig, Conversation, Director, OrchLog, Phase, ProviderEvent, Run
+from mailagent.crypto import (
+    ENCRYPTED_LABEL,
+    KEY_MISSING_LABEL,
+    PLAINTEXT_LABEL,
+    SecretDecryptionError,
+    generate_key,
+    reveal,
+)
+from tests.fakes.dovecot import make_message
+from tests.services import REPO_ROOT
+
+pytestmark = pytest.mark.django_db
+
+KEY_A = generate_key()
+KEY_B = generate_key()
+IMAP_PASSWORD = "hunter2-canary-7d1f"
+API_KEY = "sk-canary-5be0c2a9"
+
+
+def raw_column(table: str, column: str, pk: int) -> str:
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {column} FROM {table} WHERE id = %s", [pk])  # noqa: S608
+        return str(cursor.fetchone()[0])
+
+
+def imap_account(owner: Any) -> MailAccount:
+    return create_imap_account(
+        owner=owner,
+        name="Work",
+        address="me@work.example",
+        host="127.0.0.1",
+        port=1,
+        security="ssl",
+        username="me",
+        password=IMAP_PASSWORD,
+    )
+
+
+def api_config(owner: Any) -> ApiConfig:
+    return ApiConfig.objects.create(
+        owner=owner, name="main", base_url="http://127.0.0.1:9/v1", api_key=API_KEY, model="fake-model"
+    )
+
+
+# --- truthful labels ------------------------------------------------------------------------------------
+
+
+def test_without_a_key_the_labels_say_plaintext(staff_client: Client, staff_user: Any, settings: Any) -> None:
+    settings.VX_MAILAGENT_KEY = ""
+    form_page = staff_client.get("/mail/accounts/").content.decode()
+    assert "stored encrypted" not in form_page
+    assert f"The password will be {PLAINTEXT_LABEL}" in form_page
+    account = imap_account(staff_user)
+    assert IMAP_PASSWORD in raw_column("mail_mailaccount", "credentials", account.pk)
+    detail = staff_client.get(f"/mail/accounts/{account.pk}/").content.decode()
+    assert "encrypted" not in detail
+    assert f'data-state="plaintext">{PLAINTEXT_LABEL}<' in detail
+    admin_list = staff_client.get("/admin/mail/mailaccount/").content.decode()
+    assert PLAINTEXT_LABEL in admin_list and IMAP_PASSWORD not in admin_list
+
+
+def test_with_a_key_the_labels_say_encrypted_and_the_database_agrees(
+    staff_client: Client, staff_user: Any, settings: Any
+) -> None:
+    settings.VX_MAILAGENT_KEY = KEY_A
+    assert f"The password will be {ENCRYPTED_LABEL}" in staff_client.get("/mail/accounts/").content.decode()
+    account = imap_account(staff_user)
+    assert raw_column("mail_mailaccount", "credentials", account.pk).startswith("enc1:")
+    detail = staff_client.get(f"/mail/accounts/{account.pk}/").content.decode()
+    assert f'data-state="encrypted">{ENCRYPTED_LABEL}<' in detail
+    assert IMAP_PASSWORD not in detail
+
+
+def test_plaintext_written_before_the_key_is_labelled_plaintext_until_reencrypted(
+    staff_client: Client, staff_user: Any, settings: Any
+) -> None:
+    settings.VX_MAILAGENT_KEY = ""
+    account = imap_account(staff_user)
+    settings.VX_MAILAGENT_KEY = KEY_A
+    detail = staff_client.get(f"/mail/accounts/{account.pk}/").content.decode()
+    assert "stored in plaintext — run manage.py reencrypt_secrets" in detail
+
+
+# --- write-only -----------------------------------------------------------------------------------------
+
+
+def test_the_admin_never_shows_an_api_key_and_a_blank_field_keeps_it(
+    staff_client: Client, staff_user: Any, settings: Any
+) -> None:
+    config = api_config(staff_user)
+    url = f"/admin/orchestration/apiconfig/{config.pk}/change/"
+    page = staff_client.get(url).content.decode()
+    assert API_KEY not in page
+    assert 'type="password" name="api_key"' in page and f"Currently {ENCRYPTED_LABEL}" in page
+    form = {
+        "owner": staff_user.pk,
+        "name": "renamed",
+        "base_url": config.base_url,
+        "api_key": "",
+        "model": config.model,
+        "max_concurrency": config.max_concurrency,
+        "timeout_seconds": config.timeout_seconds,
+        "max_retries": config.max_retries,
+    }
+    form.update({k: v for k, v in admin_form_defaults(staff_client, url).items() if k not in form})
+    response = staff_client.post(url, form)
+    assert response.status_code == 302, response.context["adminform"].form.errors
+    config.refresh_from_db()
+    assert config.name == "renamed" and config.api_key == API_KEY
+    form["api_key"] = "sk-new-key"
+    assert staff_client.post(url, form).status_code == 302
+    config.refresh_from_db()
+    assert config.api_key == "sk-new-key"
+    assert "sk-new-key" not in staff_client.get(url).content.decode()
+
+
+def admin_form_defaults(client: Client, url: str) -> dict[str, str]:
+    """The other inputs of an admin change form as the browser would submit them."""
+    from html.parser import HTMLParser
+
+    values: dict[str, str] = {}
+
+    class Inputs(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            data = dict(attrs)
+            name = data.get("name")
+            if tag == "input" and name and data.get("type") not in {"submit", "password", "checkbox"}:
+                values[name] = data.get("value") or ""
+            if tag == "input" and name and data.get("type") == "checkbox" and "checked" in data:
+                values[name] = "on"
+
+    Inputs().feed(client.get(url).content.decode())
+    values.pop("csrfmiddlewaretoken", None)
+    return values
+
+
+def test_account_pages_and_admin_never_show_credentials(staff_client: Client, staff_user: Any) -> None:
+    account = imap_account(staff_user)
+    for url in [
+        "/mail/accounts/",
+        f"/mail/accounts/{account.pk}/",
+        "/admin/mail/mailaccount/",
+        f"/admin/mail/mailaccount/{account.pk}/change/",
+    ]:
+        response = staff_client.get(url)
+        assert response.status_code == 200, url
+        assert IMAP_PASSWORD not in response.content.decode(), url
+
+
+def test_secrets_never_appear_in_api_responses(staff_client: Client, staff_user: Any) -> None:
+    from mailagent.api import api
+
+    account = imap_account(staff_user)
+    api_config(staff_user)
+    schema = api.get_openapi_schema()
+    for path, operations in schema["paths"].items():
+        if "get" not in operations or "{" in path:
+            continue
+        body = staff_client.get(path).content.decode()
+        assert IMAP_PASSWORD not in body and API_KEY not in body, path
+    body = staff_client.get(f"/api/accounts/{account.pk}/test").content.decode()
+    assert IMAP_PASSWORD not in body
+
+
+# --- a key that is gone ---------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def secrets_under_key_a(staff_user: Any, settings: Any) -> dict[str, Any]:
+    settings.VX_MAILAGENT_KEY = KEY_A
+    account = imap_account(staff_user)
+    config = api_config(staff_user)
+    director = Director.objects.create(owner=staff_user, name="d", api_config=config)
+    stored = store_remote_messages(
+        account=account,
+        messages=[RemoteMessage(provider_id="1", raw=make_message(subject="s", body="b"), folder="INBOX")],
+    )
+    run = Run.objects.create(director=director, message_id=stored.created_ids[0])
+    thread = Conversation.objects.create(run=run, kind="director", director=director)
+    event = ProviderEvent.objects.create(run=run, thread=thread, kind="request", payload={"messages": ["hi"]})
+    log = OrchLog.objects.create(run=run, director=director, phase=Phase.DIRECTOR, detail={"a": 1}, result={"b": 2})
+    settings.VX_MAILAGENT_KEY = KEY_B  # started with another key: everything above is undecryptable
+    return {"account": account, "config": config, "event": event, "log": log, "run": run}
+
+
+def test_pages_survive_a_missing_key_and_say_why(staff_client: Client, secrets_under_key_a: dict[str, Any]) -> None:
+    s = secrets_under_key_a
+    pages = [
+        "/mail/accounts/",
+        f"/mail/accounts/{s['account'].pk}/",
+        "/admin/mail/mailaccount/",
+        f"/admin/mail/mailaccount/{s['account'].pk}/change/",
+        "/admin/orchestration/apiconfig/",
+        f"/admin/orchestration/apiconfig/{s['config'].pk}/change/",
+        "/admin/orchestration/providerevent/",
+        f"/admin/orchestration/providerevent/{s['event'].pk}/change/",
+        "/admin/orchestration/orchlog/",
+        f"/admin/orchestration/orchlog/{s['log'].pk}/change/",
+        "/runs/",
+        f"/runs/{s['run'].pk}/",
+        "/diagnostics/",
+    ]
+    for url in pages:
+        response = staff_client.get(url)
+        assert response.status_code == 200, url
+    assert KEY_MISSING_LABEL in staff_client.get(f"/mail/accounts/{s['account'].pk}/").content.decode()
+    assert KEY_MISSING_LABEL in staff_client.get("/admin/mail/mailaccount/").content.decode()
+    config_page = staff_client.get(f"/admin/orchestration/apiconfig/{s['config'].pk}/change/").content.decode()
+    assert f"Currently {KEY_MISSING_LABEL}" in config_page
+    event_page = staff_client.get(f"/admin/orchestration/providerevent/{s['event'].pk}/change/").content.decode()
+    assert KEY_MISSING_LABEL in event_page
+
+
+def test_saving_a_row_with_an_undecryptable_secret_keeps_the_ciphertext(
+    secrets_under_key_a: dict[str, Any], settings: Any
+) -> None:
+    account = MailAccount.objects.get(pk=secrets_under_key_a["account"].pk)
+    before = raw_column("mail_mailaccount", "credentials", account.pk)
+    account.name = "renamed"
+    account.save()
+    assert raw_column("mail_mailaccount", "credentials", account.pk) == before
+    with pytest.raises(SecretDecryptionError, match="not among the configured"):
+        reveal(account.credentials)
+    settings.VX_MAILAGENT_KEY = f"{KEY_B},{KEY_A}"  # the old key is back: nothing was lost
+    assert MailAccount.objects.get(pk=account.pk).credentials == {"password": IMAP_PASSWORD}
+
+
+# --- refusing plaintext in production -------------------------------------------------------------------
+
+
+def run_check(**env: str) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if k not in {"VX_MAILAGENT_KEY", "DEBUG", "MAILAGENT_TESTING"}}
+    return subprocess.run(
+        [sys.executable, "manage.py", "check"],
+        cwd=REPO_ROOT,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_debug_off_without_a_key_refuses_to_start() -> None:
+    refused = run_check(DEBUG="0")
+    assert refused.returncode != 0
+    assert "mailagent.E002" in refused.stderr and "MAILAGENT_ALLOW_PLAINTEXT=1" in refused.stderr
+    invalid = run_check(DEBUG="0", VX_MAILAGENT_KEY="not-a-key")
+    assert invalid.returncode != 0 and "not 64 hexadecimal characters" in invalid.stderr
+    assert run_check(DEBUG="0", MAILAGENT_ALLOW_PLAINTEXT="1").returncode == 0
+    assert run_check(DEBUG="1").returncode == 0  # development keeps the plaintext-with-warning default
+    assert run_check(DEBUG="0", VX_MAILAGENT_KEY=KEY_A).returncode == 0
+
+
+def test_the_asgi_application_refuses_to_load_without_a_key() -> None:
+    base = {k: v for k, v in os.environ.items() if k not in {"VX_MAILAGENT_KEY", "DEBUG", "MAILAGENT_TESTING"}}
+    result = subprocess.run(
+        [sys.executable, "-c", "import mailagent.asgi"],
+        cwd=REPO_ROOT,
+        env={**base, "DEBUG": "0"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert "ImproperlyConfigured" in result.stderr and "Refusing to run with DEBUG off" in result.stderr
