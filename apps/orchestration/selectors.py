@@ -23,6 +23,7 @@ from apps.orchestration.models import (
     Run,
     ThreadKind,
 )
+from apps.workspaces.models import WorkspaceItem
 
 
 def default_filesystem_root(*, owner_id: int) -> Path:
@@ -53,6 +54,14 @@ def access_run(*, user: Any, run_id: int) -> Run:
     if run is None:
         raise Http404("No such run")
     return run
+
+
+def access_workspace_item(*, user: Any, item_id: int) -> WorkspaceItem:
+    """A workspace item of one of the user's workspaces (the run page's downloads), 404 otherwise."""
+    item = WorkspaceItem.objects.filter(pk=item_id, workspace__owner=user).first()
+    if item is None:
+        raise Http404("No such item")
+    return item
 
 
 def run_cost(run: Run) -> Decimal | None:

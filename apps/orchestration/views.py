@@ -20,7 +20,6 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.orchestration import actions, selectors
 from apps.orchestration.models import MemoryScope, RunStatus
 from apps.workspaces import selectors as workspace_selectors
-from apps.workspaces.models import WorkspaceItem
 
 ACTIVE = (RunStatus.QUEUED, RunStatus.RUNNING)
 
@@ -95,9 +94,7 @@ def run_retry(request: HttpRequest, run_id: int) -> HttpResponse:
 
 @require_GET
 def item_download(request: HttpRequest, item_id: int) -> HttpResponse:
-    item = WorkspaceItem.objects.filter(pk=item_id, workspace__owner_id=request.user.pk).first()
-    if item is None:
-        raise Http404("No such item")
+    item = selectors.access_workspace_item(user=request.user, item_id=item_id)
     if item.encoding == "base64":
         try:
             payload = base64.b64decode(item.data)
