@@ -32,6 +32,7 @@ from apps.ask.actions import create_ask_run
 from apps.orchestration.actions import RunRequest, create_director, create_runs
 from apps.orchestration.models import Memory
 from apps.routing.actions import create_filter
+from apps.workspaces.actions import add_item, create_user_workspace, push_inbox_entry
 from mailagent.api import api
 
 pytestmark = pytest.mark.django_db
@@ -115,6 +116,16 @@ EXPECTED_URL_PATTERNS = {
     "organize/suggestions/<int:suggestion_id>/respond/",
     "organize/suggestions/bulk-accept/",
     "organize/upload/",
+    "inbox/",
+    "inbox/badge/",
+    "inbox/entries/<uuid:entry_id>/",
+    "inbox/entries/<uuid:entry_id>/read/",
+    "inbox/entries/<uuid:entry_id>/reply/",
+    "inbox/sidebar/",
+    "inbox/workspaces/",
+    "inbox/workspaces/<int:workspace_id>/",
+    "inbox/workspaces/<int:workspace_id>/tokens/",
+    "inbox/workspaces/<int:workspace_id>/tokens/<int:token_id>/revoke/",
     "admin/ (Django admin)",
     "api/ (django-ninja, operations below)",
 }
@@ -153,6 +164,11 @@ EXPECTED_API_OPERATIONS = {
     "PUT /api/settings/organization",
     "POST /api/organization/moves/{move_id}/undo",
     "POST /api/organization/upload",
+    "GET /api/inbox/history",
+    "POST /api/inbox/entries/{entry_id}/read",
+    "POST /api/inbox/entries/{entry_id}/reply",
+    "DELETE /api/inbox/entries/{entry_id}",
+    "POST /api/inbox/seed",
 }
 
 EXPECTED_WEBSOCKET_ROUTES = {"ws/notifications/", "ws/ask/<uuid:run_id>/"}
@@ -306,6 +322,9 @@ def world(staff_user: Any) -> dict[str, Any]:
     create_runs(requests=[RunRequest(message_id=message.pk, director_id=director.pk)], fetch_cycle_id=None)
     Memory.objects.create(owner=staff_user, director=director, content="The client prefers mornings.")
     create_ask_run(owner=staff_user, question="When is the statement due?")
+    workspace = create_user_workspace(owner=staff_user, label="Claude Desktop")
+    add_item(workspace=workspace, data="# Notes\n", label="notes", mime_type="text/markdown", path="notes.md")
+    push_inbox_entry(workspace=workspace, docs=[{"path": "notes.md"}], comments="Summary of the week.")
     # An attachment whose cached copy is gone and whose archive keeps none: its download explains the error.
     attachment = Attachment.objects.filter(message__account=demo).order_by("pk").first()
     assert attachment is not None
