@@ -4,6 +4,7 @@ the system restarts and its sweepers run: nothing is lost, nothing is duplicated
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import signal
@@ -34,6 +35,11 @@ HOLD_LOCK = (
 )
 
 
+def fault_env() -> dict[str, str]:
+    # A loaded machine must not turn a filter match into a timed-out filter (50 ms by default).
+    return subprocess_env(ROUTING_FILTER_TIMEOUT_MS="5000", ROUTING_MESSAGE_BUDGET_MS="10000")
+
+
 def kill9(process: subprocess.Popen[Any]) -> None:
     os.kill(process.pid, signal.SIGKILL)
     process.wait(timeout=30)
@@ -44,7 +50,7 @@ def test_the_lock_of_a_killed_holder_is_taken_over_at_once(user: Any, tmp_path: 
     holder = subprocess.Popen(
         [sys.executable, "manage.py", "shell", "--verbosity", "0", "-c", HOLD_LOCK.format(pk=account.pk)],
         cwd=REPO_ROOT,
-        env=subprocess_env(),
+        env=fault_env(),
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -126,3 +132,214 @@ def test_ask_runs_of_a_dead_server_process_are_failed_with_a_reason(user: Any) -
     assert done.status == RunStatus.DONE
     schedule = Schedule.objects.get(name=STALLED_SCHEDULE_NAME)
     assert schedule.func == "apps.ask.tasks.fail_stalled_ask_runs_task" and schedule.repeats == -1
+
+
+# --- kill -9 during import and during indexing -------------------------------------------------------
+
+ENRON_BOXES = ("mckay-b", "mckay-j", "mclaughlin-e", "mims-thurston-p")
+ENRON_UNIQUE = 736  # distinct messages of those four inboxes (tests/accounts/test_import.py)
+
+
+@pytest.fixture(scope="module")
+def enron_boxes(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    import tarfile
+
+    from tests.services import shared_path
+
+    archive_path = shared_path("data", "enron", "enron-inbox.tar.gz")
+    target = tmp_path_factory.mktemp("enron-faults")
+    with tarfile.open(archive_path, "r:gz") as archive:
+        members = [m for m in archive if m.isfile() and m.name.split("/")[1] in ENRON_BOXES]
+        archive.extractall(target, members=members, filter="data")
+    return target / "maildir"
+
+
+def start_import(path: Any, account: str) -> subprocess.Popen[Any]:
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "import_mail", str(path), "--account", account, "--owner", "owner@example.com"],
+        cwd=REPO_ROOT,
+        env=fault_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def kill_when(process: subprocess.Popen[Any], condition: Any, what: str, timeout: float = 240) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            kill9(process)
+            return
+        if process.poll() is not None:
+            output = process.stdout.read() if process.stdout else ""
+            raise AssertionError(f"the import ended before the kill point ({what}): {output[-2000:]}")
+        time.sleep(0.005)
+    kill9(process)
+    raise AssertionError(f"the kill point ({what}) was not reached in {timeout}s")
+
+
+def finish_import(path: Any, account: str) -> str:
+    done = subprocess.run(
+        [sys.executable, "manage.py", "import_mail", str(path), "--account", account, "--owner", "owner@example.com"],
+        cwd=REPO_ROOT,
+        env=fault_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout
+
+
+def assert_nothing_lost_or_duplicated(account_name: str) -> None:
+    from apps.accounts.models import HookFailure, Message
+    from apps.search.models import SearchDocument
+
+    messages = Message.objects.filter(account__name=account_name)
+    ids = set(messages.values_list("pk", flat=True))
+    assert len(ids) == ENRON_UNIQUE
+    assert messages.values("dedupe_key").distinct().count() == ENRON_UNIQUE
+    assert not messages.filter(indexed_at=None).exists()
+    assert not messages.filter(routed_at=None).exists()
+    held = SearchDocument.objects.filter(kind="message", object_id__in=ids)
+    documents = list(held.values_list("object_id", flat=True))
+    assert len(documents) == len(set(documents)) == ENRON_UNIQUE  # every message indexed exactly once
+    assert not HookFailure.objects.filter(message__account__name=account_name).exists()
+    assert MailAccount.objects.get(name=account_name).sync_lock_token == ""
+
+
+def test_kill_9_while_parsing_an_import_then_import_again(user: Any, enron_boxes: Any) -> None:
+    from apps.accounts.models import Message
+
+    process = start_import(enron_boxes, "killed-parsing")
+
+    def parsing() -> bool:
+        locked = MailAccount.objects.filter(name="killed-parsing").exclude(sync_lock_token="").exists()
+        return locked and not Message.objects.filter(account__name="killed-parsing").exists()
+
+    kill_when(process, parsing, "lock held, nothing stored yet")
+    assert not Message.objects.filter(account__name="killed-parsing").exists()
+    output = finish_import(enron_boxes, "killed-parsing")  # at once: the dead importer's lock is taken over
+    assert f"{ENRON_UNIQUE} new" in output or str(ENRON_UNIQUE) in output
+    assert_nothing_lost_or_duplicated("killed-parsing")
+
+
+def test_kill_9_while_indexing_then_the_sweeper_and_a_re_import_finish(user: Any, enron_boxes: Any) -> None:
+    from apps.accounts import outbox
+    from apps.accounts.models import Message
+
+    process = start_import(enron_boxes, "killed-indexing")
+    unindexed = Message.objects.filter(account__name="killed-indexing", indexed_at=None)
+    kill_when(process, unindexed.exists, "messages committed, their indexing running")
+    stranded = unindexed.count()
+    assert stranded > 0
+    # Restart: the sweeper finds the stranded messages once their grace period is over.
+    swept = outbox.sweep_outbox(now=timezone.now() + outbox.GRACE, limit=10_000)
+    assert swept.announced["index"] == stranded
+    assert not unindexed.exists()
+    finish_import(enron_boxes, "killed-indexing")  # the rest of the mailbox, nothing twice
+    assert_nothing_lost_or_duplicated("killed-indexing")
+
+
+# --- kill -9 of the qcluster during a director run -------------------------------------------------
+
+
+def start_cluster() -> subprocess.Popen[Any]:
+    return subprocess.Popen(
+        [sys.executable, "manage.py", "qcluster"],
+        cwd=REPO_ROOT,
+        env=fault_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: the kill takes the workers with it
+    )
+
+
+def kill_cluster(cluster: subprocess.Popen[Any]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(cluster.pid, signal.SIGKILL)
+    cluster.wait(timeout=30)
+
+
+def wait_until(condition: Any, what: str, timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"{what}: not reached in {timeout}s")
+
+
+def test_kill_9_of_the_worker_during_a_director_run_then_restart(user: Any, add_filter: Any, tmp_path: Any) -> None:
+    from apps.orchestration.models import ApiConfig, Conversation, Director, Run, ThreadStatus
+    from apps.orchestration.models import RunStatus as DirectorRunStatus
+    from apps.workspaces.models import WorkspaceItem
+    from tests.fakes.openai_server import FakeOpenAI, Reply
+
+    llm = FakeOpenAI()
+    with llm:
+        config = ApiConfig.objects.create(
+            owner=user, name="fake", base_url=llm.base_url, api_key="sk-fake", model="fake-model", timeout_seconds=300
+        )
+        director = Director.objects.create(owner=user, name="Summaries", api_config=config, step_limit=6)
+        add_filter(director, "subject", ".")
+        note = {"label": "summary", "data": "Quarterly numbers are in.", "path": "notes/summary.md"}
+        llm.script(
+            Reply.calls(("workspace_add_item", note)),
+            Reply(content="Done.", delay=120),  # the first attempt dies waiting for this answer
+            Reply.calls(("workspace_add_item", note)),  # the requeued attempt repeats its work...
+            Reply.text("Done: summary saved."),
+        )
+        (tmp_path / "one.eml").write_bytes(
+            b"From: Ada <ada@example.com>\r\nTo: owner@example.com\r\nSubject: Quarterly numbers\r\n"
+            b"Message-ID: <director-fault@example.com>\r\nDate: Mon, 02 Nov 2026 10:00:00 +0000\r\n\r\n"
+            b"See attached.\r\n"
+        )
+        finish_import(tmp_path / "one.eml", "director-fault")  # routes the message: one run, queued on the broker
+        run = Run.objects.get(director=director)
+        assert run.status == DirectorRunStatus.QUEUED
+
+        cluster = start_cluster()
+        try:
+            wait_until(lambda: len(llm.chat_requests()) >= 2, "the director's second model call")
+            run.refresh_from_db()
+            assert run.status == DirectorRunStatus.RUNNING
+        finally:
+            kill_cluster(cluster)
+        assert WorkspaceItem.objects.filter(workspace__run_id=run.pk).count() == 1
+
+        cluster = start_cluster()  # restart; the stalled-run sweeper runs (its time limit waived here)
+        try:
+            swept = subprocess.run(
+                [
+                    sys.executable,
+                    "manage.py",
+                    "shell",
+                    "--verbosity",
+                    "0",
+                    "-c",
+                    "from apps.orchestration.actions import requeue_stalled_runs;"
+                    "print(requeue_stalled_runs(older_than_seconds=0))",
+                ],
+                cwd=REPO_ROOT,
+                env=fault_env(),
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
+            assert swept.returncode == 0, swept.stderr
+            assert swept.stdout.strip() == f"[{run.pk}]"
+            wait_until(
+                lambda: Run.objects.filter(pk=run.pk, status=DirectorRunStatus.COMPLETED).exists(),
+                "the requeued run completing",
+                timeout=180,
+            )
+        finally:
+            kill_cluster(cluster)
+
+    assert Run.objects.filter(director=director).count() == 1
+    items = WorkspaceItem.objects.filter(workspace__run_id=run.pk)
+    assert list(items.values_list("path", "data")) == [("notes/summary.md", "Quarterly numbers are in.")]
+    assert Conversation.objects.filter(run_id=run.pk, status=ThreadStatus.FAILED).count() == 1  # the dead attempt
+    assert len(llm.chat_requests()) == 4
