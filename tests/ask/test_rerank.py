@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import datetime as dt
 
-from apps.ask import rerank
 from apps.ask.answer import EvidenceText, citation_check
 from apps.ask.planner import plan_question
 from apps.ask.rerank import AttachmentText, Candidate, merge_threads, score_candidates
@@ -24,12 +23,6 @@ def candidate(
     item.date = when or NOW
     item.loaded = True
     return item
-
-
-def test_weights_live_in_one_documented_place() -> None:
-    assert set(rerank.WEIGHTS) == {"lexical", "semantic", "provider", "recency", "entity", "evidence", "attachment"}
-    for name in rerank.WEIGHTS:
-        assert name in (rerank.__doc__ or "")
 
 
 def test_the_asked_for_entity_beats_a_closer_text_from_someone_else() -> None:

@@ -107,14 +107,31 @@ def test_social_login_appears_only_when_configured(tmp_path: Any) -> None:
     assert out.stdout.split() == ["True", "False", "True", "False"]
 
 
-@override_settings(SECURE_SSL_REDIRECT=True, SECURE_HSTS_SECONDS=31536000, SECURE_HSTS_INCLUDE_SUBDOMAINS=True)
-def test_production_redirects_to_https_with_hsts(client: Any) -> None:
-    response = client.get("/api/health")
-    assert response.status_code == 301
-    assert response["Location"] == "https://testserver/api/health"
-    secure = client.get("/api/health", secure=True)
-    assert secure.status_code == 200
-    assert secure["Strict-Transport-Security"] == "max-age=31536000; includeSubDomains"
+def test_production_redirects_to_https_with_hsts(tmp_path: Any) -> None:
+    """The real settings module with DEBUG off (not values set by the test): plain HTTP is redirected, HTTPS
+    answers with HSTS, and the session cookie is secure."""
+    code = (
+        "from django.test import Client; c = Client(); r = c.get('/api/health');"
+        " print(r.status_code, r['Location']); s = c.get('/api/health', secure=True);"
+        " print(s.status_code, repr(s['Strict-Transport-Security']));"
+        " from django.conf import settings; print(settings.SESSION_COOKIE_SECURE, settings.CSRF_COOKIE_SECURE)"
+    )
+    env = dict(os.environ, DATA_DIR=str(tmp_path), DEBUG="0", ALLOWED_HOSTS="testserver", VX_MAILAGENT_KEY="ab" * 32)
+    for name in ("SECURE_SSL_REDIRECT", "MAILAGENT_TESTING", "DATABASE_URL"):
+        env.pop(name, None)
+    out = subprocess.run(
+        [sys.executable, "manage.py", "shell", "--verbosity", "0", "-c", code],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[-3:] == [
+        "301 https://testserver/api/health",
+        "200 'max-age=31536000; includeSubDomains'",
+        "True True",
+    ]
 
 
 def test_check_deploy_passes_with_debug_off(tmp_path: Any) -> None:
