@@ -35,6 +35,7 @@ class Sample:
 class Prediction:
     ranked: list[tuple[str, float]]  # every folder, most likely first, calibrated probabilities
     evidence: list[str] = field(default_factory=list)  # the words that pointed to the top folder
+    known_words: int = 0  # distinct words of the file that occur in the filed files' vocabulary
 
     @property
     def top(self) -> tuple[str, float] | None:
@@ -171,7 +172,8 @@ class FolderClassifier:
         probabilities = probabilities / probabilities.sum()
         order = np.argsort(-probabilities)
         ranked = [(self.folders[i], float(probabilities[i])) for i in order if allowed[i]]
-        return Prediction(ranked=ranked, evidence=self._evidence(features, int(order[0])))
+        known = int(self.words.transform([f"{sample.header}\n{sample.body}"]).nnz)
+        return Prediction(ranked=ranked, evidence=self._evidence(features, int(order[0])), known_words=known)
 
     def _evidence(self, features: Any, class_index: int, limit: int = 5) -> list[str]:
         coef = self.model.coef_

@@ -164,5 +164,6 @@ def undo_move(*, move: Move) -> Move:
         from apps.organization.suggesting import suggest_for_file
 
         if get_settings(owner=locked.library.owner).auto_suggest:
-            suggest_for_file(file=locked.file)
+            # Suggested again for the owner to decide, never auto-moved straight back.
+            suggest_for_file(file=locked.file, allow_auto_move=False)
     return locked

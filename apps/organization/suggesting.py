@@ -16,6 +16,7 @@ from django.utils import timezone
 from apps.organization import learning
 from apps.organization.actions import get_settings
 from apps.organization.models import (
+    ClassifierState,
     FileStatus,
     Library,
     LibraryFile,
@@ -82,6 +83,13 @@ def classifier_proposal(
     counts = learning.folder_counts(library)
     words = ", ".join(prediction.evidence[:5])
     because = f" Pointing there: {words}." if words else ""
+    if not prediction.known_words:
+        # Nothing in the file is like anything filed: a confident number here would only echo the folder sizes.
+        reasoning = (
+            "No confident folder: none of this file's words occur in your filed files, so there is nothing to "
+            "compare it with. Choose a folder; the choice is learned."
+        )
+        return Proposal(folder="", confidence=confidence, reasoning=reasoning, alternatives=alternatives)
     if confidence >= settings.suggest_threshold:
         reasoning = (
             f"Most like the {counts.get(folder, 0)} files in {folder} "
@@ -98,13 +106,18 @@ def classifier_proposal(
 def propose(file: LibraryFile, *, exclude: Sequence[str] = ()) -> Proposal:
     library = file.library
     settings = get_settings(owner=library.owner)
+    state = ClassifierState.objects.filter(library=library).first()
+    if state is None or state.stale:
+        # A decision since the last training: learn it before suggesting, so the next similar file already
+        # follows the owner's choice (the background retrain then finds nothing to do).
+        learning.train(library, exclude=list(settings.exclude_folders))
     rule = duplicate_rule(file, settings, exclude)
     if rule is not None:
         return rule
     return classifier_proposal(library, file, settings, exclude)
 
 
-def suggest_for_file(*, file: LibraryFile, force: bool = False) -> Suggestion | None:
+def suggest_for_file(*, file: LibraryFile, force: bool = False, allow_auto_move: bool = True) -> Suggestion | None:
     """A pending suggestion for an inbox file (the existing one unless `force`). None when the owner
     rejected suggestions for this content before and `force` is not set, or the file left the inbox."""
     if file.status != FileStatus.INBOX:
@@ -141,7 +154,8 @@ def suggest_for_file(*, file: LibraryFile, force: bool = False) -> Suggestion | 
         except IntegrityError:  # another process suggested this file meanwhile: one pending per file
             return Suggestion.objects.filter(file=file, status=SuggestionStatus.PENDING).first()
     settings = get_settings(owner=file.library.owner)
-    if settings.auto_move and suggestion.target_folder and suggestion.confidence >= settings.auto_move_threshold:
+    confident = bool(suggestion.target_folder) and suggestion.confidence >= settings.auto_move_threshold
+    if allow_auto_move and settings.auto_move and confident:
         from apps.organization.decisions import OrganizationDecisionError, auto_move
 
         try:
