@@ -19,17 +19,17 @@ from typing import Any
 
 from apps.accounts.models import MailAccount
 from apps.ask.answer import (
+    EvidenceMessage,
     EvidenceText,
-    best_passages,
     citation_check,
     collect_passages,
-    extractive_answer,
     llm_answer,
     no_evidence_answer,
 )
 from apps.ask.events import Emit, make_event
-from apps.ask.planner import CONCEPTS_BY_NAME, Plan, PreviousTurn, classify_intent, plan_question, refusal_text
-from apps.ask.rerank import MIN_EVIDENCE_SCORE, ThreadResult, merge_threads, score_candidates
+from apps.ask.extractive import extractive_answer
+from apps.ask.planner import Plan, PreviousTurn, classify_intent, plan_question, refusal_text
+from apps.ask.rerank import MIN_EVIDENCE_SCORE, Candidate, ThreadResult, merge_threads, score_candidates
 from apps.ask.retrieval import (
     CandidatePool,
     keyword_search,
@@ -39,6 +39,7 @@ from apps.ask.retrieval import (
     search_filters,
     semantic_search,
 )
+from apps.ask.textutil import Passage, find_values, own_text
 from apps.search.folding import highlight, parse_query
 from mailagent.llm import LLMConfig
 
@@ -182,14 +183,18 @@ def _plan_detail(plan: Plan) -> str:
     parts = []
     if plan.entities:
         parts.append("about " + ", ".join(plan.entities))
-    if plan.concepts:
-        parts.append("topics: " + ", ".join(c.replace("_", " ") for c in plan.concepts))
+    if plan.hints:
+        parts.append("hints: " + ", ".join(plan.hints))
     if plan.date_range.label:
-        parts.append(plan.date_range.label)
+        parts.append(plan.date_range.label + ("" if plan.date_range.limits else " (preferred, not a filter)"))
     if plan.follow_up:
         parts.append("follows up on the previous question")
-    if plan.answer_type != "any":
-        parts.append(f"looking for {'a date' if plan.answer_type == 'date' else 'an amount'}")
+    kinds = {"date": "a date", "time": "a time", "amount": "an amount", "identifier": "a reference number"}
+    wanted = [kinds[k] for k in plan.answer_types if k in kinds]
+    if wanted:
+        parts.append("looking for " + " and ".join(wanted))
+    elif plan.answer_types == ["yesno"]:
+        parts.append("a yes/no question")
     if plan.draft is not None:
         parts.append(f"no reply for {plan.draft.min_days}+ days")
         if plan.draft.topic_terms:
@@ -232,7 +237,7 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
         ]
     shortlist = pool.shortlist()
     with tracker.step("attachment_text") as step:
-        pending = pending_attachments(shortlist) if plan.wants_attachments or plan.concepts else []
+        pending = pending_attachments(shortlist) if plan.wants_attachments else []
         extracted, failed = actions.extract_attachment_texts(attachments=pending)
         sources["attachment_text"] = {"extracted": extracted, "failed": failed, "considered": len(pending)}
         load_candidates(shortlist)
@@ -255,7 +260,7 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
         if reason:
             for row in rows:
                 row["related"] = True
-            answer = no_evidence_answer(plan, _searched(scope, plan), reason)
+            answer = no_evidence_answer(_searched(scope, plan), reason)
             mode = "no_evidence"
             step.detail = f"no reliable evidence: {reason}"
         else:
@@ -273,12 +278,14 @@ def _answer(ctx: AskContext, plan: Plan, texts: list[EvidenceText], scope: dict[
             return result.text, "llm"
         scope["llm"] = result.llm if result is not None else {}
         scope["llm"]["fallback"] = "extractive"
-    answer = extractive_answer(plan, texts)
-    check = citation_check(answer, texts)
+    extracted = extractive_answer(plan, texts)
+    check = citation_check(extracted.text.replace("**", ""), texts)
     if not check["ok"]:  # cannot happen for copied sentences; say so loudly if it ever does
         logger.error("ask: extractive answer failed its citation check: %s", check)
     scope["citation_check"] = check
-    return answer, "extractive"
+    scope["extractive"] = extracted.summary()
+    scope["confidence"] = extracted.confidence
+    return extracted.text, "extractive"
 
 
 def _no_evidence_reason(plan: Plan, threads: list[ThreadResult]) -> str:
@@ -301,18 +308,57 @@ def _searched(scope: dict[str, Any], plan: Plan) -> list[str]:
         done.append(f"{name} ({entry.get('provider')}): {entry.get('status')}")
     attachments = sources.get("attachment_text") or {}
     done.append(f"attachments ({attachments.get('extracted', 0)} newly read)")
-    if plan.date_range.label:
+    if plan.date_range.label and plan.date_range.limits:
         done.append(f"limited to {plan.date_range.label}")
     return done
 
 
+def _message_passages(candidate: Candidate) -> list[Passage]:
+    attachments = [(a.filename, a.text) for a in candidate.attachments]
+    return collect_passages(subject=candidate.subject, body=own_text(candidate.body), attachments=attachments)
+
+
+PROMPT_PASSAGES = 8
+
+
+def _prompt_passages(plan: Plan, passages: list[Passage]) -> list[Passage]:
+    """The excerpts a language model sees: sentences holding an asked kind of value first, then the rest
+    in mail order (the model reads them; the extractive answer ranks them itself)."""
+    kinds = [k for k in plan.answer_types if k in ("date", "time", "amount", "identifier")]
+    body = [p for p in passages if p.source != "subject"]
+    with_value = [p for p in body if any(find_values(kind, p.text) for kind in kinds)]
+    rest = [p for p in body if p not in with_value]
+    return (with_value + rest)[:PROMPT_PASSAGES]
+
+
+def _member_text(member: Candidate) -> str:
+    date = f"{member.date:%Y-%m-%d}" if member.date else ""
+    return "\n".join([member.subject, date, member.body, *(a.text for a in member.attachments)])
+
+
 def _read_evidence(plan: Plan, threads: list[ThreadResult]) -> list[EvidenceText]:
+    """The evidence items: per thread its best message (for the language model and the rows) and every
+    read message of it (the extractive answer may quote a newer one: a schedule change)."""
     texts: list[EvidenceText] = []
     for number, thread in enumerate(threads, start=1):
         best = thread.best
         attachments = [(a.filename, a.text) for a in best.attachments]
-        chosen = best_passages(plan, collect_passages(subject=best.subject, body=best.body, attachments=attachments))
-        full_text = "\n".join([best.body, *(text for _name, text in attachments)])
+        chosen = _message_passages(best)
+        members = [
+            EvidenceMessage(
+                subject=member.subject,
+                sender=member.sender,
+                date_label=f"{member.date:%Y-%m-%d}" if member.date else "",
+                timestamp=member.date.timestamp() if member.date else 0.0,
+                passages=chosen if member is best else _message_passages(member),
+            )
+            for member in thread.members[:4]
+            if member.loaded
+        ]
+        full_text = "\n".join(
+            [best.body, *(text for _name, text in attachments)]
+            + [_member_text(m) for m in thread.members[1:4] if m.loaded]
+        )
         texts.append(
             EvidenceText(
                 number=number,
@@ -321,18 +367,16 @@ def _read_evidence(plan: Plan, threads: list[ThreadResult]) -> list[EvidenceText
                 date_label=f"{best.date:%Y-%m-%d}" if best.date else "",
                 attachment=best.matched_attachment.filename if best.matched_attachment else "",
                 full_text=full_text,
-                passages=chosen,
+                passages=_prompt_passages(plan, chosen),
+                members=members,
+                score=thread.score,
             )
         )
     return texts
 
 
 def _highlight_query(plan: Plan) -> str:
-    words = [*plan.entities, *plan.keywords]
-    for name in plan.concepts:
-        words += [term.rstrip("*") for term in CONCEPTS_BY_NAME[name].terms if " " not in term]
-        words += [f'"{term.rstrip("*")}"' for term in CONCEPTS_BY_NAME[name].terms if " " in term]
-    return " ".join(words)
+    return " ".join([*plan.entities, *plan.keywords])
 
 
 def _evidence_row(plan: Plan, rank: int, thread: ThreadResult, texts: list[EvidenceText]) -> dict[str, Any]:

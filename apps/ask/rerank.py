@@ -3,17 +3,18 @@ weighted sum below. The weights live here and only here.
 
 Signals (per candidate message):
 - lexical    how well the local full-text search ranked it (best rank over the keyword variants) and how
-             many of the plan's concepts and keywords its text actually contains (subject, body, attachments)
+             many of the question's words its text actually contains (subject, body, attachments), plus a
+             small boost for a word of the optional vocabulary hints (data/vocabulary.json)
 - semantic   cosine similarity of the question to its best chunk, relative to the best candidate
 - provider   Gmail / Graph returned it for the provider query
 - recency    1.0 for the newest mail of its series (same sender, same subject apart from numbers and month
              names: monthly statements, invoices), halving for each older one; plus a gentle age decay
              relative to the newest candidate. "When do I have to pay" means the latest statement.
-- entity     the share of the plan's entities (QNB, Schreiber, jeff.skilling@…) found in the sender or
+- entity     the share of the plan's entities (a bank, a company, jeff.skilling@…) found in the sender or
              subject (full credit) or in the body/attachments (most credit). The strongest signal: an
              answer about another bank is wrong, however similar the text.
-- evidence   the text holds what the question asks for: a date (for "when") or an amount (for "how
-             much") on a line that also names one of the plan's concepts
+- evidence   the share of the asked kinds of value (a date, a time, an amount, a reference number) the
+             text holds
 - attachment an attachment's text carries the match (a statement PDF whose mail body says little)
 """
 
@@ -25,8 +26,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from apps.ask.planner import CONCEPTS_BY_NAME, Plan, term_matches
-from apps.ask.textutil import DATE_RE, MONTHS, find_amounts, find_dates, normalize
+from apps.ask.planner import Plan
+from apps.ask.textutil import DATE_RE, MONTHS, contains_word, find_values, normalize
+from apps.ask.vocabulary import hint_words, phrase_in
+
+
+def term_matches(folded_text: str, word: str) -> bool:
+    return contains_word(folded_text, normalize(word))
+
 
 WEIGHTS: dict[str, float] = {
     "lexical": 1.0,
@@ -98,43 +105,20 @@ def series_key(candidate: Candidate) -> tuple[str, str]:
     return candidate.from_address.lower(), " ".join(words[:6])
 
 
-def _concept_hits(plan: Plan, folded: str) -> int:
-    hits = 0
-    for name in plan.concepts:
-        if any(term_matches(folded, term) for term in CONCEPTS_BY_NAME[name].terms):
-            hits += 1
-    return hits
-
-
 def _keyword_hits(plan: Plan, folded: str) -> int:
     return sum(1 for word in plan.keywords if term_matches(folded, word))
 
 
-# The concept that names the value a question asks for: "when … pay" wants the line saying "due".
-ANSWER_CONCEPTS = {"date": "due_date", "amount": "amount"}
+def _hint_hits(plan: Plan, folded: str) -> int:
+    return sum(1 for word in hint_words(plan.hints) if phrase_in(folded, word))
 
 
 def answer_evidence(plan: Plan, text: str) -> float:
-    """1.0 for a line holding the kind of value asked for next to the word that names it (a due date,
-    an amount), 0.5 for such a value next to any other concept of the plan, else 0."""
-    if plan.answer_type == "any":
+    """The share of the asked kinds of value (date, time, amount, identifier) the text holds."""
+    kinds = [k for k in plan.answer_types if k in ("date", "time", "amount", "identifier")]
+    if not kinds:
         return 0.0
-    specific = ANSWER_CONCEPTS[plan.answer_type]
-    specific_terms = CONCEPTS_BY_NAME[specific].terms if specific in plan.concepts else ()
-    best = 0.0
-    for line in text.splitlines():
-        line = line[:400]
-        folded = normalize(line)
-        if not folded:
-            continue
-        has_value = bool(find_dates(line)) if plan.answer_type == "date" else bool(find_amounts(line))
-        if not has_value:
-            continue
-        if specific_terms and any(term_matches(folded, term) for term in specific_terms):
-            return 1.0
-        if not plan.concepts or _concept_hits(plan, folded):
-            best = 0.5 if specific_terms else 1.0
-    return best
+    return sum(1 for kind in kinds if find_values(kind, text[:20_000])) / len(kinds)
 
 
 def score_candidates(plan: Plan, candidates: Iterable[Candidate], *, keyword_lists: int) -> list[Candidate]:
@@ -153,7 +137,8 @@ def score_candidates(plan: Plan, candidates: Iterable[Candidate], *, keyword_lis
         for position, member in enumerate(members):
             series_position[member.message_pk] = position
     entity_words = [normalize(e) for e in plan.entities]
-    concept_total = len(plan.concepts) + len(plan.keywords)
+    concept_total = len(plan.keywords)
+    hinted = bool(plan.hints)
     for candidate in loaded:
         header = normalize(f"{candidate.sender} {candidate.from_address} {candidate.subject}")
         body = normalize(candidate.body)
@@ -166,8 +151,10 @@ def score_candidates(plan: Plan, candidates: Iterable[Candidate], *, keyword_lis
             rank_part = 1.0 / (1.0 + (candidate.keyword_rank - 1) / 5.0)
         coverage = 0.0
         if concept_total:
-            coverage = (_concept_hits(plan, everything) + _keyword_hits(plan, everything)) / concept_total
+            coverage = _keyword_hits(plan, everything) / concept_total
         lexical = 0.4 * rank_part + 0.6 * min(1.0, coverage)
+        if hinted and _hint_hits(plan, everything):
+            lexical += 0.1  # a word from the vocabulary's hints (data/vocabulary.json): a small boost only
         # semantic
         semantic = 0.0
         if candidate.semantic_rank is not None:
@@ -202,16 +189,21 @@ def score_candidates(plan: Plan, candidates: Iterable[Candidate], *, keyword_lis
             age_days = max(0.0, (newest - candidate.date).total_seconds() / 86400)
             recency = 0.5 * 0.5 ** (age_days / RECENCY_HALF_LIFE_DAYS)
             recency += 0.5 * 0.5 ** series_position.get(candidate.message_pk, 0)
+        hinted_range = plan.date_range
+        if (
+            not hinted_range.limits
+            and candidate.date
+            and (hinted_range.start is None or candidate.date >= hinted_range.start)
+            and (hinted_range.end is None or candidate.date <= hinted_range.end)
+            and hinted_range.label
+        ):
+            recency = 1.0  # a named period ("in March") is preferred, not a filter
         # evidence and attachments
         evidence = max(answer_evidence(plan, candidate.body), answer_evidence(plan, candidate.subject))
         attachment = 0.0
         best_attachment: tuple[int, AttachmentText] | None = None
         for item, text in attachment_folded:
-            hits = (
-                _concept_hits(plan, text)
-                + _keyword_hits(plan, text)
-                + sum(1 for w in entity_words if term_matches(text, w))
-            )
+            hits = _keyword_hits(plan, text) + sum(1 for w in entity_words if term_matches(text, w))
             if item.id in candidate.hit_attachment_ids:
                 hits += 1
             found = answer_evidence(plan, item.text)
@@ -225,11 +217,9 @@ def score_candidates(plan: Plan, candidates: Iterable[Candidate], *, keyword_lis
             candidate.matched_attachment = best_attachment[1]
             candidate.sources.add("attachment_text")
             fields.append("attachment")
-        if any(term_matches(normalize(candidate.subject), w) for w in plan.keywords) or (
-            plan.concepts and _concept_hits(plan, normalize(candidate.subject))
-        ):
+        if any(term_matches(normalize(candidate.subject), w) for w in plan.keywords):
             fields.append("subject")
-        if _concept_hits(plan, body) or _keyword_hits(plan, body):
+        if _keyword_hits(plan, body):
             fields.append("body")
         candidate.features = {
             "lexical": round(lexical, 4),

@@ -59,8 +59,8 @@ def search_filters(plan: Plan, account_ids: tuple[int, ...]) -> SearchFilters:
     return SearchFilters(
         account_ids=account_ids,
         kinds=MESSAGE_KINDS,
-        date_from=plan.date_range.start,
-        date_to=plan.date_range.end,
+        date_from=plan.search_range.start,
+        date_to=plan.search_range.end,
     )
 
 

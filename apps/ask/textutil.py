@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import re
 from dataclasses import dataclass
 
@@ -39,7 +40,7 @@ DATE_RE = re.compile(
     re.IGNORECASE,
 )
 _CURRENCY = r"(?:TL|TRY|EUR|USD|GBP|CHF|SEK|NOK|DKK|PLN|€|\$|£|₺|euros?|dollars?|lira)"
-_NUMBER = r"\d{1,3}(?:[.,\s]\d{3})*(?:[.,]\d{1,2})?|\d+(?:[.,]\d{1,2})?"
+_NUMBER = r"\d{1,3}(?:[.,\u00a0\u202f]\d{3})*(?:[.,]\d{1,2})?|\d+(?:[.,]\d{1,2})?"
 AMOUNT_RE = re.compile(
     rf"(?:{_CURRENCY}\s?-?(?:{_NUMBER})|-?(?:{_NUMBER})\s?{_CURRENCY})(?![A-Za-z])",
     re.IGNORECASE,
@@ -115,7 +116,8 @@ def unwrap(text: str) -> list[str]:
 def passages(text: str, *, source: str, attachment: str = "", limit: int = 400) -> list[Passage]:
     """Lines (statements and invoices put one fact per line) and sentences of unwrapped running text."""
     found: list[Passage] = []
-    for line in unwrap(text):
+    # Attachments (statements, invoices) are tables: one line, one fact. Mail bodies are hard-wrapped prose.
+    for line in unwrap(text) if source != "attachment" else text.splitlines():
         line = line.strip(" \t>|*-•")
         if len(line) < 3:
             continue
@@ -146,3 +148,137 @@ def contains_word(folded_text: str, folded_word: str) -> bool:
 
 def normalize(text: str) -> str:
     return " ".join(fold(text).lower().split())
+
+
+# 07:05, 18:40, 9:00 (not inside a date or an amount: callers remove those first).
+TIME_RE = re.compile(r"(?<![\d.,:/])(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])")
+# Identifiers: codes mixing capitals and digits (K7Q2MA, PP-5521-0938-DE, HK7730019245), numbered
+# references (#77104) and dash-grouped digit runs (7710-3392-18, 2026-1187).
+IDENTIFIER_RE = re.compile(
+    r"(?<![\w-])(?:#\d{4,}|(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9](?:[A-Z0-9-]{3,}[A-Z0-9])"
+    r"|\d{3,}(?:-\d{2,}){1,4}|\d{8,})(?![\w-])"
+)
+
+
+def find_times(text: str) -> list[str]:
+    masked = _mask(text, [*find_dates(text), *find_amounts(text)])
+    return _find(TIME_RE, masked)
+
+
+def find_identifiers(text: str) -> list[str]:
+    masked = _mask(text, [*find_dates(text), *find_amounts(text)])
+    return [v for v in _find(IDENTIFIER_RE, masked) if not TIME_RE.fullmatch(v)]
+
+
+def _mask(text: str, values: list[str]) -> str:
+    for value in values:
+        text = text.replace(value, " " * len(value))
+    return text
+
+
+def find_values(kind: str, text: str) -> list[str]:
+    """Values of one answer kind (date, time, amount, identifier) as written in `text`."""
+    if kind == "date":
+        return find_dates(text)
+    if kind == "time":
+        return find_times(text)
+    if kind == "amount":
+        return find_amounts(text)
+    if kind == "identifier":
+        return find_identifiers(text)
+    return []
+
+
+def _is_closing(paragraph: str) -> bool:
+    """Sign-off, name, company, address lines: short lines, no sentence, no date or amount."""
+    rows = [r for r in paragraph.split("\n") if r.strip()]
+    return (
+        bool(rows)
+        and all(len(r.split()) <= 10 and not r.rstrip().endswith((".", "?", "!")) for r in rows)
+        and not find_dates(paragraph)
+        and not find_amounts(paragraph)
+    )
+
+
+_RULE_LINE = re.compile(r"^\s*[-_=*~]{5,}")
+
+
+def own_text(body: str) -> str:
+    """The part of a mail body its sender wrote, by structure only (no language word lists): quoted
+    lines (">"), the attribution line just before them, everything after a separator rule ("-----Original
+    Message-----", "_____") once the mail has text of its own, the "-- " signature and everything after it,
+    and the closing block: the last paragraph(s) of short lines (sign-off, name, company) plus whatever
+    follows them (disclaimers)."""
+    lines = body.replace("\r\n", "\n").split("\n")
+    kept: list[str] = []
+    for index, line in enumerate(lines):
+        if line.rstrip() == "--" or line == "-- ":
+            break
+        if _RULE_LINE.match(line) and any(len(k.split()) >= 5 for k in kept):
+            break
+        if line.lstrip().startswith(">"):
+            continue
+        following = next((n for n in lines[index + 1 :] if n.strip()), "")
+        if line.rstrip().endswith(":") and following.lstrip().startswith(">"):
+            continue
+        kept.append(line)
+    paragraphs = "\n".join(kept).strip().split("\n\n")
+    # The closing: from the end, drop the disclaimer-and-signature tail. A paragraph whose every line is
+    # short (≤ 6 words, no sentence) is a sign-off/signature; a long paragraph after one is a disclaimer.
+    cut = len(paragraphs)
+    for position in range(len(paragraphs) - 1, 0, -1):
+        if _is_closing(paragraphs[position]):
+            cut = position
+            continue
+        if cut < len(paragraphs) and position == cut - 1:
+            break
+        # a trailing long paragraph is a disclaimer only when a short signature paragraph precedes it
+        if cut == len(paragraphs) and position == len(paragraphs) - 1 > 1 and _is_closing(paragraphs[position - 1]):
+            cut = position - 1
+            continue
+        break
+    paragraphs = paragraphs[:cut]
+    # The greeting: a first line of at most four words ending in a comma or colon ("Dear Mr Kaya,").
+    if paragraphs:
+        first_rows = paragraphs[0].split("\n")
+        head = first_rows[0].strip()
+        if len(head.split()) <= 4 and head.endswith((",", ":", "!")):
+            paragraphs[0] = "\n".join(first_rows[1:])
+    return "\n\n".join(p for p in paragraphs if p.strip())
+
+
+_NUMERIC_DATE = re.compile(r"(\d{1,4})[./-](\d{1,2})[./-](\d{2,4})")
+
+
+def parse_day(value: str) -> dt.date | None:
+    """The calendar day of a date value as find_dates returns it (day first, except ISO year first)."""
+    folded = fold(value).lower()
+    match = _NUMERIC_DATE.search(folded)
+    try:
+        if match:
+            first, second, third = (int(g) for g in match.groups())
+            if len(match.group(1)) == 4:
+                return dt.date(first, second, third)
+            year = third + 2000 if third < 100 else third
+            return dt.date(year, second, first) if second <= 12 else dt.date(year, first, second)
+        month = next((number for name, number in MONTHS.items() if re.search(rf"\b{re.escape(name)}\b", folded)), 0)
+        numbers = [int(n) for n in re.findall(r"\d+", folded)]
+        year = next((n for n in numbers if n > 999), 0)
+        day = next((n for n in numbers if 0 < n <= 31), 0)
+        return dt.date(year, month, day) if month and year and day else None
+    except ValueError:
+        return None
+
+
+def amount_number(value: str) -> float:
+    """The number of an amount value ("1.428,00 EUR" → 1428.0, "£84.20" → 84.2)."""
+    digits = re.sub(r"[^\d.,]", "", value)
+    if not digits:
+        return 0.0
+    last = max(digits.rfind("."), digits.rfind(","))
+    if last != -1 and len(digits) - last - 1 in (1, 2):
+        whole, fraction = digits[:last], digits[last + 1 :]
+    else:
+        whole, fraction = digits, "0"
+    whole = re.sub(r"[.,]", "", whole) or "0"
+    return float(f"{whole}.{fraction}")

@@ -1,0 +1,181 @@
+"""The period a question names ("last month", "geçen ay", "letzten Monat", "in March 2025", "yesterday"),
+through `dateparser` (its own per-language data; no hand-written date words here).
+
+A relative period ("last month", "the last 10 days") limits which mail is searched. A named period
+("in March", "in 2024") is only a hint: "the trip in December" is about an event in December, not about
+mail sent then, so it boosts mail from then instead of filtering the rest out."""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from dateparser.date import DateDataParser
+
+MAX_WINDOW = 4
+_WORD = re.compile(r"[^\W_][\w'-]*", re.UNICODE)
+
+
+@dataclass(slots=True)
+class DateRange:
+    start: dt.datetime | None = None
+    end: dt.datetime | None = None
+    label: str = ""
+    # True: limit the search to the range; False: prefer mail from it.
+    limits: bool = True
+
+
+_NOT_ANCHORS = {"none", "hour", "minute", "second", "am", "pm", "in", "ago", "utc", "gmt", "z", "early_morning"}
+
+
+def anchor_words() -> frozenset[str]:
+    return frozenset(_anchor_locales())
+
+
+NAMES = frozenset(
+    (
+        *("january", "february", "march", "april", "may", "june"),
+        *("july", "august", "september", "october", "november", "december"),
+        *("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"),
+    )
+)  # dateparser's normalised (English) values for month and weekday words in every language
+
+
+@lru_cache(maxsize=1)
+def _name_words() -> frozenset[str]:
+    from dateparser.conf import settings as parser_settings
+    from dateparser.languages import default_loader
+
+    names: set[str] = set()
+    for locale in default_loader.get_locales():
+        dictionary = locale._get_dictionary(parser_settings)
+        for key in dictionary:
+            if str(dictionary[key]).strip().lower() in NAMES and " " not in str(key):
+                names.add(str(key).lower())
+    return frozenset(names)
+
+
+@lru_cache(maxsize=1)
+def _anchor_locales() -> dict[str, frozenset[str]]:
+    """Words dateparser's own language data knows as months, weekdays, period units or relative periods
+    ("month", "Monat", "ay", "yesterday", "geçen"): only windows holding one (or a digit) are parsed, which
+    keeps planning fast (parsing every window in every language takes seconds)."""
+    from dateparser.conf import settings as parser_settings
+    from dateparser.languages import default_loader
+
+    words: dict[str, set[str]] = {}
+    for locale in default_loader.get_locales():
+        dictionary = locale._get_dictionary(parser_settings)
+        for key in dictionary:
+            value = str(dictionary[key]).strip().lower()
+            if not value or value in _NOT_ANCHORS or not any(ch.isalpha() for ch in value):
+                continue
+            for word in str(key).lower().split():
+                if any(ch.isalpha() for ch in word):
+                    words.setdefault(word, set()).add(locale.shortname)
+    for common in ("in", "the", "and", "from", "of", "on", "at", "a", "an", "to", "do", "i"):
+        words.pop(common, None)
+    return {word: frozenset(codes) for word, codes in words.items()}
+
+
+@lru_cache(maxsize=256)
+def _cached_parser(base: dt.datetime, languages: tuple[str, ...]) -> DateDataParser:
+    settings: dict[str, Any] = {
+        "RELATIVE_BASE": base,
+        "PREFER_DATES_FROM": "past",
+        "RETURN_TIME_AS_PERIOD": True,
+    }
+    return DateDataParser(languages=list(languages) or None, settings=settings)
+
+
+def _start(day: dt.date, tz: dt.tzinfo) -> dt.datetime:
+    return dt.datetime.combine(day, dt.time.min, tzinfo=tz)
+
+
+def _end(day: dt.date, tz: dt.tzinfo) -> dt.datetime:
+    return dt.datetime.combine(day, dt.time.max, tzinfo=tz)
+
+
+def _period_range(day: dt.date, period: str, tz: dt.tzinfo) -> tuple[dt.datetime, dt.datetime]:
+    if period == "year":
+        return _start(dt.date(day.year, 1, 1), tz), _end(dt.date(day.year, 12, 31), tz)
+    if period == "month":
+        last = calendar.monthrange(day.year, day.month)[1]
+        return _start(day.replace(day=1), tz), _end(day.replace(day=last), tz)
+    if period == "week":
+        monday = day - dt.timedelta(days=day.weekday())
+        return _start(monday, tz), _end(monday + dt.timedelta(days=6), tz)
+    return _start(day, tz), _end(day, tz)
+
+
+def _is_plain_word_or_number(window: list[str]) -> bool:
+    """A single short word or a bare number is too ambiguous to be a period ("do", "may", "12")."""
+    if len(window) > 1:
+        return False
+    word = window[0]
+    return (word.isdigit() and len(word) != 4) or len(word) <= 3
+
+
+def parse_date_range(question: str, now: dt.datetime) -> DateRange:
+    """The longest run of up to four words that dateparser reads as a date, turned into a period."""
+    tz = now.tzinfo or dt.UTC
+    words = _WORD.findall(question)
+    base = now.astimezone(tz).replace(tzinfo=None, minute=0, second=0, microsecond=0)
+    anchors = _anchor_locales()
+    anchored = [any(ch.isdigit() for ch in w) or w.lower() in anchors for w in words]
+    if not any(anchored):
+        return DateRange()
+    for size in range(min(MAX_WINDOW, len(words)), 0, -1):
+        for index in range(len(words) - size + 1):
+            window = words[index : index + size]
+            if not any(anchored[index : index + size]) or _is_plain_word_or_number(window):
+                continue
+            text = " ".join(window)
+            codes: set[str] = set()
+            for word in window:
+                codes |= anchors.get(word.lower(), frozenset())
+            languages = tuple(sorted(codes)) if codes else ("en",)
+            data = _cached_parser(base, languages).get_date_data(text)
+            if data.date_obj is None or not data.period:
+                continue
+            while len(window) > 1:  # "from last month" → "last month": drop edge words that change nothing
+                for trimmed in (window[1:], window[:-1]):
+                    again = _cached_parser(base, languages).get_date_data(" ".join(trimmed))
+                    if again.date_obj == data.date_obj and again.period == data.period:
+                        window = trimmed
+                        break
+                else:
+                    break
+            text = " ".join(window)
+            named = any(w.lower() in _name_words() or re.fullmatch(r"(?:19|20)\d\d", w) for w in window)
+            found = _range_for(text, data.date_obj, data.period, now, tz, named=named)
+            if found is not None:
+                return found
+    return DateRange()
+
+
+def _range_for(
+    text: str, when: dt.datetime, period: str, now: dt.datetime, tz: dt.tzinfo, *, named: bool
+) -> DateRange | None:
+    """A named month, weekday or year is a hint; anything else dateparser read ("last month", "gestern",
+    "the last 10 days") is relative to now and limits the search."""
+    day = when.date()
+    if day > now.astimezone(tz).date():
+        return None
+    relative = not named
+    numbers = [int(n) for n in re.findall(r"\d+", text)]
+    if relative and numbers and period == "day" and all(n not in (day.day, day.month, day.year) for n in numbers):
+        # "the last 10 days": from then until now.
+        return DateRange(_start(day, tz), now, text, limits=True)
+    start, end = _period_range(day, period, tz)
+    if period == "year" and not relative:
+        label = f"in {day.year}"
+    elif period == "month" and not relative:
+        label = f"in {calendar.month_name[day.month]} {day.year}"
+    else:
+        label = text
+    return DateRange(start, end, label, limits=relative)

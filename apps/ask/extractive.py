@@ -1,0 +1,277 @@
+"""The answer without a language model: one message, the sentences of it that carry what was asked.
+
+1. The kinds of value the question asks for (plan.answer_types: date, time, amount, identifier).
+2. Among the best evidence threads (close to the top score) and their read messages, the one message whose
+   own text (no quotes, greetings, signatures or disclaimers: textutil.own_text) holds every asked kind in
+   the sentences most similar to the question. Similarity is the multilingual embedder's (an English
+   question finds the due-date line of a Turkish statement), plus the question's words and names.
+3. Quote those sentences with the values marked, cite [n], and never mix values from two messages.
+When the best message lacks an asked kind, say so and point to the closest mails; a weak match says it is
+unsure."""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from apps.ask.answer import EvidenceMessage, EvidenceText
+from apps.ask.planner import Plan
+from apps.ask.textutil import Passage, amount_number, find_values, normalize, parse_day
+
+logger = logging.getLogger(__name__)
+
+VALUE_KINDS = ("date", "time", "amount", "identifier")
+KIND_LABELS = {"date": "a date", "time": "a time", "amount": "an amount", "identifier": "a reference number"}
+KIND_NAMES = {"date": "Date", "time": "Time", "amount": "Amount", "identifier": "Reference"}
+# Threads scoring at least this share of the best one are considered for the answer.
+CONTENDER_SHARE = 0.75
+MAX_CONTENDERS = 3
+MAX_PASSAGES_EMBEDDED = 160
+# Similarity (cosine, multilingual USE) of the best quoted sentence below which the answer is unsure.
+UNSURE_SIMILARITY = 0.12
+
+
+@dataclass(slots=True)
+class ExtractiveAnswer:
+    text: str
+    number: int = 0  # the cited evidence item, 0 when nothing is quoted
+    values: list[str] = field(default_factory=list)
+    kinds_found: list[str] = field(default_factory=list)
+    kinds_missing: list[str] = field(default_factory=list)
+    confidence: str = "low"  # high | medium | low
+    similarity: float = 0.0
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "cited": self.number,
+            "values": self.values,
+            "kinds_found": self.kinds_found,
+            "kinds_missing": self.kinds_missing,
+            "confidence": self.confidence,
+            "similarity": round(self.similarity, 3),
+        }
+
+
+def _similarities(question: str, texts: list[str]) -> np.ndarray:
+    if not texts:
+        return np.zeros(0, dtype=np.float32)
+    try:
+        from apps.search.embedders import get_embedder
+
+        embedder = get_embedder()
+        query = np.asarray(embedder.embed_query(question[:2000]), dtype=np.float32).reshape(-1)
+        rows = np.asarray(embedder.embed_documents([t[:500] for t in texts]), dtype=np.float32)
+        return rows @ query
+    except Exception:  # the embedder is optional here: words and names still rank the sentences
+        logger.warning("ask: sentence similarity unavailable", exc_info=True)
+        return np.zeros(len(texts), dtype=np.float32)
+
+
+def _word_overlap(plan: Plan, text: str) -> float:
+    folded = normalize(text)
+    words = set(folded.split())
+    found = sum(1 for word in plan.keywords if word in words)
+    found += sum(1 for entity in plan.entities if normalize(entity) in folded)
+    return min(found, 4) / 4
+
+
+@dataclass(slots=True)
+class _Option:
+    number: int
+    message: EvidenceMessage
+    prior: float
+    scored: list[tuple[float, float, Passage]] = field(default_factory=list)  # (score, similarity, passage)
+
+
+LABELLED_BONUS = 0.3
+LATER_DATE_BONUS = 0.5
+SUPERSEDES_BONUS = 0.5
+_LABEL = re.compile(r"^[^:]{2,40}:\s*")
+
+
+def _labelled(text: str, values: list[str]) -> bool:
+    """A field line of a statement, invoice or booking: "Total to pay: £84.20", "Due date: 11/05/2026"."""
+    match = _LABEL.match(text)
+    return match is not None and any(text[match.end() :].startswith(v) for v in values)
+
+
+def _structural_preference(kind: str, option: _Option) -> Any:
+    """Language-neutral tie-breakers between sentences holding the same kind of value: a date after the
+    message was sent (a deadline, an appointment, a delivery) over one before it (an issue or cut-off date,
+    past transactions); the largest amount of the message (the total) over its parts."""
+    if kind == "date":
+        sent = dt.date.fromtimestamp(option.message.timestamp) if option.message.timestamp else None
+
+        def later(passage: Passage) -> float:
+            days = [parse_day(v) for v in find_values("date", passage.text)]
+            return LATER_DATE_BONUS if sent and any(d and d > sent for d in days) else 0.0
+
+        return later
+    if kind == "amount":
+        largest = max(
+            (amount_number(v) for _s, _m, p in option.scored for v in find_values("amount", p.text)), default=0.0
+        )
+
+        def biggest(passage: Passage) -> float:
+            return (
+                0.15
+                if largest and any(amount_number(v) == largest for v in find_values("amount", passage.text))
+                else 0.0
+            )
+
+        return biggest
+    return lambda passage: 0.0
+
+
+def _supersedes(option: _Option, options: list[_Option], chosen: list[tuple[Passage, list[str]]]) -> bool:
+    """A newer message of the same thread that repeats a value an older one gave ("has moved from 18:40
+    to 19:25") updates it: the newer message is the answer."""
+    values = {v for _p, vs in chosen for v in vs}
+    if not values:
+        return False
+    for other in options:
+        if other is option or other.number != option.number or other.message.timestamp >= option.message.timestamp:
+            continue
+        if any(v in p.text for p in other.message.passages for v in values):
+            return True
+    return False
+
+
+def _headline(kind: str, chosen: list[tuple[Passage, list[str]]], message: EvidenceMessage) -> list[str]:
+    """The values of one kind to state up front: a date after the mail was sent (else all dates), the
+    largest amount, or every time / reference (at most three)."""
+    values = [v for _p, vs in chosen for v in vs if find_values(kind, v)]
+    if kind == "date" and message.timestamp:
+        sent = dt.date.fromtimestamp(message.timestamp)
+        later = [v for v in values if (day := parse_day(v)) is not None and day > sent]
+        values = later or values
+    elif kind == "amount" and values:
+        values = [max(values, key=amount_number)]
+    return list(dict.fromkeys(values))[:3]
+
+
+def _mark(text: str, values: list[str]) -> str:
+    for value in sorted(set(values), key=len, reverse=True):
+        text = text.replace(value, f"**{value}**")
+    return text.replace("****", "")
+
+
+def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAnswer:
+    kinds = [k for k in plan.answer_types if k in VALUE_KINDS]
+    if not evidence:
+        return ExtractiveAnswer(text="Nothing in your mail matched.")
+    top_score = evidence[0].score or 1.0
+    contenders = [e for e in evidence[:MAX_CONTENDERS] if e.score >= CONTENDER_SHARE * top_score] or evidence[:1]
+    options: list[_Option] = []
+    for item in contenders:
+        members = item.members or [
+            EvidenceMessage(item.subject, item.sender, item.date_label, 0.0, [p for p in item.passages])
+        ]
+        newest = max((m.timestamp for m in members), default=0.0)
+        for position, message in enumerate(members):
+            # the thread's score relative to the best; within a thread the newest message that carries the
+            # value wins ties (a schedule change supersedes the booking)
+            prior = 2.0 * item.score / top_score - (0.0 if position == 0 else 0.1)
+            prior += 0.3 if len(members) > 1 and message.timestamp == newest else 0.0
+            options.append(_Option(item.number, message, prior))
+    flat = [(o, p) for o in options for p in o.message.passages if p.source != "subject"][:MAX_PASSAGES_EMBEDDED]
+    # Each sentence is embedded with its mail's subject (a bare "label: date" line says little).
+    similarities = _similarities(
+        plan.semantic_query or plan.question, [f"{o.message.subject}: {p.text}" for o, p in flat]
+    )
+    for (option, passage), similarity in zip(flat, similarities, strict=True):
+        score = float(similarity) + 0.3 * _word_overlap(plan, passage.text)
+        option.scored.append((score, float(similarity), passage))
+    best: tuple[float, _Option, list[tuple[Passage, list[str]]], list[str], float] | None = None
+    for option in options:
+        if not option.scored:
+            continue
+        ranked = sorted(option.scored, key=lambda item: -item[0])
+        chosen: list[tuple[Passage, list[str]]] = []
+        found: list[str] = []
+        quality = 0.0
+        best_similarity = 0.0
+        for kind in kinds:
+            preferred = _structural_preference(kind, option)
+            for score, similarity, passage in sorted(ranked, key=lambda item: -(item[0] + preferred(item[2]))):
+                values = find_values(kind, passage.text)
+                if values:
+                    found.append(kind)
+                    quality += score + preferred(passage) + (LABELLED_BONUS if _labelled(passage.text, values) else 0)
+                    best_similarity = max(best_similarity, similarity)
+                    existing = next((c for c in chosen if c[0] is passage), None)
+                    if existing is None:
+                        chosen.append((passage, values))
+                    else:
+                        existing[1].extend(v for v in values if v not in existing[1])
+                    break
+        if not kinds:
+            for score, similarity, passage in ranked[:2]:
+                chosen.append((passage, []))
+                quality += score
+                best_similarity = max(best_similarity, similarity)
+        total = option.prior + len(found) * 1.0 + quality / max(1, len(kinds) or 2)
+        if _supersedes(option, options, chosen):
+            total += SUPERSEDES_BONUS
+        print(
+            "OPT",
+            option.number,
+            option.message.subject[:30],
+            round(option.prior, 2),
+            found,
+            round(quality, 2),
+            round(total, 2),
+            [c[0].text[:50] for c in chosen],
+        )
+        if best is None or total > best[0]:
+            best = (total, option, chosen, found, best_similarity)
+    if best is None:
+        top = evidence[0]
+        return ExtractiveAnswer(
+            text=f"The best match is “{top.subject or '(no subject)'}” from {top.sender or 'an unknown sender'} "
+            f"[1], but it has no sentence of its own that answers the question.",
+            number=1,
+        )
+    _total, option, chosen, found, similarity = best
+    message = option.message
+    missing = [k for k in kinds if k not in found]
+    where = f"“{message.subject or '(no subject)'}” from {message.sender or 'an unknown sender'}"
+    if message.date_label:
+        where += f", {message.date_label}"
+    cite = f"[{option.number}]"
+    values = [v for _p, vs in chosen for v in vs]
+    lines: list[str] = []
+    unsure = bool(missing) or similarity < UNSURE_SIMILARITY
+    if found:
+        facts = " · ".join(
+            f"{KIND_NAMES[kind]}: " + ", ".join(f"**{v}**" for v in _headline(kind, chosen, message)) for kind in found
+        )
+        lines.append(("I'm not sure, but the closest answer is — " if unsure else "") + f"{facts} {cite}")
+    if missing:
+        lines.append(
+            f"The best match, {where} {cite}, does not state "
+            + " or ".join(KIND_LABELS[k] for k in missing)
+            + ". The closest mails are listed below."
+        )
+    elif not kinds and unsure:
+        lines.append(f"I'm not sure this answers it. The closest match is {where} {cite}:")
+    else:
+        lines.append(f"From {where}:")
+    for passage, passage_values in chosen:
+        origin = f" (attachment {passage.attachment})" if passage.attachment else ""
+        lines.append(f"“{_mark(passage.text, passage_values)}”{origin} {cite}")
+    confidence = "low" if unsure else ("high" if similarity >= 2 * UNSURE_SIMILARITY else "medium")
+    return ExtractiveAnswer(
+        text="\n".join(lines),
+        number=option.number,
+        values=values,
+        kinds_found=found,
+        kinds_missing=missing,
+        confidence=confidence,
+        similarity=similarity,
+    )
