@@ -21,7 +21,7 @@ from apps.accounts.parsing.headers import (
     _Envelope,
     _header_value,
 )
-from apps.accounts.parsing.html import _html_to_text, _sanitize_html
+from apps.accounts.parsing.html import _html_to_text, render_html, strip_tags
 from apps.accounts.parsing.limits import (
     MAX_BOUNDARY_LINES,
     MAX_DEPTH,
@@ -136,12 +136,16 @@ def _fill_body(
         result.body_text = text.replace("\r\n", "\n")
     if html is not None:
         html = html.replace("\r\n", "\n")
-        result.body_html = _sanitize_html(html, errors)
+
+        def over_budget() -> bool:
+            return time.monotonic() - started > PARSE_TIME_BUDGET_SECONDS
+
+        rendered = render_html(html, errors, over_budget=over_budget)
+        result.body_html = rendered or ""
         if text is None:
-            if time.monotonic() - started > PARSE_TIME_BUDGET_SECONDS:
-                errors.append(f"time budget of {PARSE_TIME_BUDGET_SECONDS}s exceeded; no text derived from HTML")
-            else:
-                result.body_text = _html_to_text(html, errors)
+            # HTML that could not be rendered is not parsed again for its text: a linear tag strip instead.
+            parseable = rendered is not None and not over_budget()
+            result.body_text = _html_to_text(html, errors) if parseable else strip_tags(html)
     if result.body_text:
         result.snippet = " ".join(result.body_text[: SNIPPET_CHARS * 20].split())[:SNIPPET_CHARS]
 

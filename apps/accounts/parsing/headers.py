@@ -5,11 +5,18 @@ from __future__ import annotations
 import binascii
 import datetime as dt
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 from email.utils import getaddresses, parsedate_to_datetime
 
 from apps.accounts.parsing.charsets import _clean, _codec, _decode_bytes, _decode_fallback
-from apps.accounts.parsing.limits import MAX_HEADER_VALUE_CHARS, MAX_RECEIVED_TRIED
+from apps.accounts.parsing.limits import (
+    MAX_HEADER_BYTES,
+    MAX_HEADER_VALUE_CHARS,
+    MAX_RECEIVED_TRIED,
+    MAX_STORED_HEADER_FIELD_BYTES,
+    MAX_VALUES_PER_HEADER,
+)
 from apps.accounts.parsing.params import _parse_params
 from apps.accounts.parsing.results import ParsedAddress, ParsedMessage
 
@@ -87,7 +94,49 @@ class _Envelope:
                 key = name.decode("ascii")
                 if key not in content:
                     content[key] = value
+        for key, values in lists.items():
+            if len(values) > MAX_VALUES_PER_HEADER:
+                # The last Received is the first hop (used for the date); for the others the first ones count.
+                lists[key] = values[-MAX_RECEIVED_TRIED:] if key == "received" else values[:MAX_VALUES_PER_HEADER]
         return cls(single=single, lists=lists, content=content, content_type_raw=content.get("content-type", b""))
+
+
+def _stored_raw_headers(block: bytes, errors: list[str]) -> str:
+    """The header block as stored for display: whole when small, else each field cut, up to MAX_HEADER_BYTES."""
+    if len(block) <= MAX_HEADER_BYTES:
+        return _decode_raw_headers(block)
+    kept: list[bytes] = []
+    size = 0
+    dropped = 0
+    for field in _raw_fields(block):
+        if len(field) > MAX_STORED_HEADER_FIELD_BYTES:
+            cut = len(field) - MAX_STORED_HEADER_FIELD_BYTES
+            field = field[:MAX_STORED_HEADER_FIELD_BYTES].rstrip(b"\r\n") + b" [%d more bytes not stored]\n" % cut
+        if size + len(field) > MAX_HEADER_BYTES:
+            dropped += 1
+            continue
+        kept.append(field)
+        size += len(field)
+    note = (
+        f"header block of {len(block)} bytes is over {MAX_HEADER_BYTES}: raw headers stored with each field cut "
+        f"to {MAX_STORED_HEADER_FIELD_BYTES} bytes"
+    )
+    if dropped:
+        note += f" and {dropped} fields left out"
+    errors.append(note)
+    return _decode_raw_headers(b"".join(kept))
+
+
+def _raw_fields(block: bytes) -> Iterator[bytes]:
+    """A header block's fields with their continuation lines, as raw bytes (newlines kept)."""
+    current: list[bytes] = []
+    for line in block.splitlines(keepends=True):
+        if current and line[:1] not in (b" ", b"\t"):
+            yield b"".join(current)
+            current = []
+        current.append(line)
+    if current:
+        yield b"".join(current)
 
 
 def _decode_raw_headers(block: bytes) -> str:
@@ -99,6 +148,7 @@ def _decode_raw_headers(block: bytes) -> str:
 
 
 _SINGLE_HEADERS = {name.encode(): name for name in ("subject", "date", "message-id", "in-reply-to")}
+_ADDRESS_HEADERS = frozenset({"from", "to", "cc", "bcc", "reply-to"})
 _LIST_HEADERS = {name.encode(): name for name in ("from", "to", "cc", "bcc", "reply-to", "references", "received")}
 
 
@@ -149,7 +199,15 @@ def _plausible(date: dt.datetime) -> bool:
 def _header_value(value: str | bytes, name: str, errors: list[str], hint: str = "") -> str:
     """A raw header value as real text: 8-bit bytes decoded, unfolded, capped, storable."""
     if len(value) > MAX_HEADER_VALUE_CHARS:
-        value = value[:MAX_HEADER_VALUE_CHARS]
+        cut = MAX_HEADER_VALUE_CHARS
+        if name in _ADDRESS_HEADERS:  # end on a whole address, not half of one
+            comma = (
+                value.rfind(b",", 0, MAX_HEADER_VALUE_CHARS)
+                if isinstance(value, bytes)
+                else value.rfind(",", 0, MAX_HEADER_VALUE_CHARS)
+            )
+            cut = comma if comma > 0 else cut
+        value = value[:cut]
         errors.append(f"{name} header truncated to {MAX_HEADER_VALUE_CHARS} characters")
     if isinstance(value, bytes):
         text = value.decode("ascii") if value.isascii() else _decode_8bit(value, hint)

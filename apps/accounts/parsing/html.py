@@ -1,14 +1,16 @@
-"""HTML bodies: sanitized for display (nh3) and turned into text (inscriptis)."""
+"""HTML bodies: sanitized for display (nh3) and turned into text (inscriptis), both in bounded time."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from html import unescape
 
 import nh3
 from inscriptis import get_text
 
 from apps.accounts.parsing.charsets import _clean
-from apps.accounts.parsing.limits import MAX_HTML_TO_TEXT_CHARS
+from apps.accounts.parsing.limits import MAX_HTML_DEPTH, MAX_HTML_SANITIZE_CHARS, MAX_HTML_TO_TEXT_CHARS
 
 _HTML_TAGS = frozenset(
     {
@@ -86,7 +88,70 @@ _HTML_CLEANER = nh3.Cleaner(
     filter_style_properties=set(_STYLE_PROPERTIES),
     strip_comments=True,
 )
-_TAG = re.compile(r"<[^>]*>")
+# A tag with at most 2,000 characters inside and no "<": a stray "<" can never make the scan quadratic.
+_TAG = re.compile(r"<[^<>]{0,2000}>")
+_TAG_NAME = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:-]{0,63})")
+# Elements that never nest: void elements, and those whose end tag is optional and implied by a sibling
+# (an unclosed <p> or <td> per line is common in real mail and does not deepen the parser's stack).
+_NON_NESTING = frozenset(
+    {
+        "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source", "track",
+        "wbr", "p", "li", "dt", "dd", "tr", "td", "th", "option", "optgroup", "rb", "rt", "rp", "rtc",
+        "thead", "tbody", "tfoot", "colgroup", "caption", "html", "head", "body",
+    }
+)  # fmt: skip
+
+
+def html_nesting_depth(html: str, *, stop_above: int) -> int:
+    """How deep elements nest, from the tags alone, in one linear pass (stops once past `stop_above`).
+
+    html5ever (inside nh3) looks up the stack of open elements for every end tag, so its time grows with
+    the square of the nesting depth: 200,000 nested <div>s take many minutes. An end tag only closes an
+    element that is open under that name, as in the parser; ones it would ignore do not lower the count.
+    """
+    depth = deepest = 0
+    open_by_name: dict[str, int] = {}
+    for match in _TAG_NAME.finditer(html):
+        name = match.group(2).lower()
+        if name in _NON_NESTING:
+            continue
+        if match.group(1):
+            count = open_by_name.get(name, 0)
+            if count:
+                open_by_name[name] = count - 1
+                depth -= 1
+        else:
+            open_by_name[name] = open_by_name.get(name, 0) + 1
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > stop_above:
+                    break
+    return deepest
+
+
+def strip_tags(html: str) -> str:
+    """Text of HTML by dropping tags: linear and crude, for HTML too big or too deep to parse."""
+    text = _TAG.sub(" ", html)
+    return _clean(" ".join(unescape(text).split()))
+
+
+def render_html(html: str, errors: list[str], *, over_budget: Callable[[], bool]) -> str | None:
+    """The sanitized HTML to store and show, or None when it cannot be sanitized in bounded time."""
+    if over_budget():
+        errors.append("parse time budget exceeded before the HTML body; it is kept as text only")
+        return None
+    depth = html_nesting_depth(html, stop_above=MAX_HTML_DEPTH)
+    if depth > MAX_HTML_DEPTH:
+        errors.append(
+            f"HTML body nests elements more than {MAX_HTML_DEPTH} levels deep; not shown as HTML, "
+            "its text was kept by stripping the tags"
+        )
+        return None
+    if len(html) > MAX_HTML_SANITIZE_CHARS:
+        html = html[:MAX_HTML_SANITIZE_CHARS]
+        errors.append(f"HTML body cut to {MAX_HTML_SANITIZE_CHARS} characters for display")
+    return _sanitize_html(html, errors)
 
 
 def _sanitize_html(html: str, errors: list[str]) -> str:

@@ -14,6 +14,7 @@ from apps.accounts.parsing.headers import (
     _header_value,
     _read_header_block,
     _split_header_block,
+    _stored_raw_headers,
 )
 from apps.accounts.parsing.limits import MAX_ERROR_CHARS, MAX_HEADER_BYTES, MAX_MESSAGE_BYTES
 from apps.accounts.parsing.results import ParsedMessage
@@ -63,11 +64,9 @@ def _parse_into(result: ParsedMessage, data: bytes, keep_payloads: bool, errors:
         data = data[:MAX_MESSAGE_BYTES]
         errors.append(f"message truncated to {MAX_MESSAGE_BYTES} bytes")
     header_block, separator, body_start = _split_header_block(data)
-    if len(header_block) > MAX_HEADER_BYTES:
-        cut = header_block.rfind(b"\n", 0, MAX_HEADER_BYTES)
-        header_block = header_block[: cut + 1] if cut > 0 else header_block[:MAX_HEADER_BYTES] + b"\n"
-        errors.append(f"header block truncated to {MAX_HEADER_BYTES} bytes")
-    result.raw_headers = _decode_raw_headers(header_block)
+    # Every field is read, however big the block: caps apply per field (a 2 MB To: list must not cost the
+    # Subject, Message-ID and Date that follow it).
+    result.raw_headers = _stored_raw_headers(header_block, errors)
 
     fields, leftover = _read_header_block(header_block, errors)
     body = data[body_start:]
