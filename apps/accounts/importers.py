@@ -6,13 +6,17 @@ stored (Message-ID, or the SHA-256 of the raw bytes when there is none) and can 
 
 from __future__ import annotations
 
-import mailbox
 import os
 import re
+import tempfile
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import IO
+
+from django.conf import settings
 
 from apps.accounts.models import MailAccount
 from apps.accounts.parsing import MAX_MESSAGE_BYTES
@@ -25,6 +29,13 @@ MBOX_MAGIC = b"From "
 # is made of large messages whose attachment payloads are kept until the batch is stored.
 IMPORT_BATCH = 2000
 IMPORT_BATCH_BYTES = 64 * 1024 * 1024
+# Files are sniffed from their first bytes; only single messages are ever read whole (up to the parser's cap).
+SNIFF_BYTES = 64 * 1024
+# Zip archives are unpacked member by member, streaming; an mbox member goes to a temporary file. The caps
+# bound what a small archive can make us unpack (a 917 KB zip can hold a 900 MB member).
+DEFAULT_ZIP_MEMBER_BYTES = 4 * 1024 * 1024 * 1024
+DEFAULT_ZIP_TOTAL_BYTES = 16 * 1024 * 1024 * 1024
+ZIP_CHUNK_BYTES = 1024 * 1024
 
 
 class MailImportError(Exception):
@@ -77,44 +88,72 @@ def _is_maildir(path: Path) -> bool:
     return (path / "cur").is_dir() and (path / "new").is_dir()
 
 
-def _read_file(path: Path, summary: ImportSummary) -> bytes | None:
+def _read_message_file(path: Path, summary: ImportSummary) -> bytes | None:
+    """One message file's bytes; past MAX_MESSAGE_BYTES only the start is read (the parser notes the cut)."""
     try:
-        size = path.stat().st_size
-        if size > MAX_MESSAGE_BYTES * 20:
-            summary.skipped += 1
-            summary.errors.append(f"{path.name}: {size} bytes is larger than an mbox import may be")
-            return None
-        return path.read_bytes()
+        with path.open("rb") as handle:
+            # Sized from the file: read(n) allocates n bytes up front, even for a 2 KB message.
+            return handle.read(min(os.fstat(handle.fileno()).st_size, MAX_MESSAGE_BYTES) + 1)
     except OSError as exc:
         summary.skipped += 1
         summary.errors.append(f"{path}: {exc.strerror or exc}")
         return None
 
 
-def _iter_mbox_bytes(data: bytes, folder: str, summary: ImportSummary) -> Iterator[_Source]:
-    """Split an mbox held in memory (uploads, zip members)."""
-    import tempfile
+def _read_head(path: Path, summary: ImportSummary) -> bytes | None:
+    try:
+        with path.open("rb") as handle:
+            return handle.read(SNIFF_BYTES)
+    except OSError as exc:
+        summary.skipped += 1
+        summary.errors.append(f"{path}: {exc.strerror or exc}")
+        return None
 
-    with tempfile.NamedTemporaryFile(suffix=".mbox") as handle:
-        handle.write(data)
-        handle.flush()
-        yield from _iter_mbox(Path(handle.name), folder, summary)
+
+def _mbox_spans(handle: IO[bytes]) -> Iterator[tuple[int, int]]:
+    """(start, stop) byte offsets of each message in an mbox, from a chunked scan for "From " lines.
+
+    The stdlib's mailbox.mbox reads the file line by line to index it, so one 300 MB line (a hostile or
+    broken file) costs 300 MB; this holds one chunk at a time. Like mailbox.mbox, every line starting with
+    "From " begins a message, and the blank line before it belongs to no message.
+    """
+    starts: list[int] = []
+    offset = 0
+    tail = b"\n"  # the file's start counts as a line start
+    while chunk := handle.read(ZIP_CHUNK_BYTES):
+        window = tail + chunk
+        position = window.find(b"\nFrom ")
+        while position != -1:
+            starts.append(offset - len(tail) + position + 1)
+            position = window.find(b"\nFrom ", position + 1)
+        offset += len(chunk)
+        tail = window[-5:]  # shorter than the needle: a match is never found twice
+    for index, begin in enumerate(starts):
+        stop = starts[index + 1] if index + 1 < len(starts) else offset
+        handle.seek(max(begin, stop - 2))
+        if handle.read(2) == b"\n\n":
+            stop -= 1
+        yield begin, stop
 
 
 def _iter_mbox(path: Path, folder: str, summary: ImportSummary) -> Iterator[_Source]:
-    box = mailbox.mbox(str(path), create=False)
-    try:
-        for key in box.iterkeys():
-            try:
-                raw = box.get_bytes(key)
-            except Exception as exc:
+    """Messages of an mbox file, one at a time (the file itself is never read whole)."""
+    with path.open("rb") as handle:
+        for number, (begin, stop) in enumerate(list(_mbox_spans(handle)), 1):
+            handle.seek(begin)
+            line = handle.readline(4096)
+            while line and not line.endswith(b"\n") and handle.tell() < stop:
+                line = handle.readline(ZIP_CHUNK_BYTES)  # an absurd From line: skipped, never held whole
+            body_start = handle.tell()
+            if body_start >= stop:
+                continue
+            raw = handle.read(min(stop - body_start, MAX_MESSAGE_BYTES + 1))
+            if not raw.strip():
                 summary.skipped += 1
-                summary.errors.append(f"{path.name} message {key}: {exc}")
+                summary.errors.append(f"{path.name} message {number}: empty; skipped")
                 continue
             seen, flagged = _flags_from_status(raw)
             yield _Source(folder=folder, raw=raw, seen=seen, flagged=flagged)
-    finally:
-        box.close()
 
 
 def _iter_maildir(path: Path, folder: str, summary: ImportSummary) -> Iterator[_Source]:
@@ -123,7 +162,7 @@ def _iter_maildir(path: Path, folder: str, summary: ImportSummary) -> Iterator[_
         for entry in sorted(os.scandir(directory), key=lambda e: e.name):
             if not entry.is_file() or entry.name.startswith("."):
                 continue
-            raw = _read_file(Path(entry.path), summary)
+            raw = _read_message_file(Path(entry.path), summary)
             if raw is None:
                 continue
             summary.files += 1
@@ -135,19 +174,44 @@ def _iter_file(path: Path, folder: str, summary: ImportSummary) -> Iterator[_Sou
     if zipfile.is_zipfile(path):
         yield from _iter_zip(path, summary)
         return
-    raw = _read_file(path, summary)
-    if raw is None:
+    head = _read_head(path, summary)
+    if head is None:
         return
     summary.files += 1
-    if raw.startswith(MBOX_MAGIC):
+    if head.startswith(MBOX_MAGIC):
         yield from _iter_mbox(path, folder, summary)
-    elif looks_like_mail(raw):
-        seen, flagged = _flags_from_status(raw)
-        yield _Source(folder=folder, raw=raw, seen=seen, flagged=flagged)
+    elif looks_like_mail(head):
+        raw = _read_message_file(path, summary)
+        if raw is not None:
+            seen, flagged = _flags_from_status(raw)
+            yield _Source(folder=folder, raw=raw, seen=seen, flagged=flagged)
     else:
         summary.skipped += 1
-        reason = "empty file" if not raw.strip() else "not an email (no header on the first line)"
+        reason = "empty file" if not head.strip() else "not an email (no header on the first line)"
         summary.errors.append(f"{path.name}: {reason}; skipped")
+
+
+def zip_member_limit() -> int:
+    return int(getattr(settings, "MAILAGENT_IMPORT_ZIP_MEMBER_BYTES", DEFAULT_ZIP_MEMBER_BYTES))
+
+
+def zip_total_limit() -> int:
+    return int(getattr(settings, "MAILAGENT_IMPORT_ZIP_TOTAL_BYTES", DEFAULT_ZIP_TOTAL_BYTES))
+
+
+class _ZipBudget:
+    """Uncompressed bytes read from one archive: per member and in total (zip bombs stop at the cap)."""
+
+    def __init__(self) -> None:
+        self.total = 0
+        self.exhausted = False
+
+    def read(self, handle: IO[bytes], size: int) -> bytes:
+        data = handle.read(min(size, zip_total_limit() - self.total + 1))
+        self.total += len(data)
+        if self.total > zip_total_limit():
+            self.exhausted = True
+        return data
 
 
 def _iter_zip(path: Path, summary: ImportSummary) -> Iterator[_Source]:
@@ -155,30 +219,76 @@ def _iter_zip(path: Path, summary: ImportSummary) -> Iterator[_Source]:
         archive = zipfile.ZipFile(path)
     except zipfile.BadZipFile as exc:
         raise MailImportError(f"{path.name} is not a readable zip file: {exc}") from exc
+    budget = _ZipBudget()
     with archive:
         for member in archive.infolist():
             name = PurePosixPath(member.filename)
             if member.is_dir() or any(part.startswith(".") or part == "__MACOSX" for part in name.parts):
                 continue
-            if member.file_size > MAX_MESSAGE_BYTES * 20:
-                summary.skipped += 1
-                summary.errors.append(f"{member.filename}: too large")
+            if name.parent.name == "tmp":
                 continue
-            data = archive.read(member)
+            if budget.exhausted:
+                summary.skipped += 1
+                continue
+            if member.file_size > zip_member_limit():
+                summary.skipped += 1
+                summary.errors.append(
+                    f"{member.filename}: {member.file_size} bytes unpacked is more than the "
+                    f"{zip_member_limit()} a zip member may be; skipped"
+                )
+                continue
+            try:
+                yield from _iter_zip_member(archive, member, budget, summary)
+            except (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError) as exc:
+                summary.skipped += 1
+                summary.errors.append(f"{member.filename}: unreadable in the zip ({exc}); skipped")
+            if budget.exhausted:
+                summary.errors.append(
+                    f"{path.name}: stopped after {zip_total_limit()} unpacked bytes; the rest of the zip was skipped"
+                )
+
+
+def _iter_zip_member(
+    archive: zipfile.ZipFile, member: zipfile.ZipInfo, budget: _ZipBudget, summary: ImportSummary
+) -> Iterator[_Source]:
+    """One member, unpacked chunk by chunk to a temporary file (never whole in memory), then read like a file."""
+    name = PurePosixPath(member.filename)
+    with archive.open(member) as handle, tempfile.NamedTemporaryFile(dir=_scratch_dir()) as spool:
+        head = budget.read(handle, SNIFF_BYTES)
+        is_mbox = head.startswith(MBOX_MAGIC)
+        if not is_mbox and not looks_like_mail(head):
             summary.files += 1
-            parent = str(name.parent)
-            # Maildir inside a zip: <folder>/cur/<file>
-            if name.parent.name in {"cur", "new", "tmp"}:
-                if name.parent.name == "tmp":
-                    continue
-                parent = str(name.parent.parent)
-                info = name.name.rsplit(":2,", 1)[1] if ":2," in name.name else ""
-                yield _Source(folder=_folder_name(parent), raw=data, seen="S" in info, flagged="F" in info)
-            elif data.startswith(MBOX_MAGIC):
-                yield from _iter_mbox_bytes(data, _folder_name(str(name.with_suffix(""))), summary)
-            elif looks_like_mail(data):
-                seen, flagged = _flags_from_status(data)
-                yield _Source(folder=_folder_name(parent), raw=data, seen=seen, flagged=flagged)
+            return
+        # A single message needs no more than the parser reads; an mbox is unpacked whole (up to the caps).
+        wanted = member.file_size if is_mbox else min(member.file_size, MAX_MESSAGE_BYTES + 1)
+        spool.write(head)
+        written = len(head)
+        while written < wanted and not budget.exhausted:
+            chunk = budget.read(handle, min(ZIP_CHUNK_BYTES, wanted - written))
+            if not chunk:
+                break
+            spool.write(chunk)
+            written += len(chunk)
+        spool.flush()
+        summary.files += 1
+        path = Path(spool.name)
+        if is_mbox:
+            yield from _iter_mbox(path, _folder_name(str(name.with_suffix(""))), summary)
+            return
+        raw = _read_message_file(path, summary)
+        if raw is None:
+            return
+        if name.parent.name in {"cur", "new"}:  # Maildir inside a zip: <folder>/cur/<file>
+            info = name.name.rsplit(":2,", 1)[1] if ":2," in name.name else ""
+            yield _Source(folder=_folder_name(str(name.parent.parent)), raw=raw, seen="S" in info, flagged="F" in info)
+        else:
+            seen, flagged = _flags_from_status(raw)
+            yield _Source(folder=_folder_name(str(name.parent)), raw=raw, seen=seen, flagged=flagged)
+
+
+def _scratch_dir() -> str | None:
+    uploads = Path(settings.DATA_DIR) / "uploads"
+    return str(uploads) if uploads.is_dir() else None
 
 
 def _folder_name(relative: str) -> str:
