@@ -28,6 +28,7 @@ urlpatterns = [
     path("routing/", include("apps.routing.urls")),
     path("runs/", include("apps.orchestration.urls")),
     path("ask/", include("apps.ask.urls")),
+    path("inbox/", include("apps.workspaces.urls")),
     path("organize/", include("apps.organization.urls")),
     path("admin/", admin.site.urls),
     path("api/", api.urls),

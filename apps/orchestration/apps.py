@@ -8,3 +8,9 @@ class OrchestrationConfig(AppConfig):
     label = "orchestration"
     verbose_name = "Orchestration"
     nav_entries = [("Runs", "runs:list"), ("Memory", "runs:memories")]
+
+    def ready(self) -> None:
+        from apps.orchestration.inbox_replies import enqueue_reply
+        from apps.workspaces import hooks
+
+        hooks.on_reply(enqueue_reply)  # Inbox replies continue their run

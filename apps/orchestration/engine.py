@@ -262,7 +262,14 @@ class RunEngine:
 
     def initial_messages(self) -> list[dict[str, Any]]:
         director = self.director
-        variables = base_variables(self.ctx.message, **{"director.name": director.name})
+        variables = base_variables(
+            self.ctx.message,
+            **{
+                "director.name": director.name,
+                "workspace.id": str(self.ctx.workspace.pk),
+                "workspace.label": self.ctx.workspace.display_label,
+            },
+        )
         variables["memories"] = self._memories_text(None)
         messages: list[dict[str, Any]] = [{"role": "system", "content": DIRECTOR_GUIDANCE}]
         messages += render_prompt(director.prompt, variables)

@@ -19,6 +19,9 @@ DIRECTOR_GUIDANCE = (
     "agent__<slug> tools (continue a conversation by passing its sessionId), use the other tools as needed, "
     "and leave the deliverables in the shared workspace with workspace_add_item (drafts, analyses, "
     "summaries as text/markdown). Nothing is sent or deleted by you: a person reviews the workspace. "
+    "When the result is something the user should see, or you need their decision, call inbox_push once: docs "
+    "pointing at the items you made (give them a path), comments in markdown, and for a decision ask "
+    "{question, options}; their answer comes back to you as a user message. "
     "Answer without a tool call when you are done."
 )
 AGENT_GUIDANCE = (

@@ -67,6 +67,7 @@ def _run_context(request: HttpRequest, run_id: int) -> dict[str, Any]:
         "threads": [{"thread": t, "entries": selectors.transcript(t)} for t in threads],
         "events": selectors.provider_event_summary(run=run),
         "active": run.status in ACTIVE,
+        "inbox_entries": workspace_selectors.entries_for_run(run_id=run.pk),
     }
 
 

@@ -7,3 +7,4 @@ class WorkspacesConfig(AppConfig):
     name = "apps.workspaces"
     label = "workspaces"
     verbose_name = "Workspaces"
+    nav_entries = [("Inbox", "inbox:inbox")]

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.db.models import Q, QuerySet
 from django.http import Http404
+from django.utils import timezone
 
 from apps.workspaces.actions import hash_token
 from apps.workspaces.models import InboxEntry, Workspace, WorkspaceItem, WorkspaceItemLog, WorkspaceToken
@@ -225,3 +226,36 @@ def resolve_docs(entry: InboxEntry) -> list[ResolvedDoc]:
         for item in WorkspaceItem.objects.filter(workspace_id=entry.workspace_id, deleted=False, path__in=paths)
     }
     return [ResolvedDoc(path=path, item=live.get(path)) for path in paths]
+
+
+@dataclass(frozen=True, slots=True)
+class DayGroup:
+    title: str
+    entries: list[InboxEntry]
+
+
+def day_title(day: dt.date, today: dt.date) -> str:
+    """Today, Yesterday, the weekday within the last week, then the date."""
+    age = (today - day).days
+    if age == 0:
+        return "Today"
+    if age == 1:
+        return "Yesterday"
+    if 1 < age < 7:
+        return day.strftime("%A")
+    return day.strftime("%b %-d, %Y") if day.year != today.year else day.strftime("%b %-d")
+
+
+def group_by_day(entries: list[InboxEntry]) -> list[DayGroup]:
+    today = timezone.localdate()
+    groups: list[DayGroup] = []
+    for entry in entries:
+        title = day_title(timezone.localtime(entry.created).date(), today)
+        if not groups or groups[-1].title != title:
+            groups.append(DayGroup(title=title, entries=[]))
+        groups[-1].entries.append(entry)
+    return groups
+
+
+def entries_for_run(*, run_id: int) -> list[InboxEntry]:
+    return list(InboxEntry.objects.filter(run_id=run_id).order_by("created", "id"))

@@ -34,6 +34,7 @@ class WorkspaceAddArgs(Args):
     encoding: Literal["utf8", "base64"] = "utf8"
     data: str = Field("", description="The content; base64 when encoding is base64")
     tags: list[str] = Field(default_factory=list)
+    path: str | None = Field(None, description="Where inbox_push docs find it, e.g. reports/summary.md (unique)")
 
 
 class WorkspaceListArgs(Args):
@@ -53,6 +54,7 @@ class WorkspacePatch(Args):
     encoding: Literal["utf8", "base64"] | None = None
     data: str | None = None
     tags: list[str] | None = None
+    path: str | None = Field(None, description="New path; empty string removes it")
 
 
 class WorkspaceUpdateArgs(Args):
@@ -64,6 +66,23 @@ class WorkspaceUpdateArgs(Args):
 class WorkspaceRemoveArgs(Args):
     id: str
     hardDelete: bool = False
+
+
+class InboxDoc(Args):
+    path: str = Field(..., description="Path of a live workspace item, e.g. reports/summary.md")
+
+
+class InboxAsk(Args):
+    question: str = Field(..., min_length=1, max_length=2000)
+    options: list[str] = Field(default_factory=list, max_length=10, description="Answers the user can click")
+
+
+class InboxPushArgs(Args):
+    docs: list[InboxDoc] | None = Field(None, description="Pointers to workspace items (give them a path first)")
+    comments: str = Field("", description="Markdown: what you did, or what you need from the user")
+    ask: InboxAsk | None = Field(
+        None, description="A decision for the user; their answer comes back to you as a user message"
+    )
 
 
 class MemorySearchArgs(Args):
@@ -143,6 +162,13 @@ DESCRIPTIONS: dict[str, tuple[str, type[Args]]] = {
         WorkspaceUpdateArgs,
     ),
     "workspace_remove_item": ("Remove a workspace item (soft unless hardDelete).", WorkspaceRemoveArgs),
+    "inbox_push": (
+        "Put something in front of the user in their Inbox: finished work (docs pointing at workspace items "
+        "with a path), a question you are blocked on (ask: {question, options}; the answer comes back to you "
+        "as a user message and the run continues), or a status check-in. Not for intermediate steps, "
+        "internal tool calls or scratch work. At least one of docs, comments or ask.",
+        InboxPushArgs,
+    ),
     "memory_search": ("Search memories: your own first, then shared, then global.", MemorySearchArgs),
     "memory_add": ("Remember something for later runs.", MemoryAddArgs),
     "memory_edit": ("Change a memory you can see.", MemoryEditArgs),
@@ -169,6 +195,7 @@ WORKSPACE_TOOLS = (
     "workspace_get_item",
     "workspace_update_item",
     "workspace_remove_item",
+    "inbox_push",
 )
 
 

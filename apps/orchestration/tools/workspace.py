@@ -35,6 +35,7 @@ def add_item(ctx: RunContext, actor: Actor, args: WorkspaceAddArgs) -> dict[str,
             tags=args.tags,
             context=ctx.item_context(actor),
             created_by=actor.kind,
+            path=args.path,
         )
     except actions.WorkspaceError as exc:
         raise ToolFailure(str(exc)) from None

@@ -4,9 +4,11 @@ images inline as data: URLs, text as text, anything else as a download."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import nh3
 from django import template
+from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
@@ -43,3 +45,15 @@ def pretty_json(text: str) -> str:
         return json.dumps(json.loads(text), indent=2, ensure_ascii=False)
     except ValueError:
         return text
+
+
+@register.inclusion_tag("workspaces/partials/inbox_badge.html", takes_context=True)
+def inbox_nav_badge(context: template.Context, url: str) -> dict[str, Any]:
+    """The unread count next to the Inbox nav link (nothing for other links)."""
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if url != reverse("inbox:inbox") or user is None or not user.is_authenticated:
+        return {"hidden": True}
+    from apps.workspaces.selectors import unread_count
+
+    return {"unread": unread_count(user=user)}
