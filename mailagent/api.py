@@ -1,24 +1,132 @@
-"""The JSON API root: django-ninja, OpenAPI docs at /api/docs. Apps contribute routers in urls.py."""
+"""The JSON API root: django-ninja, OpenAPI docs at /api/docs. Apps contribute routers in urls.py.
+
+Every error answer has one shape, `{"error": "<message>"}`, sometimes with more fields (`field`, `errors`,
+`currentRevision`, ...): the exception handlers below turn django-ninja's own errors (`{"detail": ...}` by
+default) into it, mailagent.middleware.ApiJsonErrorsMiddleware does the same for whatever answers below
+the API (unknown paths, CSRF, Django's 500), and the OpenAPI schema declares it for every operation with
+the status codes the operation can really give.
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
-from django.db import connection
-from django.http import HttpRequest
+from django.db import DataError, connection
+from django.http import Http404, HttpRequest, HttpResponse
+from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI, Schema, Status
-from ninja.errors import HttpError
+from ninja.errors import AuthenticationError, HttpError, ValidationError
 from ninja.security import django_auth
 
 from mailagent.diagnostics import runtime_diagnostics
 
-api = NinjaAPI(
+logger = logging.getLogger(__name__)
+
+ERROR_SCHEMA_NAME = "Error"
+ERROR_SCHEMA: dict[str, Any] = {
+    "title": ERROR_SCHEMA_NAME,
+    "type": "object",
+    "properties": {
+        "error": {"type": "string", "description": "What went wrong and what to do about it"},
+        "field": {"type": ["string", "null"], "description": "The input the error is about, when there is one"},
+        "errors": {"type": "array", "items": {"type": "object"}, "description": "Validation details"},
+    },
+    "required": ["error"],
+}
+ERROR_DESCRIPTIONS = {
+    "400": "Malformed request (body, encoding, a number out of range)",
+    "401": "Not logged in",
+    "403": "Not allowed (CSRF check failed, or staff only)",
+    "404": "No such object for this user",
+    "422": "Invalid input",
+}
+UNSAFE_METHODS = {"post", "put", "patch", "delete"}
+
+
+class MailagentAPI(NinjaAPI):
+    def get_openapi_schema(self, *, path_prefix: str | None = None, path_params: Any = None) -> Any:
+        schema = super().get_openapi_schema(path_prefix=path_prefix, path_params=path_params)
+        schema.setdefault("components", {}).setdefault("schemas", {})[ERROR_SCHEMA_NAME] = ERROR_SCHEMA
+        for operations in schema["paths"].values():
+            for method, operation in operations.items():
+                declare_error_responses(method, operation)
+        return schema
+
+
+def declare_error_responses(method: str, operation: dict[str, Any]) -> None:
+    """The error statuses this operation can answer, all with the Error schema (kept where already declared)."""
+    parameters = operation.get("parameters", [])
+    codes = set()
+    if operation.get("security"):
+        codes.add("401")
+    if parameters or "requestBody" in operation:
+        codes.update({"400", "422"})
+    if any(parameter.get("in") == "path" for parameter in parameters):
+        codes.add("404")
+    if method in UNSAFE_METHODS:
+        codes.update({"400", "403"})  # a malformed body; django_auth's CSRF check
+    responses = operation.setdefault("responses", {})
+    for code in sorted(codes):
+        existing = responses.get(code)
+        if existing is None:
+            responses[code] = {
+                "description": ERROR_DESCRIPTIONS[code],
+                "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{ERROR_SCHEMA_NAME}"}}},
+            }
+
+
+api = MailagentAPI(
     title="mailagent API",
     version="1",
     auth=django_auth,
     urls_namespace="api",
     docs_url="/docs",
 )
+
+
+def error_response(request: HttpRequest, status: int, message: str, **extra: Any) -> HttpResponse:
+    return api.create_response(request, {"error": message, **extra}, status=status)
+
+
+@api.exception_handler(ValidationError)
+def on_validation_error(request: HttpRequest, exc: ValidationError) -> HttpResponse:
+    details = [
+        f"{'.'.join(str(part) for part in error.get('loc', ()))}: {error.get('msg', 'invalid')}" for error in exc.errors
+    ]
+    return error_response(request, 422, "Invalid input: " + "; ".join(details), errors=exc.errors)
+
+
+@api.exception_handler(AuthenticationError)
+def on_authentication_error(request: HttpRequest, exc: AuthenticationError) -> HttpResponse:
+    return error_response(request, 401, "Authentication required")
+
+
+@api.exception_handler(HttpError)
+def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    return error_response(request, exc.status_code, str(exc))
+
+
+@api.exception_handler(Http404)
+def on_not_found(request: HttpRequest, exc: Http404) -> HttpResponse:
+    return error_response(request, 404, "Not found")
+
+
+@api.exception_handler(MultiPartParserError)
+def on_malformed_multipart(request: HttpRequest, exc: MultiPartParserError) -> HttpResponse:
+    return error_response(request, 400, f"Malformed multipart body: {exc}")
+
+
+@api.exception_handler(OverflowError)
+def on_number_out_of_range(request: HttpRequest, exc: OverflowError) -> HttpResponse:
+    # SQLite cannot bind integers past 2**63-1 (an id or a limit); such an object cannot exist.
+    return error_response(request, 400, "A number in the request is out of range")
+
+
+@api.exception_handler(DataError)
+def on_data_error(request: HttpRequest, exc: DataError) -> HttpResponse:
+    logger.info("Rejected out-of-range input on %s: %s", request.path, exc)
+    return error_response(request, 400, "A value in the request is out of range for the database")
 
 
 class HealthOut(Schema):

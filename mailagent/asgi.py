@@ -10,11 +10,11 @@ django_asgi_app = get_asgi_application()
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs the app registry)
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
-from django.urls import path  # noqa: E402
+from django.urls import path, re_path  # noqa: E402
 
 from apps.ask.consumers import AskRunConsumer  # noqa: E402
 from apps.workspaces.mcp import with_mcp  # noqa: E402
-from mailagent.consumers import NotificationsConsumer  # noqa: E402
+from mailagent.consumers import NotificationsConsumer, UnknownPathConsumer  # noqa: E402
 from mailagent.crypto import enforce_secret_storage_policy  # noqa: E402
 from mailagent.request_limits import RequestBodyLimitMiddleware  # noqa: E402
 
@@ -24,10 +24,14 @@ websocket_urlpatterns = [
     path("ws/notifications/", NotificationsConsumer.as_asgi()),
     path("ws/ask/<uuid:run_id>/", AskRunConsumer.as_asgi()),
 ]
+# Last, and not part of websocket_urlpatterns (the route inventory): anything else is refused cleanly.
+unknown_websocket_path = re_path(r"", UnknownPathConsumer.as_asgi())
 
 application = ProtocolTypeRouter(
     {
         "http": RequestBodyLimitMiddleware(with_mcp(django_asgi_app)),
-        "websocket": AllowedHostsOriginValidator(AuthMiddlewareStack(URLRouter(websocket_urlpatterns))),
+        "websocket": AllowedHostsOriginValidator(
+            AuthMiddlewareStack(URLRouter([*websocket_urlpatterns, unknown_websocket_path]))
+        ),
     }
 )

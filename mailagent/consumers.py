@@ -34,3 +34,11 @@ class NotificationsConsumer(AsyncJsonWebsocketConsumer):
     async def notify(self, event: dict[str, Any]) -> None:
         """Handler for `{"type": "notify", "event": {...}}` messages sent to the user's group."""
         await self.send_json(event["event"])
+
+
+class UnknownPathConsumer(AsyncJsonWebsocketConsumer):
+    """Websocket paths that match no route: the handshake is refused (403) instead of the router raising
+    "No route found" (a server error)."""
+
+    async def connect(self) -> None:
+        await self.close()

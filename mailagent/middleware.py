@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+import io
 from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.middleware import LoginRequiredMiddleware as DjangoLoginRequiredMiddleware
-from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponsePermanentRedirect, JsonResponse
+from django.http.multipartparser import MultiPartParser, MultiPartParserError
 from django.http.response import HttpResponseBase
 from django.middleware.common import CommonMiddleware as DjangoCommonMiddleware
 from django.utils.http import escape_leading_slashes
@@ -30,7 +32,7 @@ class LoginRequiredMiddleware(DjangoLoginRequiredMiddleware):
         # view-level opt-out can make an API route public: only the allowlist above is.
         path = request.path_info
         if path.startswith("/api/") and not is_public_path(path) and not request.user.is_authenticated:
-            return JsonResponse({"detail": "Authentication required"}, status=401)
+            return JsonResponse({"error": "Authentication required"}, status=401)
         return None
 
     def process_view(
@@ -61,8 +63,10 @@ API_ERROR_DETAILS = {
 
 
 class ApiJsonErrorsMiddleware:
-    """Every error under /api/ is JSON with one shape, `{"detail": "<message>", ...}`, whatever answered it
-    (an unknown path, Django's CSRF or error handlers, an exception in a view), with DEBUG on or off."""
+    """Every error under /api/ is JSON with the API's one shape, `{"error": "<message>"}` (see mailagent/api.py),
+    whatever answered it (an unknown path, Django's CSRF or error handlers, an exception in a view), with
+    DEBUG on or off. Malformed request bodies and out-of-range numbers are the client's error (400), on pages
+    too, not a server error."""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
@@ -75,12 +79,44 @@ class ApiJsonErrorsMiddleware:
             and not response.get("Content-Type", "").startswith("application/json")
         ):
             detail = API_ERROR_DETAILS.get(response.status_code) or response.reason_phrase
-            replacement = JsonResponse({"detail": detail}, status=response.status_code)
+            replacement = JsonResponse({"error": detail}, status=response.status_code)
             for header in ("Allow", "Retry-After"):
                 if response.has_header(header):
                     replacement[header] = response[header]
             return replacement
         return response
+
+    def process_exception(self, request: HttpRequest, exception: Exception) -> HttpResponseBase | None:
+        if isinstance(exception, MultiPartParserError):
+            message = f"Malformed multipart body: {exception}"
+        elif isinstance(exception, OverflowError):
+            message = "A number in the request is out of range"
+        else:
+            return None
+        if request.path_info.startswith(API_PREFIX):
+            return JsonResponse({"error": message}, status=400)
+        return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
+
+
+class MalformedMultipartMiddleware:
+    """A multipart request whose Content-Type has no valid boundary (or whose length is invalid) is answered
+    400 before anything parses it: Django raises MultiPartParserError from `request.POST`, and the CSRF
+    check reads `request.POST` of every POST, which made it a server error on every form and API endpoint."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        if (request.content_type or "").startswith("multipart/"):
+            try:
+                # Validates the headers only; the body stream is not touched.
+                MultiPartParser(request.META, io.BytesIO(), [], request.encoding)
+            except MultiPartParserError as exc:
+                message = f"Malformed multipart body: {exc}"
+                if request.path_info.startswith(API_PREFIX):
+                    return JsonResponse({"error": message}, status=400)
+                return HttpResponseBadRequest(message, content_type="text/plain; charset=utf-8")
+        return self.get_response(request)
 
 
 class CommonMiddleware(DjangoCommonMiddleware):

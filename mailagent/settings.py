@@ -139,6 +139,7 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "mailagent.middleware.ApiJsonErrorsMiddleware",
+    "mailagent.middleware.MalformedMultipartMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "mailagent.middleware.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",

@@ -13,7 +13,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import HttpRequest
-from ninja import Router, Schema, Status
+from ninja import Field, Router, Schema, Status
 from ninja.errors import HttpError
 
 from apps.routing import actions, selectors
@@ -23,6 +23,10 @@ router = Router(tags=["routing"])
 fetcher_router = Router(tags=["fetcher"])
 
 
+# Filter.order is a PositiveIntegerField: 0 … the largest integer every database column holds.
+MAX_FILTER_ORDER = 2**31 - 1
+
+
 class FilterIn(Schema):
     directorId: int
     field: str
@@ -30,7 +34,7 @@ class FilterIn(Schema):
     caseInsensitive: bool = True
     description: str = ""
     enabled: bool = True
-    order: int | None = None
+    order: int | None = Field(None, ge=0, le=MAX_FILTER_ORDER)
 
 
 class FilterPatch(Schema):
@@ -40,7 +44,7 @@ class FilterPatch(Schema):
     caseInsensitive: bool | None = None
     description: str | None = None
     enabled: bool | None = None
-    order: int | None = None
+    order: int | None = Field(None, ge=0, le=MAX_FILTER_ORDER)
 
 
 class FilterOut(Schema):

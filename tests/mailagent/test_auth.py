@@ -25,7 +25,7 @@ def test_api_answers_401_json_without_login(client: Any, path: str) -> None:
     response = client.get(path)
     assert response.status_code == 401
     assert response["Content-Type"].startswith("application/json")
-    assert response.json() == {"detail": "Authentication required"}
+    assert response.json() == {"error": "Authentication required"}
 
 
 @pytest.mark.parametrize("path", ["/", "/diagnostics/", "/admin/"])

@@ -225,7 +225,7 @@ def test_unknown_api_paths_answer_json_404_to_a_logged_in_user(logged_in_client:
         response = logged_in_client.get(path)
         assert response.status_code == 404, path
         assert response["Content-Type"].startswith("application/json"), path
-        assert set(response.json()) == {"detail"}, path
+        assert set(response.json()) == {"error"}, path
 
 
 def test_anonymous_api_calls_still_answer_401_before_resolution(user: Any) -> None:
@@ -233,7 +233,7 @@ def test_anonymous_api_calls_still_answer_401_before_resolution(user: Any) -> No
     for path in ["/api/nope", "/api/accounts/1/test"]:
         response = anonymous.get(path)
         assert response.status_code == 401, path
-        assert response.json() == {"detail": "Authentication required"}
+        assert response.json() == {"error": "Authentication required"}
 
 
 # --- the walk -------------------------------------------------------------------------------------------

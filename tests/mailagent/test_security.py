@@ -282,3 +282,111 @@ def test_the_asgi_application_refuses_to_load_without_a_key() -> None:
     )
     assert result.returncode != 0
     assert "ImproperlyConfigured" in result.stderr and "Refusing to run with DEBUG off" in result.stderr
+
+
+# --- bad input is the client's error, in the API's one error shape -------------------------------------
+
+
+@pytest.fixture
+def director_of(user: Any) -> Director:
+    from apps.orchestration.actions import create_director
+
+    return create_director(owner=user, name="Clients")
+
+
+@pytest.mark.parametrize("debug", [False, True])
+@pytest.mark.parametrize("order", [-1, 2**63, 2**31])
+def test_filter_order_out_of_range_is_422_json(
+    logged_in_client: Client, director_of: Director, settings: Any, debug: bool, order: int
+) -> None:
+    settings.DEBUG = debug
+    body = {"directorId": director_of.pk, "field": "subject", "regex": "x", "order": order}
+    response = logged_in_client.post("/api/filters", body, content_type="application/json")
+    assert response.status_code == 422
+    assert response["Content-Type"] == "application/json; charset=utf-8"
+    assert "order" in response.json()["error"]
+    created = logged_in_client.post("/api/filters", {**body, "order": 3}, content_type="application/json")
+    assert created.status_code == 201
+    patch = logged_in_client.put(
+        f"/api/filters/{created.json()['id']}", {"order": order}, content_type="application/json"
+    )
+    assert patch.status_code == 422 and "error" in patch.json()
+
+
+@pytest.mark.parametrize("debug", [False, True])
+@pytest.mark.parametrize("path", ["/api/filters", "/api/filters/test", "/api/fetcher/start", "/api/fetcher/fetch"])
+def test_multipart_without_a_boundary_is_400_json(user: Any, settings: Any, debug: bool, path: str) -> None:
+    settings.DEBUG = debug
+    browser = Client(enforce_csrf_checks=True)  # the CSRF check is what read the body (as in production)
+    browser.force_login(user)
+    response = browser.generic("POST", path, b"--x\r\n\r\n", content_type="multipart/form-data")
+    assert response.status_code == 400
+    assert response.json() == {"error": "Malformed multipart body: Invalid boundary in multipart: None"}
+
+
+def test_multipart_without_a_boundary_on_a_page_is_400(user: Any) -> None:
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(user)
+    for path in ["/routing/filters/add/", "/accounts/login/", "/mail/accounts/import/"]:
+        response = browser.generic("POST", path, b"--x", content_type="multipart/form-data")
+        assert response.status_code == 400, path
+        assert b"Malformed multipart body" in response.content
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_huge_ids_are_4xx_json(logged_in_client: Client, settings: Any, debug: bool) -> None:
+    settings.DEBUG = debug
+    for path in [f"/api/filters/{2**63}", f"/api/accounts/{2**63}/test", f"/api/filters/{2**64}"]:
+        response = logged_in_client.get(path)
+        assert 400 <= response.status_code < 500, path
+        assert "error" in response.json(), path
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_api_errors_are_json_with_one_shape(logged_in_client: Client, settings: Any, debug: bool) -> None:
+    settings.DEBUG = debug
+    answers = [
+        logged_in_client.get("/api/nope"),
+        logged_in_client.get("/api/filters/999999"),
+        logged_in_client.post("/api/filters", "{not json", content_type="application/json"),
+        logged_in_client.post("/api/filters", {"field": "subject"}, content_type="application/json"),
+        logged_in_client.get("/api/diagnostics/runtime"),
+        Client().get("/api/filters"),
+    ]
+    for response in answers:
+        assert response.status_code >= 400
+        assert response["Content-Type"].startswith("application/json"), response.content[:200]
+        assert isinstance(response.json()["error"], str) and response.json()["error"]
+        assert "detail" not in response.json()
+
+
+def test_csrf_failures_on_the_api_are_json(user: Any) -> None:
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(user)
+    response = strict.post("/api/fetcher/stop")
+    assert response.status_code == 403
+    assert "error" in response.json()
+
+
+def test_the_openapi_schema_declares_the_error_shape() -> None:
+    from mailagent.api import api
+
+    schema = api.get_openapi_schema()
+    assert schema["components"]["schemas"]["Error"]["required"] == ["error"]
+    post_filters = schema["paths"]["/api/filters"]["post"]["responses"]
+    assert {"400", "401", "403", "422"} <= set(post_filters)
+    get_filter = schema["paths"]["/api/filters/{filter_id}"]["get"]["responses"]
+    assert {"401", "404", "422"} <= set(get_filter)
+    assert "401" not in schema["paths"]["/api/health"]["get"]["responses"]
+
+
+async def test_unknown_websocket_paths_are_refused_cleanly(close_sync_thread_connections: Any) -> None:
+    from channels.testing import WebsocketCommunicator
+
+    from mailagent.asgi import application
+
+    for path in ["/ws/nope/", "/ws/ask/not-a-uuid/", "/anything"]:
+        communicator = WebsocketCommunicator(application, path, headers=[(b"origin", b"http://localhost")])
+        connected, _ = await communicator.connect()
+        assert connected is False
+        await communicator.disconnect()
