@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 
 from mailagent import views
@@ -18,6 +19,10 @@ api.add_router("/inbox/suggestions", "apps.organization.api.suggestions_router")
 api.add_router("/inbox/organize", "apps.organization.api.organize_router")
 api.add_router("/settings/organization", "apps.organization.api.settings_router")
 api.add_router("/organization", "apps.organization.api.organization_router")
+
+# The admin has no sign-in form of its own: /admin/login/ sends visitors to the app's (allauth) login, whose
+# failed-login rate limits then cover the admin too (its own form had none: 30 wrong passwords, no lockout).
+admin.site.login = login_required(admin.site.login)  # type: ignore[method-assign]
 
 urlpatterns = [
     path("", views.home, name="home"),

@@ -25,6 +25,7 @@ from mailagent.crypto import (
     generate_key,
     reveal,
 )
+from tests.conftest import USER_PASSWORD
 from tests.fakes.dovecot import make_message
 from tests.services import REPO_ROOT
 
@@ -390,3 +391,30 @@ async def test_unknown_websocket_paths_are_refused_cleanly(close_sync_thread_con
         connected, _ = await communicator.connect()
         assert connected is False
         await communicator.disconnect()
+
+
+# --- login throttling -----------------------------------------------------------------------------------
+
+
+def test_the_admin_login_goes_through_the_throttled_app_login(staff_user: Any) -> None:
+    from django.core.cache import cache
+
+    cache.clear()
+    browser = Client()
+    for _ in range(30):
+        response = browser.post("/admin/login/", {"username": "staff", "password": "wrong"})
+        assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+    # The admin's own form never checks a password, not even the right one.
+    response = browser.post("/admin/login/", {"username": "staff", "password": USER_PASSWORD})
+    assert response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+    assert browser.get("/admin/").status_code == 302
+    # The app's login is rate limited: after the allowed failures even the right password is refused.
+    for _ in range(6):
+        browser.post("/accounts/login/", {"login": staff_user.email, "password": "wrong"})
+    refused = browser.post("/accounts/login/", {"login": staff_user.email, "password": USER_PASSWORD})
+    assert refused.status_code == 200 and "Too many failed login attempts" in refused.content.decode()
+    assert browser.get("/admin/").status_code == 302
+    cache.clear()
+    signed_in = browser.post("/accounts/login/?next=/admin/", {"login": staff_user.email, "password": USER_PASSWORD})
+    assert signed_in.status_code == 302
+    assert browser.get("/admin/").status_code == 200
