@@ -23,6 +23,7 @@ from mailagent.server import web_server_command
 from tests.fakes.dovecot import DovecotServer, Mailbox, dovecot_server, make_message
 from tests.fakes.google_server import FakeGoogleServer
 from tests.fakes.graph_server import FakeGraphServer
+from tests.fakes.loopback_https import plain_http_for
 from tests.services import REPO_ROOT, free_port, redis_server, subprocess_env, wait_for_port
 
 USER_PASSWORD = "correct horse battery staple 42"
@@ -101,12 +102,14 @@ def asgi_server(transactional_db: Any) -> Iterator[str]:
 
 
 def _serve_fake(server: Any, settings: Any) -> Iterator[Any]:
-    """Start a fake provider and point the settings at it for one test."""
+    """Start a fake provider and point the settings at it for one test (its OAuth endpoints are advertised
+    as https and reached as plain http: tests/fakes/loopback_https.py)."""
     server.start()
     for name, value in server.settings().items():
         setattr(settings, name, value)
     try:
-        yield server
+        with plain_http_for(server.port):
+            yield server
     finally:
         server.stop()
 

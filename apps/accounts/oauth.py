@@ -11,497 +11,127 @@ Outlook mailboxes here, each with its own token set in `MailAccount.credentials`
 Token failures become `ProviderError(category=missing_refresh_token | invalid_grant | network | other)`;
 `check_account_connection` turns them into the `{ok, error, authorizeUrl}` answer of the accounts API.
 
-Endpoints are configurable (tests run against local fakes). OAuth libraries insist on https, so a
-loopback endpoint configured as plain http (`http://127.0.0.1:<port>`) is presented to them as https and
-a transport adapter speaks plain http on the wire; non-loopback endpoints must be https.
+Endpoints are configurable (tests run against local fakes) and must be https.
+
+The concerns live in sibling modules and are re-exported here, so `apps.accounts.oauth` stays the one
+import: oauth_settings (scopes, endpoints, errors), oauth_http (session, rate-limit backoff), oauth_tokens
+(Gmail token sets, Outlook MSAL cache); this module holds the connect flows and re-authorization.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import email.utils
-import ipaddress
 import logging
 import secrets
-import time
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
 
 import requests
-from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.urls import NoReverseMatch, reverse
-from requests.adapters import HTTPAdapter
 
 from apps.accounts.models import ErrorCategory, MailAccount, Provider
+from apps.accounts.oauth_http import HttpSession, RateLimitBackoff, backoff_sleep, parse_retry_after
+from apps.accounts.oauth_settings import (
+    GMAIL_REQUIRED_SCOPE,
+    GMAIL_SCOPES,
+    HTTP_TIMEOUT_SECONDS,
+    OUTLOOK_SCOPES,
+    RATE_LIMIT_MAX_ATTEMPTS,
+    RATE_LIMIT_MAX_WAIT_SECONDS,
+    REAUTH_CATEGORIES,
+    SESSION_KEY_GMAIL,
+    SESSION_KEY_OUTLOOK,
+    OAuthCallbackError,
+    OAuthNotConfigured,
+    gmail_api_endpoint,
+    gmail_client_id,
+    gmail_client_secret,
+    gmail_configured,
+    google_auth_uri,
+    google_token_uri,
+    graph_api_endpoint,
+    outlook_authority_host,
+    outlook_client_id,
+    outlook_client_secret,
+    outlook_configured,
+    outlook_tenant,
+    require_https,
+)
+from apps.accounts.oauth_tokens import (
+    OutlookTokenSource,
+    _cache_has_refresh_token,
+    build_outlook_app,
+    close_outlook_app,
+    gmail_token_set,
+    google_token_error,
+    load_gmail_credentials,
+    load_msal_cache,
+    msal_error,
+    outlook_authority,
+    persist_gmail_credentials,
+    refresh_gmail_credentials,
+    save_account_credentials,
+)
 from apps.accounts.providers.base import ProviderError
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, MutableMapping
 
-    import msal
-    from google.oauth2.credentials import Credentials
+__all__ = [
+    "GMAIL_REQUIRED_SCOPE",
+    "GMAIL_SCOPES",
+    "HTTP_TIMEOUT_SECONDS",
+    "OUTLOOK_SCOPES",
+    "RATE_LIMIT_MAX_ATTEMPTS",
+    "RATE_LIMIT_MAX_WAIT_SECONDS",
+    "REAUTH_CATEGORIES",
+    "ConnectResult",
+    "ConnectionCheck",
+    "HttpSession",
+    "OAuthCallbackError",
+    "OAuthNotConfigured",
+    "OutlookTokenSource",
+    "ProviderError",
+    "RateLimitBackoff",
+    "authorize_path",
+    "backoff_sleep",
+    "build_outlook_app",
+    "check_account_connection",
+    "close_outlook_app",
+    "connect_oauth_account",
+    "finish_gmail_connect",
+    "finish_outlook_connect",
+    "gmail_api_endpoint",
+    "gmail_client_id",
+    "gmail_client_secret",
+    "gmail_configured",
+    "gmail_token_set",
+    "google_auth_uri",
+    "google_token_error",
+    "google_token_uri",
+    "graph_api_endpoint",
+    "load_gmail_credentials",
+    "load_msal_cache",
+    "msal_error",
+    "oauth_path",
+    "outlook_authority",
+    "outlook_authority_host",
+    "outlook_client_id",
+    "outlook_client_secret",
+    "outlook_configured",
+    "outlook_tenant",
+    "parse_retry_after",
+    "persist_gmail_credentials",
+    "refresh_gmail_credentials",
+    "require_https",
+    "save_account_credentials",
+    "start_gmail_connect",
+    "start_outlook_connect",
+]
 
 logger = logging.getLogger(__name__)
-
-GMAIL_SCOPES = [
-    "https://www.googleapis.com/auth/gmail.readonly",
-    # sendAs.list, for the account's default signature. No send/modify scopes on purpose.
-    "https://www.googleapis.com/auth/gmail.settings.basic",
-    # The agents' calendar_read/calendar_add and todo_add tools (events and tasks only, never mail).
-    "https://www.googleapis.com/auth/calendar.events",
-    "https://www.googleapis.com/auth/tasks",
-]
-GMAIL_REQUIRED_SCOPE = GMAIL_SCOPES[0]
-# MSAL adds openid/profile/offline_access itself (and refuses them here).
-# Calendars/Tasks: the agents' calendar and to-do tools. Mail stays read-only.
-OUTLOOK_SCOPES = ["User.Read", "Mail.Read", "Calendars.ReadWrite", "Tasks.ReadWrite"]
-
-HTTP_TIMEOUT_SECONDS = 60.0
-RATE_LIMIT_MAX_ATTEMPTS = 5
-RATE_LIMIT_MAX_WAIT_SECONDS = 60.0
-
-SESSION_KEY_GMAIL = "mail_oauth_gmail"
-SESSION_KEY_OUTLOOK = "mail_oauth_outlook"
-
-# The categories the re-authorization API reports (ErrorCategory minus "" and IMAP's "auth").
-REAUTH_CATEGORIES = {
-    ErrorCategory.MISSING_REFRESH_TOKEN.value,
-    ErrorCategory.INVALID_GRANT.value,
-    ErrorCategory.NETWORK.value,
-    ErrorCategory.OTHER.value,
-}
-_INVALID_GRANT_ERRORS = {"invalid_grant", "interaction_required", "consent_required", "login_required"}
-_TRANSIENT_ERRORS = {"temporarily_unavailable", "server_error", "internal_failure"}
-
-
-class OAuthNotConfigured(Exception):
-    """The provider's client id/secret are not set; connecting is impossible until they are."""
-
-
-class OAuthCallbackError(Exception):
-    """The provider sent the user back without a usable grant (denied, expired, tampered, wrong mailbox)."""
-
-    def __init__(self, message: str, *, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-# --- settings -------------------------------------------------------------------------------------
-
-
-def _setting(name: str, default: str = "") -> str:
-    return str(getattr(settings, name, default) or default)
-
-
-def gmail_client_id() -> str:
-    return _setting("GMAIL_CLIENT_ID")
-
-
-def gmail_client_secret() -> str:
-    return _setting("GMAIL_CLIENT_SECRET")
-
-
-def gmail_api_endpoint() -> str:
-    return _setting("GMAIL_API_ENDPOINT", "https://gmail.googleapis.com").rstrip("/")
-
-
-def google_auth_uri() -> str:
-    return _setting("GOOGLE_OAUTH_AUTH_URI", "https://accounts.google.com/o/oauth2/auth")
-
-
-def google_token_uri() -> str:
-    return _setting("GOOGLE_OAUTH_TOKEN_URI", "https://oauth2.googleapis.com/token")
-
-
-def outlook_client_id() -> str:
-    return _setting("OUTLOOK_CLIENT_ID")
-
-
-def outlook_client_secret() -> str:
-    return _setting("OUTLOOK_CLIENT_SECRET")
-
-
-def outlook_tenant() -> str:
-    return _setting("OUTLOOK_TENANT", "common").strip("/") or "common"
-
-
-def outlook_authority_host() -> str:
-    return _setting("OUTLOOK_AUTHORITY_HOST", "https://login.microsoftonline.com").rstrip("/")
-
-
-def graph_api_endpoint() -> str:
-    return _setting("GRAPH_API_ENDPOINT", "https://graph.microsoft.com/v1.0").rstrip("/")
-
-
-def gmail_configured() -> bool:
-    return bool(gmail_client_id() and gmail_client_secret())
-
-
-def outlook_configured() -> bool:
-    return bool(outlook_client_id() and outlook_client_secret())
-
-
-# --- loopback http for the OAuth libraries ----------------------------------------------------------
-
-
-def _is_loopback(host: str | None) -> bool:
-    if not host:
-        return False
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def library_url(url: str) -> str:
-    """The URL as handed to OAuth libraries: loopback http becomes https (see LoopbackSession)."""
-    parts = urlsplit(url)
-    if parts.scheme == "https":
-        return url
-    if parts.scheme == "http" and _is_loopback(parts.hostname):
-        return urlunsplit(parts._replace(scheme="https"))
-    raise OAuthNotConfigured(f"OAuth endpoints must use https (got {url!r}); plain http is only allowed on loopback")
-
-
-def browser_url(url: str, configured: str) -> str:
-    """Undo `library_url` for a URL the user's browser must open (the authorization page)."""
-    configured_parts = urlsplit(configured)
-    parts = urlsplit(url)
-    if configured_parts.scheme == "http" and parts.scheme == "https" and parts.netloc == configured_parts.netloc:
-        return urlunsplit(parts._replace(scheme="http"))
-    return url
-
-
-class _PlainHttpAdapter(HTTPAdapter):
-    """Sends https://<loopback> requests as plain http: only ever mounted for loopback fakes/proxies."""
-
-    def send(self, request: requests.PreparedRequest, *args: Any, **kwargs: Any) -> requests.Response:
-        if request.url and request.url.startswith("https://"):
-            request.url = "http://" + request.url[len("https://") :]
-        return super().send(request, *args, **kwargs)
-
-
-class LoopbackSession(requests.Session):
-    """requests.Session with a default timeout that speaks plain http to configured loopback endpoints."""
-
-    def __init__(self, *configured_urls: str) -> None:
-        super().__init__()
-        for url in configured_urls:
-            self.permit_plain_http(url)
-
-    def permit_plain_http(self, configured_url: str) -> None:
-        parts = urlsplit(configured_url)
-        if parts.scheme == "http" and _is_loopback(parts.hostname):
-            self.mount(f"https://{parts.netloc}/", _PlainHttpAdapter())
-
-    def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:
-        kwargs.setdefault("timeout", HTTP_TIMEOUT_SECONDS)
-        verb = method if isinstance(method, str) else method.decode()
-        target = url if isinstance(url, str) else url.decode()
-        return super().request(verb, target, *args, **kwargs)
-
-
-# --- rate limits ------------------------------------------------------------------------------------
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """Retry-After as seconds: either delta-seconds or an HTTP date."""
-    if not value:
-        return None
-    value = value.strip()
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=dt.UTC)
-    return max(0.0, (when - dt.datetime.now(dt.UTC)).total_seconds())
-
-
-def backoff_sleep(seconds: float) -> None:
-    time.sleep(seconds)
-
-
-class RateLimitBackoff:
-    """Honours Retry-After (capped) for a limited number of attempts, then gives up as rate_limited."""
-
-    def __init__(self, service: str) -> None:
-        self.service = service
-        self.attempts = 0
-
-    def wait(self, retry_after: float | None) -> None:
-        self.attempts += 1
-        delay = retry_after if retry_after is not None else float(min(2 ** (self.attempts - 1), 30))
-        if self.attempts >= RATE_LIMIT_MAX_ATTEMPTS or delay > RATE_LIMIT_MAX_WAIT_SECONDS:
-            raise ProviderError(
-                f"{self.service} is rate limiting this account; try again later",
-                category="rate_limited",
-                retry_after=delay,
-            )
-        logger.info("%s rate limited; waiting %.1fs (attempt %d)", self.service, delay, self.attempts)
-        backoff_sleep(delay)
-
-
-# --- token sets: Gmail ------------------------------------------------------------------------------
-
-
-def _expiry_to_text(expiry: dt.datetime | None) -> str | None:
-    if expiry is None:
-        return None
-    if expiry.tzinfo is not None:
-        expiry = expiry.astimezone(dt.UTC).replace(tzinfo=None)
-    return expiry.isoformat(timespec="seconds") + "Z"
-
-
-def _expiry_from_text(value: Any) -> dt.datetime | None:
-    """google-auth compares naive UTC datetimes."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = dt.datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    if parsed.tzinfo is not None:
-        parsed = parsed.astimezone(dt.UTC).replace(tzinfo=None)
-    return parsed
-
-
-def gmail_token_set(credentials: Credentials) -> dict[str, Any]:
-    return {
-        "token": credentials.token,
-        "refresh_token": credentials.refresh_token,
-        "token_uri": credentials.token_uri,
-        "client_id": credentials.client_id,
-        "scopes": list(credentials.scopes or credentials.granted_scopes or []),
-        "expiry": _expiry_to_text(credentials.expiry),
-    }
-
-
-def load_gmail_credentials(account: MailAccount) -> Credentials:
-    from google.oauth2.credentials import Credentials
-
-    data = account.credentials if isinstance(account.credentials, dict) else {}
-    if not data.get("token") and not data.get("refresh_token"):
-        raise ProviderError(
-            "This Gmail account has no stored tokens; connect it again", category="missing_refresh_token"
-        )
-    return Credentials(
-        token=data.get("token"),
-        refresh_token=data.get("refresh_token") or None,
-        # The configured endpoint wins over the stored one, so moving the token endpoint is a settings change.
-        token_uri=google_token_uri() or data.get("token_uri"),
-        client_id=gmail_client_id() or data.get("client_id"),
-        client_secret=gmail_client_secret() or None,
-        scopes=data.get("scopes") or GMAIL_SCOPES,
-        expiry=_expiry_from_text(data.get("expiry")),
-    )
-
-
-def refresh_gmail_credentials(credentials: Credentials) -> None:
-    """Refresh now; failures become categorized ProviderErrors."""
-    from google.auth.exceptions import GoogleAuthError
-    from google.auth.transport.requests import Request
-
-    if not credentials.refresh_token:
-        raise ProviderError(
-            "Google did not grant offline access (no refresh token); connect the account again",
-            category="missing_refresh_token",
-        )
-    if not gmail_client_secret():
-        raise ProviderError("GMAIL_CLIENT_SECRET is not configured", category="other")
-    try:
-        with LoopbackSession() as http:
-            credentials.refresh(Request(session=http))
-    except GoogleAuthError as exc:
-        raise google_token_error(exc) from exc
-    except requests.RequestException as exc:
-        raise ProviderError(f"Could not reach Google's token endpoint: {exc}", category="network") from exc
-
-
-def google_token_error(exc: BaseException) -> ProviderError:
-    """Map a google-auth failure to a re-authorization category."""
-    from google.auth.exceptions import RefreshError, TransportError
-
-    if isinstance(exc, TransportError):
-        return ProviderError(f"Could not reach Google's token endpoint: {exc}", category="network")
-    if isinstance(exc, RefreshError):
-        details = exc.args[1] if len(exc.args) > 1 and isinstance(exc.args[1], dict) else {}
-        error = str(details.get("error") or "")
-        text = str(exc.args[0]) if exc.args else str(exc)
-        if error in _INVALID_GRANT_ERRORS or text.startswith("invalid_grant"):
-            return ProviderError(
-                f"Google refused the stored authorization ({text}); re-authorize the account",
-                category="invalid_grant",
-            )
-        if "refresh_token" in text and "necessary fields" in text:
-            return ProviderError(
-                "No refresh token is stored; connect the account again", category="missing_refresh_token"
-            )
-        if error in _TRANSIENT_ERRORS or getattr(exc, "retryable", False):
-            return ProviderError(f"Google's token endpoint is unavailable: {text}", category="network")
-        return ProviderError(f"Token refresh failed: {text}", category="other")
-    return ProviderError(f"Token refresh failed: {exc}", category="other")
-
-
-@transaction.atomic
-def save_account_credentials(*, account: MailAccount, credentials: dict[str, Any]) -> MailAccount:
-    """Persist a (refreshed) token set or MSAL cache; nothing else on the row is touched."""
-    account.credentials = credentials
-    account.save(update_fields=["credentials"])
-    return account
-
-
-def persist_gmail_credentials(*, account: MailAccount, credentials: Credentials) -> MailAccount:
-    merged = dict(account.credentials) if isinstance(account.credentials, dict) else {}
-    merged.update(gmail_token_set(credentials))
-    if not merged.get("refresh_token"):
-        merged["refresh_token"] = None
-    return save_account_credentials(account=account, credentials=merged)
-
-
-# --- token cache: Outlook (MSAL) -----------------------------------------------------------------------
-
-
-def outlook_authority() -> str:
-    return library_url(f"{outlook_authority_host()}/{outlook_tenant()}")
-
-
-def build_outlook_app(cache: msal.SerializableTokenCache) -> msal.ConfidentialClientApplication:
-    """An MSAL app bound to one account's cache. Fetches the authority's OpenID configuration."""
-    import msal
-
-    if not outlook_configured():
-        raise OAuthNotConfigured("OUTLOOK_CLIENT_ID and OUTLOOK_CLIENT_SECRET are not configured")
-    http = LoopbackSession(outlook_authority_host())
-    try:
-        return msal.ConfidentialClientApplication(
-            outlook_client_id(),
-            client_credential=outlook_client_secret(),
-            authority=outlook_authority(),
-            instance_discovery=False,
-            http_client=http,
-            token_cache=cache,
-        )
-    except BaseException:
-        http.close()
-        raise
-
-
-def close_outlook_app(app: msal.ConfidentialClientApplication | None) -> None:
-    """MSAL never closes the HTTP session it was given."""
-    if app is not None:
-        try:
-            app.http_client.close()
-        except Exception:  # best effort
-            logger.debug("closing the MSAL http client failed", exc_info=True)
-
-
-def load_msal_cache(account: MailAccount) -> msal.SerializableTokenCache:
-    import msal
-
-    cache = msal.SerializableTokenCache()
-    data = account.credentials if isinstance(account.credentials, dict) else {}
-    if data.get("msal_cache"):
-        cache.deserialize(data["msal_cache"])
-    return cache
-
-
-def _cache_has_refresh_token(cache: msal.SerializableTokenCache) -> bool:
-    return any(True for _ in cache.search(cache.CredentialType.REFRESH_TOKEN))
-
-
-def msal_error(result: Mapping[str, Any]) -> ProviderError:
-    error = str(result.get("error") or "")
-    description = str(result.get("error_description") or error).splitlines()[0] if result else ""
-    if error in _INVALID_GRANT_ERRORS:
-        return ProviderError(
-            f"Microsoft refused the stored authorization ({error}: {description}); re-authorize the account",
-            category="invalid_grant",
-        )
-    if error in _TRANSIENT_ERRORS:
-        return ProviderError(f"Microsoft's token endpoint is unavailable: {description}", category="network")
-    return ProviderError(f"Token request failed: {error}: {description}", category="other")
-
-
-class OutlookTokenSource:
-    """Access tokens for one Outlook account through MSAL, with its cache persisted on every change."""
-
-    def __init__(self, account: MailAccount) -> None:
-        self.account = account
-        self._app: msal.ConfidentialClientApplication | None = None
-        self._cache: msal.SerializableTokenCache | None = None
-
-    def _application(self) -> msal.ConfidentialClientApplication:
-        if self._app is None:
-            self._cache = load_msal_cache(self.account)
-            try:
-                self._app = build_outlook_app(self._cache)
-            except OAuthNotConfigured as exc:
-                raise ProviderError(str(exc), category="other") from exc
-            except requests.RequestException as exc:
-                raise ProviderError(
-                    f"Could not reach the Microsoft identity platform: {exc}", category="network"
-                ) from exc
-            except ValueError as exc:
-                raise ProviderError(
-                    f"Microsoft identity platform configuration failed: {exc}", category="other"
-                ) from exc
-        return self._app
-
-    def has_refresh_token(self) -> bool:
-        return _cache_has_refresh_token(load_msal_cache(self.account))
-
-    def access_token(self, *, force_refresh: bool = False) -> str:
-        data = self.account.credentials if isinstance(self.account.credentials, dict) else {}
-        if not data.get("msal_cache"):
-            raise ProviderError(
-                "This Outlook account has no stored tokens; connect it again", category="missing_refresh_token"
-            )
-        app = self._application()
-        accounts = app.get_accounts()
-        home_id = data.get("home_account_id")
-        chosen = next((item for item in accounts if item.get("home_account_id") == home_id), None)
-        chosen = chosen or (accounts[0] if accounts else None)
-        if chosen is None:
-            raise ProviderError(
-                "The stored Microsoft sign-in is incomplete; connect the account again",
-                category="missing_refresh_token",
-            )
-        try:
-            result = app.acquire_token_silent_with_error(OUTLOOK_SCOPES, chosen, force_refresh=force_refresh)
-        except requests.RequestException as exc:
-            raise ProviderError(f"Could not reach Microsoft's token endpoint: {exc}", category="network") from exc
-        finally:
-            self.persist()
-        if result is None:
-            raise ProviderError(
-                "No refresh token is stored for this Outlook account; connect it again",
-                category="missing_refresh_token",
-            )
-        if "error" in result:
-            raise msal_error(result)
-        return str(result["access_token"])
-
-    def close(self) -> None:
-        self.persist()
-        app, self._app = self._app, None
-        close_outlook_app(app)
-
-    def persist(self) -> None:
-        if self._cache is not None and self._cache.has_state_changed:
-            merged = dict(self.account.credentials) if isinstance(self.account.credentials, dict) else {}
-            merged["msal_cache"] = self._cache.serialize()
-            save_account_credentials(account=self.account, credentials=merged)
-            self._cache.has_state_changed = False
 
 
 # --- connect flows ----------------------------------------------------------------------------------
@@ -638,8 +268,8 @@ def _gmail_flow(*, redirect_uri: str, state: str | None = None, code_verifier: s
         "web": {
             "client_id": gmail_client_id(),
             "client_secret": gmail_client_secret(),
-            "auth_uri": library_url(google_auth_uri()),
-            "token_uri": library_url(google_token_uri()),
+            "auth_uri": require_https(google_auth_uri()),
+            "token_uri": require_https(google_token_uri()),
             "redirect_uris": [redirect_uri],
         }
     }
@@ -651,11 +281,6 @@ def _gmail_flow(*, redirect_uri: str, state: str | None = None, code_verifier: s
         code_verifier=code_verifier,
         autogenerate_code_verifier=code_verifier is None,
     )
-    session = flow.oauth2session
-    for configured in (google_auth_uri(), google_token_uri()):
-        parts = urlsplit(configured)
-        if parts.scheme == "http" and _is_loopback(parts.hostname):
-            session.mount(f"https://{parts.netloc}/", _PlainHttpAdapter())
     return flow
 
 
@@ -683,7 +308,7 @@ def start_gmail_connect(
             "gmail re-authorization started",
             extra={"event": "oauth.reauthorize", "provider": "gmail", "account_id": account.pk},
         )
-    return browser_url(url, google_auth_uri())
+    return str(url)
 
 
 def _pop_pending(session: MutableMapping[str, Any], key: str, params: Mapping[str, str]) -> dict[str, Any]:
@@ -802,7 +427,7 @@ def start_outlook_connect(
             "outlook re-authorization started",
             extra={"event": "oauth.reauthorize", "provider": "outlook", "account_id": account.pk},
         )
-    return browser_url(str(flow["auth_uri"]), outlook_authority_host())
+    return str(flow["auth_uri"])
 
 
 def finish_outlook_connect(

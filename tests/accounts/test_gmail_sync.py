@@ -15,7 +15,7 @@ import pytest
 import requests
 from django.db import connection
 
-from apps.accounts import oauth
+from apps.accounts import oauth, oauth_http
 from apps.accounts.actions import fetch_attachment_bytes
 from apps.accounts.models import Attachment, MailAccount, MailFolder, Message
 from apps.accounts.oauth import connect_oauth_account
@@ -55,7 +55,7 @@ def google(settings: Any) -> Iterator[FakeGoogleServer]:
 @pytest.fixture
 def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     recorded: list[float] = []
-    monkeypatch.setattr(oauth, "backoff_sleep", recorded.append)
+    monkeypatch.setattr(oauth_http, "backoff_sleep", recorded.append)
     return recorded
 
 
@@ -306,7 +306,7 @@ def test_default_signature_is_the_default_send_as_identity(user: Any, google: Fa
 
 def follow_consent(google: FakeGoogleServer, location: str) -> str:
     """The browser's trip to Google's consent page, which (being a fake) redirects straight back."""
-    assert location.startswith(f"{google.url}/o/oauth2/auth?")
+    assert location.startswith(f"https://127.0.0.1:{google.port}/o/oauth2/auth?")
     answer = requests.get(location, allow_redirects=False, timeout=10)
     assert answer.status_code == 302
     back = urlsplit(answer.headers["Location"])
@@ -331,7 +331,7 @@ def test_connect_flow_end_to_end_creates_the_account_with_encrypted_tokens(
     account = MailAccount.objects.get(owner=user, provider="gmail")
     assert (account.address, account.name) == ("owner@gmail.test", "owner@gmail.test")
     assert creds(account)["refresh_token"] in google.refresh_tokens
-    assert creds(account)["token_uri"] == f"{google.url}/token"
+    assert creds(account)["token_uri"] == f"https://127.0.0.1:{google.port}/token"
     assert creds(account)["client_id"] == google.client_id
     assert sorted(creds(account)["scopes"]) == sorted(GMAIL_SCOPES)
     assert creds(account)["expiry"].endswith("Z")

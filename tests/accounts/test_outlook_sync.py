@@ -12,7 +12,7 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.db import connection
 
-from apps.accounts import oauth
+from apps.accounts import oauth, oauth_http
 from apps.accounts.actions import fetch_attachment_bytes, update_signature
 from apps.accounts.models import Attachment, MailAccount, MailFolder, Message
 from apps.accounts.providers.base import ProviderError
@@ -45,7 +45,7 @@ def mail(n: int, *, attachment: bytes | None = None, filename: str = "invoice.pd
 @pytest.fixture
 def waits(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     recorded: list[float] = []
-    monkeypatch.setattr(oauth, "backoff_sleep", recorded.append)
+    monkeypatch.setattr(oauth_http, "backoff_sleep", recorded.append)
     return recorded
 
 

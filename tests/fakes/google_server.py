@@ -263,8 +263,9 @@ class FakeGoogleServer(LoopbackServer):
             "GMAIL_CLIENT_ID": self.client_id,
             "GMAIL_CLIENT_SECRET": self.client_secret,
             "GMAIL_API_ENDPOINT": self.url,
-            "GOOGLE_OAUTH_AUTH_URI": f"{self.url}/o/oauth2/auth",
-            "GOOGLE_OAUTH_TOKEN_URI": f"{self.url}/token",
+            # OAuth endpoints must be https; reached as plain http through tests/fakes/loopback_https.py.
+            "GOOGLE_OAUTH_AUTH_URI": f"https://127.0.0.1:{self.port}/o/oauth2/auth",
+            "GOOGLE_OAUTH_TOKEN_URI": f"https://127.0.0.1:{self.port}/token",
             "GOOGLE_CALENDAR_API_ENDPOINT": f"{self.url}/calendar/v3",
             "GOOGLE_TASKS_API_ENDPOINT": f"{self.url}/tasks/v1",
         }

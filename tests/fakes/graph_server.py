@@ -2,8 +2,8 @@
 
 Identity: /{tenant}/v2.0/.well-known/openid-configuration, /{tenant}/oauth2/v2.0/authorize (redirects back
 at once with a code) and /{tenant}/oauth2/v2.0/token (authorization_code with PKCE, refresh_token).
-MSAL only accepts https authorities, so the OpenID configuration advertises https://127.0.0.1:<port>
-endpoints; mailagent's loopback session speaks plain http to them.
+MSAL only accepts https authorities, so the authority and the OpenID configuration's endpoints are
+https://127.0.0.1:<port>; the tests reach them as plain http through tests/fakes/loopback_https.py.
 
 Graph: /me, mailFolders (+ childFolders, well-known names), per-folder messages/delta with nextLink and
 deltaLink, message MIME ($value), attachments. Test switches: `expire_delta_tokens` (410 Gone
@@ -121,13 +121,13 @@ class FakeGraphServer(LoopbackServer):
             "OUTLOOK_CLIENT_ID": self.client_id,
             "OUTLOOK_CLIENT_SECRET": self.client_secret,
             "OUTLOOK_TENANT": self.tenant,
-            "OUTLOOK_AUTHORITY_HOST": self.url,
+            "OUTLOOK_AUTHORITY_HOST": self.https_base,
             "GRAPH_API_ENDPOINT": f"{self.url}/v1.0",
         }
 
     @property
     def https_base(self) -> str:
-        """What MSAL is told (it insists on https); the client rewrites it back to plain http."""
+        """What MSAL is told (it insists on https); tests/fakes/loopback_https.py sends it as plain http."""
         return f"https://127.0.0.1:{self.port}"
 
     def folder_id(self, well_known: str) -> str:
@@ -539,7 +539,7 @@ def follow_consent(graph: FakeGraphServer, location: str) -> str:
     """Play the user's browser on the fake authorize page; returns the callback path for the test client."""
     import requests
 
-    assert location.startswith(f"{graph.url}/{graph.tenant}/oauth2/v2.0/authorize?")
+    assert location.startswith(f"{graph.https_base}/{graph.tenant}/oauth2/v2.0/authorize?")
     answer = requests.get(location, allow_redirects=False, timeout=10)
     assert answer.status_code == 302
     back = urlsplit(answer.headers["Location"])

@@ -60,7 +60,7 @@ class _Http:
 
     def __init__(self, account: MailAccount) -> None:
         self.account = account
-        self.session = oauth.LoopbackSession(self.base("graph"), self.base("calendar"), self.base("tasks"))
+        self.session = oauth.HttpSession()
         self._outlook = oauth.OutlookTokenSource(account) if account.provider == Provider.OUTLOOK else None
         self._google: Any = None
 
