@@ -159,7 +159,9 @@ def test_every_field_matches_as_documented(director: Any, add_filter: Any, store
     add_filter(directors["bcc"], "bcc", r"hidden")
     add_filter(directors["subject"], "subject", r"urgent")
     add_filter(directors["body"], "body", r"invoice\s+#\d+")
-    add_filter(directors["date"], "date", r"^2026-11-20T14:")
+    # Relative to now, not a fixed day: filters route only mail newer than themselves (see add_filter).
+    sent = (dt.datetime.now(dt.UTC) - dt.timedelta(days=1)).replace(hour=14, minute=5, second=0, microsecond=0)
+    add_filter(directors["date"], "date", rf"^{sent:%Y-%m-%d}T14:")
     add_filter(directors["subject-cs"], "subject", r"urgent", case_insensitive=False)
 
     message = store_mail(
@@ -169,7 +171,7 @@ def test_every_field_matches_as_documented(director: Any, add_filter: Any, store
         to="First <first@example.com>, Second <second@example.com>",
         cc="Carol <carol@example.com>",
         bcc="Hidden Watcher <watcher@example.com>",
-        date=dt.datetime(2026, 11, 20, 14, 5, tzinfo=dt.UTC),
+        date=sent,
     )
     routed = {run.director.name: run.match for run in Run.objects.filter(message=message).select_related("director")}
     assert set(routed) == {f"D-{name}" for name in names if name != "subject-cs"}
@@ -177,7 +179,7 @@ def test_every_field_matches_as_documented(director: Any, add_filter: Any, store
     assert routed["D-to"]["matched"] == "Second <second@example.com>"
     assert routed["D-subject"]["matched"] == "URGENT"
     assert routed["D-body"]["matched"] == "invoice  #4411"
-    assert routed["D-date"]["matched"] == "2026-11-20T14:"
+    assert routed["D-date"]["matched"] == f"{sent:%Y-%m-%d}T14:"
 
 
 def test_catastrophic_pattern_is_abandoned_and_recorded(
