@@ -314,11 +314,13 @@ STORAGES = {
         "BACKEND": (
             "django.contrib.staticfiles.storage.StaticFilesStorage"
             if DEBUG or TESTING
-            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+            else "mailagent.staticfiles.StaticFilesStorage"
         )
     },
 }
-WHITENOISE_USE_FINDERS = DEBUG or TESTING
+# Also with DEBUG off: files not collected yet are served from their source directories (see
+# mailagent/staticfiles.py), so pages work before `collectstatic`; collected files win once they exist.
+WHITENOISE_USE_FINDERS = True
 
 # Production hardening: with DEBUG off every request is HTTPS, HSTS for a year, cookies secure.
 SECURE_SSL_REDIRECT = not DEBUG and env_bool("SECURE_SSL_REDIRECT", True)

@@ -4,6 +4,7 @@ production, pages that survive a missing key."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from typing import Any
@@ -418,3 +419,53 @@ def test_the_admin_login_goes_through_the_throttled_app_login(staff_user: Any) -
     signed_in = browser.post("/accounts/login/?next=/admin/", {"login": staff_user.email, "password": USER_PASSWORD})
     assert signed_in.status_code == 302
     assert browser.get("/admin/").status_code == 200
+
+
+# --- static files with DEBUG off ------------------------------------------------------------------------
+
+STATIC_PROBE = """
+from django.test import Client
+from django.test.utils import setup_test_environment
+import re
+setup_test_environment()
+client = Client()
+page = client.get("/accounts/login/", secure=True, HTTP_HOST="mail.example.com")
+css = re.search(r'href="(/static/[^"]+\\.css)"', page.content.decode()).group(1)
+asset = client.get(css, secure=True, HTTP_HOST="mail.example.com")
+print(page.status_code, asset.status_code, css)
+"""
+
+
+def production_env(tmp_path: Any) -> dict[str, str]:
+    base = {k: v for k, v in os.environ.items() if k not in {"MAILAGENT_TESTING", "DEBUG", "SECURE_SSL_REDIRECT"}}
+    return {**base, "DEBUG": "0", "DATA_DIR": str(tmp_path), "ALLOWED_HOSTS": "mail.example.com"}
+
+
+def test_debug_off_pages_and_styles_work_without_collectstatic(tmp_path: Any) -> None:
+    env = production_env(tmp_path)
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=REPO_ROOT, env=env, check=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-v0", "-c", STATIC_PROBE],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    page_status, asset_status, css = result.stdout.split()
+    assert (page_status, asset_status) == ("200", "200"), css
+    # Once collected (serve does it when the manifest is missing), the hashed, compressed copies are used.
+    subprocess.run(
+        [sys.executable, "manage.py", "collectstatic", "--noinput", "-v0"], cwd=REPO_ROOT, env=env, check=True
+    )
+    collected = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-v0", "-c", STATIC_PROBE],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    page_status, asset_status, css = collected.stdout.split()
+    assert (page_status, asset_status) == ("200", "200") and re.search(r"app\.[0-9a-f]{12}\.css$", css), css

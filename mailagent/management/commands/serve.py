@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.contrib.staticfiles.storage import staticfiles_storage
+from django.core.management import call_command
 from django.core.management.base import BaseCommand
 
 from mailagent.crypto import enforce_secret_storage_policy
@@ -29,6 +31,7 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         enforce_secret_storage_policy()
+        self._collect_static_files_if_missing()
         manage_py = str(Path(settings.BASE_DIR) / "manage.py")
         commands = {"web": web_server_command(host=options["host"], port=options["port"])}
         if not options["no_worker"]:
@@ -64,6 +67,14 @@ class Command(BaseCommand):
                 signal.signal(sig, handler)
         if exit_code:
             sys.exit(exit_code)
+
+    def _collect_static_files_if_missing(self) -> None:
+        """With DEBUG off, collect (hash and compress) the static files once, when nobody has yet."""
+        if settings.DEBUG or not hasattr(staticfiles_storage, "manifest_exists"):
+            return
+        if not staticfiles_storage.manifest_exists():
+            self.stdout.write("Static files are not collected yet: running collectstatic once")
+            call_command("collectstatic", interactive=False, verbosity=0)
 
     def _stop(self, children: dict[str, subprocess.Popen[bytes]]) -> None:
         for child in children.values():
