@@ -240,3 +240,36 @@ def test_a_scheduled_fetch_for_a_removed_owner_does_nothing(user: Any) -> None:
     user.delete()
     assert tasks.scheduled_fetch_task(owner_id=owner_id) == "gone"
     assert not FetchCycle.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_migration_splits_the_global_schedule_per_account_owner(user: Any, other_user: Any) -> None:
+    from django.db import connection
+    from django.db.migrations.executor import MigrationExecutor
+
+    create_imap_account(
+        owner=user, name="work", address="a@x.test", host="127.0.0.1", port=1, security="none", username="a",
+        password="p",
+    )  # fmt: skip
+    before = [("routing", "0001_initial")]
+    latest = MigrationExecutor(connection).loader.graph.leaf_nodes("routing")
+    executor = MigrationExecutor(connection)
+    try:
+        executor.migrate(before)
+        old = executor.loader.project_state(before).apps
+        old_cycle = old.get_model("routing", "FetchCycle")
+        requested = old_cycle.objects.create(trigger="fetch", requested_by_id=other_user.pk)
+        scheduled = old_cycle.objects.create(trigger="schedule")
+        Schedule.objects.create(
+            name="mailagent-fetcher", func="apps.routing.tasks.scheduled_fetch_task", schedule_type=Schedule.MINUTES,
+            minutes=17, repeats=-1,
+        )  # fmt: skip
+        MigrationExecutor(connection).migrate(latest)
+    finally:
+        MigrationExecutor(connection).migrate(latest)
+    assert FetchCycle.objects.get(pk=requested.pk).owner_id == other_user.pk
+    assert FetchCycle.objects.get(pk=scheduled.pk).owner_id is None  # staff still see it
+    assert not Schedule.objects.filter(name="mailagent-fetcher").exists()
+    (split,) = Schedule.objects.filter(name__startswith="mailagent-fetcher-")
+    assert split.name == fetcher_schedule_name(owner_id=user.pk)  # the only owner of a mail account
+    assert (split.minutes, split.repeats, split.kwargs) == (17, -1, repr({"owner_id": user.pk}))
