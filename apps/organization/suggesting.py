@@ -114,7 +114,12 @@ def propose(file: LibraryFile, *, exclude: Sequence[str] = ()) -> Proposal:
     rule = duplicate_rule(file, settings, exclude)
     if rule is not None:
         return rule
-    return classifier_proposal(library, file, settings, exclude)
+    candidate = classifier_proposal(library, file, settings, exclude)
+    if settings.api_config_id:
+        from apps.organization.agent import agent_proposal
+
+        return agent_proposal(file=file, settings=settings, candidate=candidate, exclude=exclude)
+    return candidate
 
 
 def suggest_for_file(*, file: LibraryFile, force: bool = False, allow_auto_move: bool = True) -> Suggestion | None:
@@ -154,7 +159,13 @@ def suggest_for_file(*, file: LibraryFile, force: bool = False, allow_auto_move:
         except IntegrityError:  # another process suggested this file meanwhile: one pending per file
             return Suggestion.objects.filter(file=file, status=SuggestionStatus.PENDING).first()
     settings = get_settings(owner=file.library.owner)
-    confident = bool(suggestion.target_folder) and suggestion.confidence >= settings.auto_move_threshold
+    # Only calibrated confidences (classifier, exact-duplicate rule) move files on their own; an LLM's
+    # self-reported confidence is shown but never trusted to move a file unasked.
+    confident = (
+        bool(suggestion.target_folder)
+        and suggestion.source != SuggestionSource.LLM
+        and suggestion.confidence >= settings.auto_move_threshold
+    )
     if allow_auto_move and settings.auto_move and confident:
         from apps.organization.decisions import OrganizationDecisionError, auto_move
 
