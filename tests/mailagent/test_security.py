@@ -469,3 +469,83 @@ def test_debug_off_pages_and_styles_work_without_collectstatic(tmp_path: Any) ->
     )
     page_status, asset_status, css = collected.stdout.split()
     assert (page_status, asset_status) == ("200", "200") and re.search(r"app\.[0-9a-f]{12}\.css$", css), css
+
+
+# --- Content-Security-Policy ----------------------------------------------------------------------------
+
+CSP_PAGES = [
+    "/",
+    "/mail/",
+    "/mail/accounts/",
+    "/search/?q=invoice",
+    "/routing/filters/",
+    "/routing/fetcher/",
+    "/runs/",
+    "/runs/memory/",
+    "/ask/",
+    "/inbox/",
+    "/diagnostics/",
+    "/admin/",
+    "/admin/orchestration/apiconfig/add/",
+]
+
+
+def test_every_page_carries_a_content_security_policy(staff_client: Client) -> None:
+    anonymous = Client()
+    for url in [*CSP_PAGES, "/accounts/login/", "/api/health"]:
+        response = (anonymous if url == "/accounts/login/" else staff_client).get(url)
+        assert response.status_code == 200, url
+        policy = response["Content-Security-Policy"]
+        assert "script-src 'self'" in policy and "unsafe-eval" not in policy and "frame-ancestors 'none'" in policy, url
+        assert "'unsafe-inline'" not in policy.split("style-src-attr")[0], url
+        body = response.content.decode()
+        assert " onsubmit=" not in body and " onkeydown=" not in body and "hx-on" not in body, url
+        for script in re.findall(r"<script(?![^>]*\bsrc=)[^>]*>", body):
+            assert "nonce=" in script or 'type="application/json"' in script, (url, script)
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_pages_work_in_chromium_under_the_policy(asgi_server: str, staff_user: Any) -> None:
+    from tests.mailagent.test_browser import CHROMIUM_ARGS
+    from tests.services import find_executable, missing_service
+
+    executable = find_executable("chromium")
+    if executable is None:
+        missing_service("Debian chromium is not installed (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    account = imap_account(staff_user)
+    violations: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
+        try:
+            page = browser.new_page()
+            page.on(
+                "console",
+                lambda message: (
+                    violations.append(f"{page.url}: {message.text}")
+                    if "Content Security Policy" in message.text or "Refused to" in message.text
+                    else None
+                ),
+            )
+            page.goto(f"{asgi_server}/accounts/login/")
+            page.fill("input[name=login]", staff_user.email)
+            page.fill("input[name=password]", USER_PASSWORD)
+            page.click("form button[type=submit]")
+            page.wait_for_url(f"{asgi_server}/")
+            for url in CSP_PAGES:
+                page.goto(f"{asgi_server}{url}")
+                page.wait_for_load_state("networkidle")
+            # htmx and app.js still work: "Test connection" asks the API and shows the answer as a badge.
+            page.goto(f"{asgi_server}/mail/accounts/{account.pk}/")
+            page.click("[data-connection-test]")
+            page.wait_for_selector(f"#connection-result-{account.pk} .badge.error", timeout=30000)
+            # The search box searches as you type (an hx-get swapping results in).
+            page.goto(f"{asgi_server}/search/")
+            page.fill("input[type=search]", "invoice")
+            page.wait_for_selector("#search-results *", timeout=30000)
+            assert page.evaluate("htmx.config.allowEval") is False
+        finally:
+            browser.close()
+    assert violations == []

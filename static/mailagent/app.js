@@ -1,0 +1,87 @@
+// Page behaviour that used to sit in inline handlers and <script> blocks, moved here so the
+// Content-Security-Policy can forbid inline script (script-src 'self' plus a per-response nonce).
+(function () {
+  "use strict";
+
+  // Runs (deferred, after htmx) before htmx initialises on DOMContentLoaded: no injected <style> element
+  // (app.css carries the indicator styles) and no eval of attribute code, both of which the CSP forbids.
+  if (window.htmx) {
+    window.htmx.config.includeIndicatorStyles = false;
+    window.htmx.config.allowEval = false;
+  }
+
+  // The Inbox sidebar's polls carry the entry being read, so the refreshed list keeps it selected.
+  document.addEventListener("htmx:configRequest", function (event) {
+    if (event.detail.elt && event.detail.elt.id === "inbox-sidebar" && typeof window.inboxSelected === "function") {
+      event.detail.parameters.entry = window.inboxSelected() || "";
+    }
+  });
+
+  // <form data-confirm="Delete this filter?">: ask before submitting.
+  document.addEventListener("submit", function (event) {
+    var form = event.target;
+    if (form instanceof HTMLFormElement && form.dataset.confirm && !window.confirm(form.dataset.confirm)) {
+      event.preventDefault();
+    }
+  }, true);
+
+  // <textarea data-submit-on-enter>: Enter sends the form, Shift+Enter starts a new line.
+  document.addEventListener("keydown", function (event) {
+    var field = event.target;
+    if (!(field instanceof HTMLTextAreaElement) || !field.hasAttribute("data-submit-on-enter")) return;
+    if (event.key === "Enter" && !event.shiftKey && field.form) {
+      event.preventDefault();
+      field.form.requestSubmit();
+    }
+  });
+
+  document.addEventListener("htmx:afterRequest", function (event) {
+    var element = event.detail.elt;
+    if (!element || !element.hasAttribute) return;
+    // <form data-clear-on-success=".ask-empty">: after a successful request empty its textarea and remove
+    // the elements the selector names (an empty-state message).
+    if (element.hasAttribute("data-clear-on-success")) {
+      if (!event.detail.successful) return;
+      var textarea = element.querySelector("textarea");
+      if (textarea) textarea.value = "";
+      var selector = element.getAttribute("data-clear-on-success");
+      if (selector) document.querySelectorAll(selector).forEach(function (node) { node.remove(); });
+      return;
+    }
+    // "Test connection" buttons (data-connection-test="<result element id>"): the JSON answer of
+    // GET /api/accounts/<id>/test becomes a badge and, with an authorizeUrl, a "Re-authenticate" link.
+    if (element.hasAttribute("data-connection-test")) showConnectionTest(element, event.detail.xhr);
+  });
+
+  function safeUrl(value) {
+    return typeof value === "string" && (/^https?:\/\//i.test(value) || /^\/(?!\/)/.test(value));
+  }
+
+  function showConnectionTest(button, xhr) {
+    var target = document.getElementById(button.getAttribute("data-connection-test"));
+    if (!target) return;
+    var labelsNode = document.getElementById("connection-error-labels");
+    var labels = labelsNode ? JSON.parse(labelsNode.textContent) : {};
+    var data = null;
+    try { data = JSON.parse(xhr.responseText); } catch (error) { data = null; }
+    target.replaceChildren();
+    var badge = document.createElement("span");
+    if (data && data.ok === true) {
+      badge.className = "badge ok";
+      badge.textContent = "Connection OK";
+      target.append(badge);
+      return;
+    }
+    var category = data && data.error ? String(data.error) : "HTTP " + xhr.status;
+    badge.className = "badge error";
+    badge.textContent = "Failed: " + (labels[category] || category);
+    target.append(badge);
+    if (data && safeUrl(data.authorizeUrl)) {
+      var link = document.createElement("a");
+      link.href = data.authorizeUrl;
+      link.className = "button small";
+      link.textContent = "Re-authenticate";
+      target.append(" ", link);
+    }
+  }
+})();
