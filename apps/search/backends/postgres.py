@@ -1,9 +1,12 @@
-"""PostgreSQL: a tsvector column over folded text ('simple' configuration, GIN index) ranked with
-ts_rank_cd on a capped candidate set, and pgvector HNSW (cosine) over chunk embeddings."""
+"""PostgreSQL: a tsvector column over folded text ('simple' configuration, GIN index) ranked over every
+match with a bm25-like sum of idf-weighted, saturated ts_rank_cd per word, and pgvector HNSW (cosine)
+over chunk embeddings."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import math
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from django.core.checks import CheckMessage, Error
@@ -96,20 +99,39 @@ class PostgresSearchBackend(BaseSearchBackend):
     def _keyword_ids(
         self, parsed: ParsedQuery, match: KeywordMatch, filters: SearchFilters, limit: int
     ) -> list[tuple[int, float]]:
+        """A bm25-like score over every match: Σ idf(word) · s/(s+1), where s is ts_rank_cd of that word
+        alone (weighted occurrences over 1 + log length; normalisation 1|32 saturates it like bm25's tf)."""
         where, params = filters.sql("d")
-        cap = max(limit, int(self.options["RANK_CANDIDATES"]))
-        # Only the newest `cap` matches (by document id, as on SQLite) are ranked: a word found in every
-        # message costs a bounded sort, not a rank of the whole index.
+        # (tsquery, words, any variant matches: their counts add up | a phrase: at most its rarest word's)
+        parts = [(tsquery_term(term), list(term.variants), True) for term in parsed.terms]
+        parts += [("(" + " <-> ".join(phrase) + ")", list(phrase), False) for phrase in parsed.phrases]
+        if not parts:
+            return []
+        total, frequencies = self.document_frequencies([w for _q, words, _any in parts for w in words])
+        scores: list[str] = []
+        score_params: list[Any] = []
+        for query, words, variants in parts:
+            counts = [frequencies.get(w, 0) for w in words]
+            frequency = min(sum(counts) if variants else min(counts), total)
+            idf = max(math.log((total - frequency + 0.5) / (frequency + 0.5)), 1e-6) if total else 1.0
+            scores.append(f"%s * ts_rank_cd('{RANK_WEIGHTS}', d.tsv, to_tsquery('simple', %s), 33)")
+            score_params += [idf, query]
         sql = (
-            "WITH q AS (SELECT to_tsquery('simple', %s) AS query)"  # noqa: S608 (filters are placeholders)
-            f" SELECT c.id, ts_rank_cd('{RANK_WEIGHTS}', c.tsv, q.query, 1) AS rank FROM ("
-            f"   SELECT d.id, d.tsv FROM search_document d, q WHERE d.tsv @@ q.query{where}"
-            "   ORDER BY d.id DESC LIMIT %s"
-            " ) c, q ORDER BY rank DESC, c.id DESC LIMIT %s"
+            f"SELECT d.id, {' + '.join(scores)} AS rank"  # noqa: S608 (filters and words are placeholders)
+            f" FROM search_document d WHERE d.tsv @@ to_tsquery('simple', %s){where}"
+            " ORDER BY rank DESC, d.id DESC LIMIT %s"
         )
         with connection.cursor() as cursor:
-            cursor.execute(sql, [tsquery(parsed, match), *params, cap, limit])
+            cursor.execute(sql, [*score_params, tsquery(parsed, match), *params, limit])
             return [(int(pk), float(rank)) for pk, rank in cursor.fetchall()]
+
+    def _term_document_counts(self, words: Sequence[str]) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        with connection.cursor() as cursor:
+            for word in words:
+                cursor.execute("SELECT count(*) FROM search_document WHERE tsv @@ to_tsquery('simple', %s)", [word])
+                counts[word] = int(cursor.fetchone()[0])
+        return counts
 
     def _vector_ids(
         self, vector: np.ndarray, filters: SearchFilters, limit: int, dimension: int
