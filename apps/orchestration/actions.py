@@ -191,3 +191,24 @@ def requeue_stalled_runs(*, older_than_seconds: int | None = None) -> list[int]:
         transaction.on_commit(lambda: _enqueue_runs(stalled))
     logger.warning("requeued %d stalled runs", requeued)
     return stalled
+
+
+def reenqueue_queued_runs(*, older_than_seconds: int | None = None) -> list[int]:
+    """Runs still queued long after they were created: their task was lost with a dead worker (a Redis
+    broker keeps no copy of the tasks a cluster had taken) or never reached the broker. Enqueue them again;
+    `claim_run` makes a surplus task a no-op, so a run is never executed twice."""
+    from datetime import timedelta
+
+    from django.conf import settings
+
+    limit = (
+        older_than_seconds if older_than_seconds is not None else int(settings.Q_CLUSTER.get("timeout") or 1800) + 60
+    )
+    cutoff = timezone.now() - timedelta(seconds=limit)
+    waiting = list(
+        Run.objects.filter(status=RunStatus.QUEUED, created_at__lte=cutoff).order_by("pk").values_list("pk", flat=True)
+    )
+    if waiting:
+        _enqueue_runs(waiting)
+        logger.warning("re-enqueued %d runs still queued after %d s", len(waiting), limit)
+    return waiting

@@ -27,8 +27,10 @@ def scheduled_fetch_task(owner_id: int) -> str:
 
 def sweep_stalled_task() -> dict[str, int]:
     """Scheduled ("routing: stalled runs and cycles", whether or not any fetcher is on): runs and fetch
-    cycles left running by a worker that died are requeued / closed once past the job time limit."""
+    cycles left running by a worker that died are requeued / closed, and runs whose queued task was lost
+    are enqueued again, once past the job time limit."""
     return {
         "cycles_failed": actions.fail_stalled_cycles(),
         "runs_requeued": len(orchestration_actions.requeue_stalled_runs()),
+        "runs_reenqueued": len(orchestration_actions.reenqueue_queued_runs()),
     }

@@ -40,6 +40,10 @@ def check_search_database(app_configs: Any = None, databases: Any = None, **kwar
     """With the database (migrate, `check --database default`): pgvector installed on PostgreSQL."""
     if not databases or "default" not in databases or connection.vendor != "postgresql":
         return []
+    from django.db.migrations.recorder import MigrationRecorder
+
+    if ("search", "0001_initial") not in MigrationRecorder(connection).applied_migrations():
+        return []  # a fresh database: that migration creates the extension (the first `migrate` must not stop)
     from apps.search.backends.postgres import PostgresSearchBackend
 
     return PostgresSearchBackend().check()
