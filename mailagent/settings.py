@@ -222,6 +222,14 @@ Q_CLUSTER: dict[str, Any] = {
 }
 if REDIS_URL:
     Q_CLUSTER["redis"] = REDIS_URL
+    # One cache for every process (rate-limit counters must be shared between web processes).
+    CACHES = {
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": REDIS_URL,
+            "KEY_PREFIX": env_str("CACHE_PREFIX", "mailagent"),
+        }
+    }
 else:
     Q_CLUSTER["orm"] = "default"
     Q_CLUSTER["poll"] = 0.5
@@ -297,6 +305,13 @@ MAILAGENT_UPLOAD_URL_NAMES = ["mail:account_import"]
 ROUTING_FILTER_TIMEOUT_MS = env_int("ROUTING_FILTER_TIMEOUT_MS", 50)
 ROUTING_MESSAGE_BUDGET_MS = env_int("ROUTING_MESSAGE_BUDGET_MS", 1000)
 MAILAGENT_FETCH_INTERVAL_MINUTES = env_int("MAILAGENT_FETCH_INTERVAL_MINUTES", 5)
+# The shortest fetcher interval anyone may set; per-user rate limits ("count/period", e.g. "30/10m"; empty = off)
+# for starting Ask runs and for fetcher start/fetch/run, counted in the cache (shared through Redis when set).
+MAILAGENT_FETCH_MIN_INTERVAL_MINUTES = env_int("MAILAGENT_FETCH_MIN_INTERVAL_MINUTES", 2)
+MAILAGENT_RATE_LIMITS = {
+    "ask": env_str("MAILAGENT_RATE_LIMIT_ASK", "30/10m"),
+    "fetch": env_str("MAILAGENT_RATE_LIMIT_FETCH", "20/10m"),
+}
 # LLM retries: exponential backoff with full jitter from this base (Retry-After wins when the provider sends it).
 LLM_BACKOFF_BASE_SECONDS = env_float("LLM_BACKOFF_BASE_SECONDS", 0.05 if TESTING else 0.5)
 FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "uploads")

@@ -29,6 +29,15 @@ from tests.services import REPO_ROOT, free_port, redis_server, subprocess_env, w
 USER_PASSWORD = "correct horse battery staple 42"
 
 
+@pytest.fixture(autouse=True)
+def _fresh_cache() -> Iterator[None]:
+    """Rate-limit counters and other cached state never leak from one test into the next."""
+    from django.core.cache import cache
+
+    cache.clear()
+    yield
+
+
 @pytest.fixture
 def user(db: Any) -> Any:
     from allauth.account.models import EmailAddress

@@ -6,12 +6,13 @@ import uuid
 from typing import Any
 
 from django.core.handlers.asgi import ASGIRequest
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import Field, Router, Schema, Status
 from ninja.errors import HttpError
 
 from apps.ask import actions, selectors
 from apps.ask.runner import start_ask_run
+from mailagent import ratelimit
 
 router = Router(tags=["ask"])
 
@@ -28,8 +29,18 @@ class AskStarted(Schema):
     websocket: str
 
 
-@router.post("", response={202: AskStarted}, summary="Ask your mailbox a question")
-def ask(request: HttpRequest, payload: AskIn) -> Status:
+class RateLimitedOut(Schema):
+    error: str
+    retryAfter: int = Field(description="Seconds until a new run may be started (also in Retry-After)")
+
+
+@router.post("", response={202: AskStarted, 429: RateLimitedOut}, summary="Ask your mailbox a question")
+def ask(request: HttpRequest, payload: AskIn, response: HttpResponse) -> Status:
+    try:
+        ratelimit.hit(action="ask", user_id=request.user.pk)
+    except ratelimit.RateLimited as exc:
+        response["Retry-After"] = str(exc.retry_after)
+        return Status(429, {"error": str(exc), "retryAfter": exc.retry_after})
     conversation = None
     if payload.conversationId is not None:
         conversation = selectors.access_conversation(user=request.user, conversation_id=payload.conversationId)

@@ -187,7 +187,7 @@ def start_fetcher(*, owner: Any, interval_minutes: int | None = None) -> Schedul
     """Create or re-arm the owner's django-q2 schedule (its interval stays editable in the admin)."""
     schedule = selectors.fetcher_schedule(owner=owner)
     minutes = interval_minutes or (schedule.minutes if schedule and schedule.minutes else None)
-    minutes = max(1, int(minutes or selectors.default_interval_minutes()))
+    minutes = max(selectors.min_interval_minutes(), int(minutes or selectors.default_interval_minutes()))
     if schedule is None:
         return Schedule.objects.create(
             name=selectors.fetcher_schedule_name(owner_id=owner.pk),

@@ -12,12 +12,13 @@ from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.http import HttpRequest
+from django.http import HttpRequest, HttpResponse
 from ninja import Field, Router, Schema, Status
 from ninja.errors import HttpError
 
 from apps.routing import actions, selectors
 from apps.routing.models import CycleTrigger, FetchCycle, Filter
+from mailagent import ratelimit
 
 router = Router(tags=["routing"])
 fetcher_router = Router(tags=["fetcher"])
@@ -274,11 +275,26 @@ class StartIn(Schema):
     intervalMinutes: int | None = None
 
 
-@fetcher_router.post("/start", response=FetcherStatusOut)
-def fetcher_start(request: HttpRequest, payload: StartIn | None = None) -> dict[str, Any]:
+class RateLimitedOut(Schema):
+    error: str
+    retryAfter: int = Field(description="Seconds until the fetcher may be started or run again (also in Retry-After)")
+
+
+def _rate_limited(response: HttpResponse, exc: ratelimit.RateLimited) -> Status:
+    response["Retry-After"] = str(exc.retry_after)
+    return Status(429, {"error": str(exc), "retryAfter": exc.retry_after})
+
+
+@fetcher_router.post("/start", response={200: FetcherStatusOut, 429: RateLimitedOut})
+def fetcher_start(request: HttpRequest, response: HttpResponse, payload: StartIn | None = None) -> Any:
     interval = payload.intervalMinutes if payload else None
-    if interval is not None and not 1 <= interval <= 1440:
-        raise HttpError(400, "intervalMinutes must be between 1 and 1440")
+    shortest = selectors.min_interval_minutes()
+    if interval is not None and not shortest <= interval <= 1440:
+        raise HttpError(400, f"intervalMinutes must be between {shortest} and 1440")
+    try:
+        ratelimit.hit(action="fetch", user_id=request.user.pk)
+    except ratelimit.RateLimited as exc:
+        return _rate_limited(response, exc)
     actions.start_fetcher(owner=request.user, interval_minutes=interval)
     return _status(request)
 
@@ -289,18 +305,22 @@ def fetcher_stop(request: HttpRequest) -> dict[str, Any]:
     return _status(request)
 
 
-def _start_cycle(request: HttpRequest, trigger: str) -> Status:
+def _start_cycle(request: HttpRequest, response: HttpResponse, trigger: str) -> Status:
+    try:
+        ratelimit.hit(action="fetch", user_id=request.user.pk)
+    except ratelimit.RateLimited as exc:
+        return _rate_limited(response, exc)
     with transaction.atomic():
         cycle = actions.start_fetch_cycle(owner=request.user, trigger=trigger, requested_by=request.user)
     cycle.refresh_from_db()
     return Status(202, {"fetchCycleId": cycle.pk, "status": cycle.status})
 
 
-@fetcher_router.post("/fetch", response={202: CycleStartedOut})
-def fetcher_fetch(request: HttpRequest) -> Status:
-    return _start_cycle(request, CycleTrigger.FETCH)
+@fetcher_router.post("/fetch", response={202: CycleStartedOut, 429: RateLimitedOut})
+def fetcher_fetch(request: HttpRequest, response: HttpResponse) -> Status:
+    return _start_cycle(request, response, CycleTrigger.FETCH)
 
 
-@fetcher_router.post("/run", response={202: CycleStartedOut})
-def fetcher_run(request: HttpRequest) -> Status:
-    return _start_cycle(request, CycleTrigger.RUN)
+@fetcher_router.post("/run", response={202: CycleStartedOut, 429: RateLimitedOut})
+def fetcher_run(request: HttpRequest, response: HttpResponse) -> Status:
+    return _start_cycle(request, response, CycleTrigger.RUN)

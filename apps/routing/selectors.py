@@ -162,8 +162,13 @@ def fetcher_schedule(*, owner: Any) -> Schedule | None:
     return Schedule.objects.filter(name=fetcher_schedule_name(owner_id=owner.pk)).first()
 
 
+def min_interval_minutes() -> int:
+    """The shortest fetcher interval anyone may set (each cycle syncs every account of the owner)."""
+    return max(1, int(getattr(settings, "MAILAGENT_FETCH_MIN_INTERVAL_MINUTES", 2)))
+
+
 def default_interval_minutes() -> int:
-    return max(1, int(getattr(settings, "MAILAGENT_FETCH_INTERVAL_MINUTES", 5)))
+    return max(min_interval_minutes(), int(getattr(settings, "MAILAGENT_FETCH_INTERVAL_MINUTES", 5)))
 
 
 def fetcher_state(*, owner: Any) -> FetcherState:

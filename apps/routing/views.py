@@ -9,12 +9,14 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.orchestration import actions as orchestration_actions
 from apps.routing import actions, selectors
 from apps.routing.forms import DirectorForm, FilterForm, TestFiltersForm
 from apps.routing.models import CycleTrigger
+from mailagent import ratelimit
 
 
 def _filters_page(
@@ -142,6 +144,19 @@ def fetcher_status(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 def fetcher_control(request: HttpRequest, command: str) -> HttpResponse:
+    if command in ("start", "fetch", "run"):
+        try:
+            ratelimit.hit(action="fetch", user_id=request.user.pk)
+        except ratelimit.RateLimited as exc:
+            messages.error(request, str(exc))
+            if request.htmx:  # type: ignore[attr-defined]
+                # htmx does not swap a 429; it follows HX-Redirect, and the page shows the message.
+                response = HttpResponse(str(exc), status=429, content_type="text/plain; charset=utf-8")
+                response["HX-Redirect"] = reverse("routing:fetcher")
+            else:
+                response = render(request, "routing/pages/fetcher.html", _fetcher_context(request), status=429)
+            response["Retry-After"] = str(exc.retry_after)
+            return response
     if command == "start":
         actions.start_fetcher(owner=request.user)
     elif command == "stop":
