@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.http import HttpRequest
 
-from apps.workspaces.models import Workspace, WorkspaceItem, WorkspaceItemLog
+from apps.workspaces.models import InboxEntry, Workspace, WorkspaceItem, WorkspaceItemLog, WorkspaceToken
 from mailagent.admin_scoping import OwnerScopedAdmin, OwnerScopedTabularInline
 
 
@@ -34,3 +35,23 @@ class WorkspaceItemLogAdmin(OwnerScopedAdmin):
     list_display = ("at", "workspace", "item_id", "action", "revision")
     list_filter = ("action",)
     readonly_fields = ("workspace", "item_id", "action", "revision", "actor", "at")
+
+
+@admin.register(InboxEntry)
+class InboxEntryAdmin(OwnerScopedAdmin):
+    list_display = ("created", "workspace_label", "source", "run_id", "read_at", "replied_at")
+    list_filter = ("source",)
+    raw_id_fields = ("owner", "workspace")
+    readonly_fields = ("reply_delivered_at",)
+
+
+@admin.register(WorkspaceToken)
+class WorkspaceTokenAdmin(OwnerScopedAdmin):
+    """Tokens are created on the workspace page or with manage.py mcp_token (shown once); here only revoked."""
+
+    list_display = ("prefix", "name", "workspace", "created_at", "last_used_at", "revoked_at")
+    raw_id_fields = ("workspace",)
+    readonly_fields = ("token_hash", "prefix", "created_at", "last_used_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False

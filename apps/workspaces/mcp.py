@@ -394,14 +394,12 @@ class McpEndpoint:
         if scheme.lower() != "bearer" or not raw.strip():
             await self._unauthorized(send, "invalid_request", "A workspace token is required (Authorization: Bearer)")
             return
-        authenticate = database_sync_to_async(selectors.authenticate_token)
-        principal = await authenticate(raw=raw.strip(), workspace_id=workspace_id)
+        principal = await database_sync_to_async(_authenticate)(raw.strip(), workspace_id)
         if principal is None:
             await self._unauthorized(
                 send, "invalid_token", "The token is unknown, revoked, or was issued for another workspace"
             )
             return
-        await database_sync_to_async(actions.touch_token)(token_id=principal.token_id)
         scope = dict(scope)
         scope[PRINCIPAL_KEY] = principal
         manager = await self._manager()
@@ -413,6 +411,13 @@ class McpEndpoint:
         await _respond(
             send, 401, {"error": error, "error_description": description}, [(b"www-authenticate", challenge.encode())]
         )
+
+
+def _authenticate(raw: str, workspace_id: int) -> selectors.McpPrincipal | None:
+    principal = selectors.authenticate_token(raw=raw, workspace_id=workspace_id)
+    if principal is not None:
+        actions.touch_token(token_id=principal.token_id)
+    return principal
 
 
 def with_mcp(app: ASGIApp) -> ASGIApp:
