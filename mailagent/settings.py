@@ -395,7 +395,7 @@ SEARCH_EMBEDDER: dict[str, Any] = {
 SEARCH_BACKEND: dict[str, Any] = {
     "BACKEND": env_str("SEARCH_BACKEND", "auto"),
     "CHUNK_CHARS": env_int("SEARCH_CHUNK_CHARS", 1200),
-    "MAX_CHUNKS": env_int("SEARCH_MAX_CHUNKS", 2),
+    "MAX_CHUNKS": env_int("SEARCH_MAX_CHUNKS", 16),
     "EMBED_BATCH": env_int("SEARCH_EMBED_BATCH", 64),
     "RRF_K": env_int("SEARCH_RRF_K", 60),
     "PG_EF_SEARCH": env_int("SEARCH_PG_EF_SEARCH", 100),

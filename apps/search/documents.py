@@ -151,26 +151,34 @@ def documents_for_messages(message_ids: Iterable[int]) -> tuple[list[IndexDocume
 
 
 # ---------------------------------------------------------------------------------------------------
-# Chunks for embeddings. Quoted replies and forwarded history repeat other messages, so the embedding
-# text keeps the message's own words; long texts are cut at sentence or line ends.
+# Chunks for embeddings. A message's own words come first; quoted replies and forwarded history follow as
+# further passages (a forwarded notice often is the answer), until MAX_CHUNKS. History is found by the
+# shape of the text, never by words of one language: a dashed separator line ("-----Original Message-----",
+# "----- Forwarded by …", in any language) or an attribution line ending in ":" right before quoted lines.
 
 QUOTE_LINE_RE = re.compile(r"^\s*(>|\|)")
-HISTORY_MARKERS = re.compile(
-    r"^\s*(-{2,}\s*(original message|forwarded by|weitergeleitete nachricht|iletilen ileti)|"
-    r"on .{0,80} wrote:|am .{0,80} schrieb|from: .+ sent: )",
-    re.IGNORECASE,
-)
+SEPARATOR_RE = re.compile(r"^\s*-{2,}\s*\S.{0,80}?-{2,}\s*$")
+
+
+def split_own_text(body: str) -> tuple[str, str]:
+    """(the message's own unquoted text, the quoted/forwarded rest)."""
+    lines = body.splitlines()
+    own: list[str] = []
+    for index, line in enumerate(lines):
+        following = next((later for later in lines[index + 1 : index + 4] if later.strip()), "")
+        starts_history = SEPARATOR_RE.match(line) or (
+            line.rstrip().endswith(":") and len(line) < 200 and QUOTE_LINE_RE.match(following)
+        )
+        if starts_history and len(" ".join(own)) > 200:
+            return "\n".join(own), "\n".join(lines[index:])
+        if not QUOTE_LINE_RE.match(line):
+            own.append(line)
+    quoted = "\n".join(line for line in lines if QUOTE_LINE_RE.match(line))
+    return "\n".join(own), quoted
 
 
 def own_text(body: str) -> str:
-    lines: list[str] = []
-    for line in body.splitlines():
-        if HISTORY_MARKERS.match(line) and len(" ".join(lines)) > 200:
-            break
-        if QUOTE_LINE_RE.match(line):
-            continue
-        lines.append(line)
-    return "\n".join(lines)
+    return split_own_text(body)[0]
 
 
 def split_text(text: str, *, size: int, limit: int) -> list[str]:
@@ -195,10 +203,16 @@ def split_text(text: str, *, size: int, limit: int) -> list[str]:
 
 
 def chunk_texts(title: str, people: str, body: str, *, size: int, limit: int) -> list[str]:
-    """The first chunk carries the subject and sender so short messages embed what they are about."""
+    """Passages of the whole text, own words first: the first carries the subject and sender so short
+    messages embed what they are about; history passages follow while `limit` allows."""
     sender = (people.split("\n", 1)[0] if people else "").split(" <", 1)[0]
     head = " ".join(part for part in (title.strip(), f"({sender})" if sender else "") if part)
-    text = own_text(body) or body
-    pieces = split_text(text, size=size, limit=limit) or [""]
+    own, history = split_own_text(body)
+    if not own.strip():
+        own, history = body, ""
+    pieces = split_text(own, size=size, limit=limit) or [""]
+    if history.strip() and len(pieces) < limit:
+        quoted = "\n".join(QUOTE_LINE_RE.sub("", line, count=1) for line in history.splitlines())
+        pieces += split_text(quoted, size=size, limit=limit - len(pieces))
     pieces[0] = f"{head}\n{pieces[0]}".strip()
     return [piece for piece in pieces if piece] or [head or " "]

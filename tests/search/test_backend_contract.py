@@ -297,6 +297,24 @@ def test_long_bodies_are_chunked_and_best_chunk_wins(
     assert len(chunks[0].embedding) == embedder.dimension
 
 
+def test_passages_cover_the_whole_mail_own_words_first_then_forwarded_history(
+    make_message: Any, index_all: Any, backend: Any, embedder: Any
+) -> None:
+    own = "Please see the note below from facilities and plan accordingly for your team. " * 4
+    history = "The parking garage on level three closes for repairs from Monday the 12th until Friday. " * 40
+    body = own + "\n\n-----Ursprüngliche Nachricht-----\nFacilities wrote:\n" + history + "\nThe answer: bring badges."
+    message = make_message("FW: garage", body)
+    index_all()
+    texts = list(
+        SearchChunk.objects.filter(document__message=message).order_by("chunk_no").values_list("text", flat=True)
+    )
+    assert texts[0].startswith("FW: garage") and "parking garage" not in texts[0]  # own words first
+    assert any("bring badges" in text for text in texts)  # the end of a long forwarded mail is reachable
+    assert len(texts) > 2
+    hits = backend.semantic("when does the parking garage close for repairs", embedder=embedder, limit=1)
+    assert hits[0].message_id == message.pk and hits[0].chunk_no and hits[0].chunk_no > 0
+
+
 def test_embedding_progress_counts_documents(make_message: Any, index_all: Any, backend: Any) -> None:
     make_message("One", "first")
     make_message("Two", "second")

@@ -136,7 +136,7 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     # Embedding passages: every document is cut into passages of about CHUNK_CHARS (subject and sender in
     # front of each), at most MAX_CHUNKS of them; a document's semantic score is its best passage's.
     "CHUNK_CHARS": 1200,
-    "MAX_CHUNKS": 2,
+    "MAX_CHUNKS": 16,
     "EMBED_BATCH": 64,
     # Weighted reciprocal-rank fusion: score = Σ weight / (RRF_K + rank) over the keyword and vector lists,
     # where a keyword hit's weight is KEYWORD_WEIGHT · (its score / the best keyword score)^KEYWORD_SCORE_POWER:
