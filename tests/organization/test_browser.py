@@ -1,0 +1,75 @@
+"""The Organization page in real Chromium against Daphne: upload a file, see its suggestion, choose another
+folder, undo the move; screenshots at 1280 and 390 px for review."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apps.organization import actions
+from apps.organization.models import Library, LibraryFile
+from tests.conftest import USER_PASSWORD
+from tests.mailagent.test_browser import browser_page  # noqa: F401 (fixture)
+from tests.organization.conftest import SEED_FILES, write
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+SCREENSHOTS = Path(os.environ.get("ORGANIZATION_SCREENSHOTS", "/tmp/organization-screenshots"))
+
+
+@pytest.fixture
+def prepared(user: Any, tmp_path: Path) -> Library:
+    # Before the browser starts: Playwright's sync API runs an event loop, where the ORM refuses to work.
+    actions.update_settings(owner=user, changes={"root": str(tmp_path / "library"), "suggest_threshold": 0.5})
+    library = actions.get_library(owner=user)
+    for relative, text in SEED_FILES.items():
+        write(library.root_path, relative, text)
+    actions.scan_library(library=library)
+    return library
+
+
+def test_upload_suggest_choose_and_undo(prepared: Library, user: Any, asgi_server: str, browser_page: Any) -> None:  # noqa: F811
+    page = browser_page
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{asgi_server}/accounts/login/?next=/organize/")
+    page.fill("input[name=login]", user.email)
+    page.fill("input[name=password]", USER_PASSWORD)
+    page.click("form button[type=submit]")
+    page.wait_for_url(f"{asgi_server}/organize/")
+    assert "No pending suggestions" in page.locator("[data-testid=org-pending]").inner_text()
+
+    upload = prepared.root_path.parent / "april-statement.txt"
+    upload.write_text("QNB Bank account statement for April: IBAN, card payments, closing balance.")
+    page.set_input_files("[data-testid=org-file-input]", str(upload))
+    page.locator("[data-testid=org-upload] button[type=submit]").click()
+    card = page.locator("[data-testid=org-card]").first
+    card.wait_for(timeout=30_000)
+    assert card.locator("[data-testid=org-card-name]").inner_text() == "april-statement.txt"
+    assert card.locator("[data-testid=org-card-folder]").inner_text() == "finance/bank"
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(SCREENSHOTS / "organize-1280.png"), full_page=True)
+    page.set_viewport_size({"width": 390, "height": 844})
+    page.screenshot(path=str(SCREENSHOTS / "organize-390.png"), full_page=True)
+    page.set_viewport_size({"width": 1280, "height": 900})
+
+    # Choose another folder (a new one) instead of the suggestion.
+    card.locator("[data-testid=org-folder-input]").fill("finance/statements-2026")
+    card.locator("[data-testid=org-choose]").click()
+    page.locator("[data-testid=org-notice]").wait_for(timeout=30_000)
+    assert (
+        "Moved april-statement.txt to finance/statements-2026" in page.locator("[data-testid=org-notice]").inner_text()
+    )
+    assert (prepared.root_path / "finance/statements-2026/april-statement.txt").is_file()
+    history = page.locator("[data-testid=org-history]")
+    assert "finance/statements-2026/april-statement.txt" in history.inner_text()
+
+    # Undo: back in the inbox, suggested again.
+    history.locator("button", has_text="Undo").first.click()
+    page.locator("[data-testid=org-notice]", has_text="Moved back").wait_for(timeout=30_000)
+    assert (prepared.root_path / "inbox/april-statement.txt").is_file()
+    assert "undone" in history.inner_text()
+    assert page.locator("[data-testid=org-card]").count() == 1
+    page.screenshot(path=str(SCREENSHOTS / "organize-after-undo-1280.png"), full_page=True)
+    assert LibraryFile.objects.filter(path="inbox/april-statement.txt").count() == 1
