@@ -99,6 +99,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
+    "ninja",  # serves the /api/docs Swagger UI from local static files (the CDN default breaks the CSP)
     "django_q",
     "allauth",
     "allauth.account",

@@ -487,6 +487,7 @@ CSP_PAGES = [
     "/diagnostics/",
     "/admin/",
     "/admin/orchestration/apiconfig/add/",
+    "/api/docs",
 ]
 
 
@@ -500,6 +501,7 @@ def test_every_page_carries_a_content_security_policy(staff_client: Client) -> N
         assert "'unsafe-inline'" not in policy.split("style-src-attr")[0], url
         body = response.content.decode()
         assert " onsubmit=" not in body and " onkeydown=" not in body and "hx-on" not in body, url
+        assert "https://" not in "".join(re.findall(r"<(?:script|link)[^>]*>", body)), url  # nothing from a CDN
         for script in re.findall(r"<script(?![^>]*\bsrc=)[^>]*>", body):
             assert "nonce=" in script or 'type="application/json"' in script, (url, script)
 
