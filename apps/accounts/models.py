@@ -158,10 +158,6 @@ class Message(models.Model):
     raw_headers = models.TextField(blank=True)
     parse_error = models.TextField(blank=True)
     stored_at = models.DateTimeField(default=timezone.now)
-    # The outbox of the messages-stored hooks (apps/accounts/outbox.py): set by the work itself, in the
-    # transaction that writes its result (index rows; runs). NULL = still to do; the sweeper retries it.
-    indexed_at = models.DateTimeField(null=True, blank=True)
-    routed_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
@@ -173,9 +169,6 @@ class Message(models.Model):
             models.Index(fields=["thread", "date"], name="mail_message_thread_date"),
             # Threading looks up replies stored before their parent once per stored batch.
             models.Index(fields=["account", "in_reply_to"], name="mail_message_in_reply_to"),
-            # The sweeper's scans: partial, so they hold only the (few) rows with work left.
-            models.Index(fields=["stored_at"], condition=models.Q(indexed_at=None), name="mail_message_unindexed"),
-            models.Index(fields=["stored_at"], condition=models.Q(routed_at=None), name="mail_message_unrouted"),
         ]
         ordering = ["-date", "-pk"]
 
@@ -213,6 +206,28 @@ class Attachment(models.Model):
 
     def __str__(self) -> str:
         return self.filename or f"attachment {self.pk}"
+
+
+class MessageOutbox(models.Model):
+    """The outbox of the messages-stored hooks for one message (apps/accounts/outbox.py): `indexed_at` and
+    `routed_at` are set by the work itself, in the transaction that writes its result (index rows; runs);
+    NULL = still to do, and the sweeper does it. A narrow row of its own, written with the message, so
+    marking work done does not rewrite the wide message row (bodies, headers) twice more."""
+
+    message = models.OneToOneField(Message, on_delete=models.CASCADE, related_name="outbox")
+    stored_at = models.DateTimeField(default=timezone.now)
+    indexed_at = models.DateTimeField(null=True, blank=True)
+    routed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            # The sweeper's scans: partial, so they hold only the (few) rows with work left.
+            models.Index(fields=["stored_at"], condition=models.Q(indexed_at=None), name="mail_outbox_unindexed"),
+            models.Index(fields=["stored_at"], condition=models.Q(routed_at=None), name="mail_outbox_unrouted"),
+        ]
+
+    def __str__(self) -> str:
+        return f"outbox of message {self.message_id}"
 
 
 class HookKind(models.TextChoices):

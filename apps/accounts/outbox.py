@@ -1,7 +1,8 @@
 """The outbox of the messages-stored hooks: nothing stored is left unindexed or unrouted for good.
 
-`Message.indexed_at` / `Message.routed_at` are NULL until the hook's work is done; the work itself sets them
-(`mark_done`) in the transaction that writes its result, so "done" can never be claimed without it. A hook
+`MessageOutbox.indexed_at` / `.routed_at` (one narrow row per message, inserted with it) are NULL until the
+hook's work is done; the work itself sets them (`mark_done`) in the transaction that writes its result, so
+"done" can never be claimed without it. A hook
 that raises records a `HookFailure` (attempts, next attempt with exponential backoff, last error) through
 `run_hook`; a process killed between the commit of the mail and the end of its hooks leaves the fields NULL
 and nothing else. The sweeper (`sweep_outbox`, a django-q2 schedule) re-announces what is still to do
@@ -21,7 +22,7 @@ from django.db import transaction
 from django.db.models import Count, Exists, Max, OuterRef, Q
 from django.utils import timezone
 
-from apps.accounts.models import HookFailure, HookKind, Message
+from apps.accounts.models import HookFailure, HookKind, Message, MessageOutbox
 from apps.accounts.signals import messages_stored
 
 logger = logging.getLogger(__name__)
@@ -50,7 +51,7 @@ def mark_done(*, kind: str, message_ids: Sequence[int], now: dt.datetime | None 
     updated = 0
     for start in range(0, len(ids), 500):
         chunk = ids[start : start + 500]
-        updated += Message.objects.filter(pk__in=chunk).update(**{column: at})
+        updated += MessageOutbox.objects.filter(message_id__in=chunk).update(**{column: at})
     if ids and HookFailure.objects.filter(kind=kind).exists():
         for start in range(0, len(ids), 500):
             HookFailure.objects.filter(kind=kind, message_id__in=ids[start : start + 500]).delete()
@@ -120,9 +121,9 @@ def pending_ids(*, kind: str, message_ids: Iterable[int]) -> list[int]:
     found: list[int] = []
     for start in range(0, len(ids), 500):
         found.extend(
-            Message.objects.filter(pk__in=ids[start : start + 500], **{f"{column}__isnull": True}).values_list(
-                "pk", flat=True
-            )
+            MessageOutbox.objects.filter(
+                message_id__in=ids[start : start + 500], **{f"{column}__isnull": True}
+            ).values_list("message_id", flat=True)
         )
     return sorted(found)
 
@@ -132,13 +133,13 @@ def due_ids(*, kind: str, now: dt.datetime | None = None, limit: int = SWEEP_BAT
     failure recorded) and not backing off after a failure; oldest first."""
     at = now or timezone.now()
     column = DONE_FIELD[HookKind(kind)]
-    failed = HookFailure.objects.filter(message=OuterRef("pk"), kind=kind)
+    failed = HookFailure.objects.filter(message=OuterRef("message_id"), kind=kind)
     rows = (
-        Message.objects.filter(**{f"{column}__isnull": True})
+        MessageOutbox.objects.filter(**{f"{column}__isnull": True})
         .filter(Q(stored_at__lt=at - GRACE) | Exists(failed))  # a recorded failure: its hook has finished
         .filter(~Exists(failed.filter(next_attempt_at__gt=at)))
-        .order_by("stored_at", "pk")
-        .values_list("pk", "account_id")[:limit]
+        .order_by("stored_at", "message_id")
+        .values_list("message_id", "message__account_id")[:limit]
     )
     return list(rows)
 
@@ -197,7 +198,8 @@ def outbox_status(*, owner: Any = None, now: dt.datetime | None = None) -> Outbo
     """Counts for the home page (one owner's mail) and Diagnostics (everyone's: owner=None). "Pending"
     leaves out the grace period, so a batch being indexed right now is not reported."""
     at = now or timezone.now()
-    messages = Message.objects.all() if owner is None else Message.objects.filter(account__owner=owner)
+    outbox = MessageOutbox.objects.all()
+    messages = outbox if owner is None else outbox.filter(message__account__owner=owner)
     failures = HookFailure.objects.all() if owner is None else HookFailure.objects.filter(message__account__owner=owner)
     # One count per kind, each answered from its partial index (only the rows with work left).
     counts = {

@@ -20,7 +20,7 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
-from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, Thread
+from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, MessageOutbox, Thread
 from apps.accounts.parsing import ParsedMessage, parse_message
 from apps.accounts.providers.base import Checkpoint, RemoteMessage, StoreResult
 from apps.accounts.signals import messages_stored
@@ -138,11 +138,13 @@ def _insert(*, account: MailAccount, incoming: list[_Incoming], unfinished: list
     existing_by_key = {
         row["dedupe_key"]: row
         for row in Message.objects.filter(account=account, dedupe_key__in=keys).values(
-            "id", "dedupe_key", "provider_id", "folder", "labels", "indexed_at", "routed_at"
+            "id", "dedupe_key", "provider_id", "folder", "labels", "outbox__indexed_at", "outbox__routed_at"
         )
     }
     unfinished.extend(
-        row["id"] for row in existing_by_key.values() if row["indexed_at"] is None or row["routed_at"] is None
+        row["id"]
+        for row in existing_by_key.values()
+        if row["outbox__indexed_at"] is None or row["outbox__routed_at"] is None
     )
     existing_provider_ids = set(
         Message.objects.filter(account=account, provider_id__in=provider_ids).values_list("provider_id", flat=True)
@@ -166,6 +168,8 @@ def _insert(*, account: MailAccount, incoming: list[_Incoming], unfinished: list
     thread_ids = _assign_threads(account=account, fresh=fresh)
     rows = [_message_row(account, item, thread_id) for item, thread_id in zip(fresh, thread_ids, strict=True)]
     created_ids: list[int] = insert_values(Message, rows, batch_size=500)
+    stored_at = timezone.now()
+    insert_values(MessageOutbox, [{"message_id": pk, "stored_at": stored_at} for pk in created_ids], batch_size=500)
     attachments: list[Attachment] = []
     for message_pk, item in zip(created_ids, fresh, strict=True):
         for parsed_attachment in item.parsed.attachments:

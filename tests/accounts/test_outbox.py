@@ -17,7 +17,7 @@ from django_q.models import Schedule
 from apps.accounts import outbox
 from apps.accounts.apps import OUTBOX_SCHEDULE_NAME
 from apps.accounts.importers import import_path
-from apps.accounts.models import HookFailure, HookKind, MailAccount, Message
+from apps.accounts.models import HookFailure, HookKind, MailAccount, Message, MessageOutbox
 from apps.accounts.tasks import sweep_outbox_task
 from apps.orchestration.models import Run
 from apps.search.backends import get_search_backend
@@ -62,7 +62,7 @@ def test_a_failed_index_leaves_the_message_pending_and_the_sweeper_indexes_it(
     break_indexing(monkeypatch)
     message = store_mail(subject="Invoice 4711")
     message.refresh_from_db()
-    assert message.indexed_at is None
+    assert message.outbox.indexed_at is None
     assert message.pk not in indexed_message_ids()
     failure = HookFailure.objects.get(message=message, kind=HookKind.INDEX)
     assert failure.attempts == 1
@@ -81,10 +81,10 @@ def test_a_failed_index_leaves_the_message_pending_and_the_sweeper_indexes_it(
     monkeypatch.undo()
     assert outbox.sweep_outbox(now=failure.next_attempt_at + dt.timedelta(seconds=1)).announced["index"] == 1
     message.refresh_from_db()
-    assert message.indexed_at is not None
+    assert message.outbox.indexed_at is not None
     assert message.pk in indexed_message_ids()
     assert not HookFailure.objects.filter(message=message).exists()
-    assert message.routed_at is not None  # routing was never broken
+    assert message.outbox.routed_at is not None  # routing was never broken
 
 
 def test_a_failed_route_is_retried_and_creates_each_run_once(
@@ -102,7 +102,7 @@ def test_a_failed_route_is_retried_and_creates_each_run_once(
     monkeypatch.setattr(orchestration_actions, "create_runs", broken)
     message = store_mail(subject="Invoice 4712")
     message.refresh_from_db()
-    assert message.routed_at is None and message.indexed_at is not None
+    assert message.outbox.routed_at is None and message.outbox.indexed_at is not None
     assert not Run.objects.filter(message=message).exists()
     assert HookFailure.objects.get(message=message, kind=HookKind.ROUTE).attempts == 1
 
@@ -111,7 +111,7 @@ def test_a_failed_route_is_retried_and_creates_each_run_once(
     outbox.sweep_outbox(now=later)
     outbox.sweep_outbox(now=later + LATER)
     message.refresh_from_db()
-    assert message.routed_at is not None
+    assert message.outbox.routed_at is not None
     assert Run.objects.filter(message=message, director=boss).count() == 1
     assert not HookFailure.objects.exists()
 
@@ -133,7 +133,7 @@ def test_one_bad_message_does_not_hold_back_the_rest_of_a_swept_batch(
 
     monkeypatch.setattr(type(get_search_backend()), "index", fail_on_poison)
     outbox.sweep_outbox(now=timezone.now() + LATER)
-    done = set(Message.objects.filter(indexed_at__isnull=False).values_list("pk", flat=True))
+    done = set(Message.objects.filter(outbox__indexed_at__isnull=False).values_list("pk", flat=True))
     assert done == {messages[0].pk, messages[2].pk}
     assert list(HookFailure.objects.values_list("message_id", "attempts", "last_error")) == [
         (poison, 2, "ValueError: cannot index this one")
@@ -148,25 +148,25 @@ def test_a_crash_after_commit_is_finished_by_the_sweeper_and_by_a_re_import(
     with django_capture_on_commit_callbacks(execute=False):  # the process "dies" before on-commit work
         summary = import_path(account, mbox)
     assert summary.imported == 30
-    assert Message.objects.filter(indexed_at=None).count() == 30
+    assert Message.objects.filter(outbox__indexed_at=None).count() == 30
     assert not indexed_message_ids()
 
     # Re-running the import stores nothing new but finishes the unfinished messages.
     with django_capture_on_commit_callbacks(execute=True):
         again = import_path(account, mbox)
     assert again.imported == 0 and again.duplicates == 30
-    assert Message.objects.filter(indexed_at=None).count() == 0
-    assert Message.objects.filter(routed_at=None).count() == 0
+    assert Message.objects.filter(outbox__indexed_at=None).count() == 0
+    assert Message.objects.filter(outbox__routed_at=None).count() == 0
     assert len(indexed_message_ids()) == 30
 
     # The sweeper alone does it too (here for a second batch), through its scheduled task.
     more = write_mbox(tmp_path / "more.mbox", 12, prefix="later")
     with django_capture_on_commit_callbacks(execute=False):
         import_path(account, more)
-    assert Message.objects.filter(indexed_at=None).count() == 12
-    Message.objects.filter(indexed_at=None).update(stored_at=timezone.now() - LATER)
+    assert Message.objects.filter(outbox__indexed_at=None).count() == 12
+    MessageOutbox.objects.filter(indexed_at=None).update(stored_at=timezone.now() - LATER)
     assert sweep_outbox_task() == {"index": 12, "route": 12}
-    assert Message.objects.filter(indexed_at=None).count() == 0
+    assert Message.objects.filter(outbox__indexed_at=None).count() == 0
     assert len(indexed_message_ids()) == 42
     assert sweep_outbox_task() == {"index": 0, "route": 0}
 
@@ -196,7 +196,7 @@ def test_home_and_diagnostics_show_persistent_failures_and_what_to_do(
         at = HookFailure.objects.get(message=message).next_attempt_at + dt.timedelta(seconds=1)
         outbox.sweep_outbox(now=at)
     assert HookFailure.objects.get(message=message).attempts == outbox.PERSISTENT_ATTEMPTS
-    Message.objects.filter(pk=message.pk).update(stored_at=timezone.now() - LATER)
+    MessageOutbox.objects.filter(message=message).update(stored_at=timezone.now() - LATER)
 
     home = page.get("/").content.decode()
     assert 'data-testid="outbox-status"' in home

@@ -200,8 +200,8 @@ def assert_nothing_lost_or_duplicated(account_name: str) -> None:
     ids = set(messages.values_list("pk", flat=True))
     assert len(ids) == ENRON_UNIQUE
     assert messages.values("dedupe_key").distinct().count() == ENRON_UNIQUE
-    assert not messages.filter(indexed_at=None).exists()
-    assert not messages.filter(routed_at=None).exists()
+    assert not messages.filter(outbox__indexed_at=None).exists()
+    assert not messages.filter(outbox__routed_at=None).exists()
     held = SearchDocument.objects.filter(kind="message", object_id__in=ids)
     documents = list(held.values_list("object_id", flat=True))
     assert len(documents) == len(set(documents)) == ENRON_UNIQUE  # every message indexed exactly once
@@ -230,7 +230,7 @@ def test_kill_9_while_indexing_then_the_sweeper_and_a_re_import_finish(user: Any
     from apps.accounts.models import Message
 
     process = start_import(enron_boxes, "killed-indexing")
-    unindexed = Message.objects.filter(account__name="killed-indexing", indexed_at=None)
+    unindexed = Message.objects.filter(account__name="killed-indexing", outbox__indexed_at=None)
     kill_when(process, unindexed.exists, "messages committed, their indexing running")
     stranded = unindexed.count()
     assert stranded > 0

@@ -72,8 +72,8 @@ documents = SearchDocument.objects.filter(kind="message")
 completed_threads = Conversation.objects.filter(kind=ThreadKind.DIRECTOR, status=ThreadStatus.COMPLETED)
 print(json.dumps({
     "messages": len(ids),
-    "unindexed": Message.objects.filter(indexed_at=None).count(),
-    "unrouted": Message.objects.filter(routed_at=None).count(),
+    "unindexed": Message.objects.filter(outbox__indexed_at=None).count(),
+    "unrouted": Message.objects.filter(outbox__routed_at=None).count(),
     "hook_failures": HookFailure.objects.count(),
     "documents": documents.count(),
     "documents_distinct": documents.values("object_id").distinct().count(),
