@@ -165,9 +165,10 @@ async def send_too_large(scope: Scope, send: Send, *, limit: int, reason: str, s
         content_type = b"application/json"
     else:
         body = (
-            '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>Request too large</title></head>'
-            f"<body><h1>Request too large (413)</h1><p>{escape(message)}</p>"
-            '<p><a href="javascript:history.back()">Go back</a></p></body></html>'
+            '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            '<meta name="viewport" content="width=device-width, initial-scale=1"><title>Request too large</title>'
+            f"</head><body><h1>Request too large (413)</h1><p>{escape(message)}</p>"
+            '<p><a href="/">Back to mailagent</a></p></body></html>'
         ).encode()
         content_type = b"text/html; charset=utf-8"
     await send(
