@@ -15,6 +15,7 @@ from apps.ask import actions, selectors
 from apps.ask.models import AskRun
 from apps.ask.presentation import run_context
 from apps.ask.runner import start_ask_run
+from mailagent import ratelimit
 
 
 @require_GET
@@ -41,15 +42,23 @@ def ask_run_create(request: HttpRequest) -> HttpResponse:
         conversation = selectors.access_conversation(user=request.user, conversation_id=request.POST["conversation"])
     is_htmx = bool(getattr(request, "htmx", False))
     try:
+        ratelimit.hit(action="ask", user_id=request.user.pk)
         run = actions.create_ask_run(
             owner=request.user,
             question=request.POST.get("question", ""),
             conversation=conversation,
             account_name=request.POST.get("account", "").strip(),
         )
-    except actions.AskInputError as exc:
+    except (actions.AskInputError, ratelimit.RateLimited) as exc:
+        limited = exc if isinstance(exc, ratelimit.RateLimited) else None
+        status = 429 if limited else 422
         if is_htmx:
-            return render(request, "ask/partials/form_error.html", {"error": str(exc)}, status=422)
+            response = render(request, "ask/partials/form_error.html", {"error": str(exc)}, status=status)
+            if limited:
+                response["Retry-After"] = str(limited.retry_after)
+            return response
+        if limited:
+            return ratelimit.too_many_requests(limited, as_json=False)
         target = reverse("ask:panel") + (f"?c={conversation.pk}" if conversation else "")
         return redirect(target)
     start_ask_run(run.pk, asgi=isinstance(request, ASGIRequest))

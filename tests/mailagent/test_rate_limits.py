@@ -72,6 +72,19 @@ def test_ask_api_answers_429_with_retry_after_per_user(logged_in_client: Client)
 
 
 @override_settings(MAILAGENT_RATE_LIMITS=LIMITS)
+def test_ask_page_shares_the_budget_and_shows_the_error(logged_in_client: Client) -> None:
+    url = reverse("ask:run_create")
+    assert logged_in_client.post("/api/ask", {"question": "one"}, content_type="application/json").status_code == 202
+    assert logged_in_client.post(url, {"question": "two"}).status_code in (200, 302)
+    page = logged_in_client.post(url, {"question": "three"})
+    assert page.status_code == 429 and "Retry-After" in page
+    assert "Too many Ask questions" in page.content.decode()
+    htmx = logged_in_client.post(url, {"question": "four"}, headers={"HX-Request": "true"})
+    assert htmx.status_code == 429 and "Too many Ask questions" in htmx.content.decode()
+    assert AskRun.objects.count() == 2
+
+
+@override_settings(MAILAGENT_RATE_LIMITS=LIMITS)
 def test_fetcher_start_fetch_and_run_share_one_budget(logged_in_client: Client) -> None:
     assert logged_in_client.post("/api/fetcher/start", content_type="application/json").status_code == 200
     assert logged_in_client.post("/api/fetcher/fetch").status_code == 202
