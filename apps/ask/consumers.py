@@ -29,6 +29,21 @@ def _load_run(user: Any, run_id: str) -> AskRun | None:
         return None
 
 
+def _render_live_steps(run_id: str) -> str:
+    """The rows of a run still in progress, as out-of-band swaps. Never the whole run item: a live item
+    carries ws-connect, and swapping it in again would open another socket, whose snapshot would swap it
+    again (the trial saw 55 sockets for one question)."""
+    from apps.ask.presentation import step_rows
+
+    run = AskRun.objects.get(pk=run_id)
+    status = render_to_string("ask/partials/status.html", {"run_id": run_id, "status": run.status, "oob": True})
+    return status + "".join(
+        render_to_string("ask/partials/step.html", {"run_id": run_id, "step": step, "oob": True})
+        for step in step_rows(run)
+        if not step["hidden"]
+    )
+
+
 def _render_run(run_id: str) -> str:
     from apps.ask.presentation import run_context
 
@@ -40,6 +55,7 @@ class AskRunConsumer(AsyncJsonWebsocketConsumer):
     group_name: str = ""
     run_id: str = ""
     wants_json: bool = False
+    closed: bool = False
 
     async def connect(self) -> None:
         user = self.scope.get("user")
@@ -65,7 +81,10 @@ class AskRunConsumer(AsyncJsonWebsocketConsumer):
     async def _send_snapshot(self) -> None:
         run = await database_sync_to_async(AskRun.objects.get)(pk=self.run_id)
         if not self.wants_json:
-            await self.send(text_data=await database_sync_to_async(_render_run)(self.run_id))
+            if run.is_finished:
+                await self._send_final()
+            else:
+                await self.send(text_data=await database_sync_to_async(_render_live_steps)(self.run_id))
             return
         if run.status == RunStatus.DONE:
             await self.send_json(
@@ -89,16 +108,29 @@ class AskRunConsumer(AsyncJsonWebsocketConsumer):
                     )
                 )
 
+    async def _send_final(self) -> None:
+        """The finished run item (without ws-connect), then the server closes the socket itself: nothing
+        is sent on it afterwards, so no "send on a closed protocol" when the browser drops it."""
+        if self.closed:
+            return
+        await self.send(text_data=await database_sync_to_async(_render_run)(self.run_id))
+        self.closed = True
+        if self.group_name:
+            await self.channel_layer.group_discard(self.group_name, self.channel_name)
+        await self.close()
+
     async def ask_event(self, message: dict[str, Any]) -> None:
         """Handler for `{"type": "ask.event", "event": {...}}` sent to the run's group."""
         event = message["event"]
+        if self.closed:
+            return
         if event.get("runId") != self.run_id:
             return  # never happens with per-run groups; cheap insurance against a misrouted send
         if self.wants_json:
             await self.send_json(event)
             return
         if event["type"] in ("completed", "error"):
-            await self.send(text_data=await database_sync_to_async(_render_run)(self.run_id))
+            await self._send_final()
             return
         if event["type"] in ("step_started", "step_completed"):
             step = {

@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any, Literal, NotRequired, TypedDict
 
 EventType = Literal["started", "step_started", "step_completed", "completed", "error"]
-EventStatus = Literal["running", "done", "error"]
+EventStatus = Literal["running", "done", "error", "skipped"]
 
 
 class AskEvent(TypedDict):

@@ -26,7 +26,7 @@ from apps.ask.answer import (
     llm_answer,
     no_evidence_answer,
 )
-from apps.ask.events import Emit, make_event
+from apps.ask.events import Emit, EventStatus, make_event
 from apps.ask.extractive import extractive_answer
 from apps.ask.planner import Plan, PreviousTurn, classify_intent, plan_question, refusal_text
 from apps.ask.rerank import MIN_EVIDENCE_SCORE, Candidate, ThreadResult, merge_threads, score_candidates
@@ -71,7 +71,7 @@ class StepRecord:
     stepId: str
     label: str
     detail: str = ""
-    status: str = "running"
+    status: EventStatus = "running"
     ms: int = 0
 
 
@@ -132,7 +132,7 @@ class StepTracker:
             )
             raise
         record.ms = int((time.perf_counter() - started) * 1000)
-        record.status = "done"
+        record.status = "skipped" if record.status == "skipped" else "done"
         self.emit(
             make_event(
                 self.run_id,
@@ -140,7 +140,7 @@ class StepTracker:
                 step_id=step_id,
                 label=record.label,
                 detail=record.detail,
-                status="done",
+                status=record.status,
                 payload={"ms": record.ms},
             )
         )
@@ -215,6 +215,8 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
     with tracker.step("local_vector") as step:
         before = len(pool.by_message)
         sources["local_vector"] = semantic_search(plan, pool, filters)
+        if sources["local_vector"].get("note"):
+            step.status = "skipped"
         step.detail = sources["local_vector"].get("note") or (
             f"{sources['local_vector']['hits']} messages ({len(pool.by_message) - before} new)"
         )
@@ -222,6 +224,7 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
         report = provider_search(plan, pool, ctx.accounts)
         sources["provider_search"] = report
         if not report:
+            step.status = "skipped"
             step.detail = "no Gmail or Outlook account connected"
         else:
             step.detail = "; ".join(
@@ -261,6 +264,7 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
             for row in rows:
                 row["related"] = True
             answer = no_evidence_answer(_searched(scope, plan), reason)
+            scope["confidence"] = "low"
             mode = "no_evidence"
             step.detail = f"no reliable evidence: {reason}"
         else:
@@ -275,6 +279,8 @@ def _answer(ctx: AskContext, plan: Plan, texts: list[EvidenceText], scope: dict[
         if result is not None and result.mode == "llm":
             scope["citation_check"] = result.citation_check
             scope["llm"] = result.llm
+            # every value of the answer was found in the mail it cites; an answer without values is a reading
+            scope["confidence"] = "high" if result.citation_check.get("checked_values") else "medium"
             return result.text, "llm"
         scope["llm"] = result.llm if result is not None else {}
         scope["llm"]["fallback"] = "extractive"

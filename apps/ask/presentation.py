@@ -38,6 +38,10 @@ def step_rows(run: AskRun) -> list[dict[str, Any]]:
     rows = []
     for step_id, label in STEPS:
         step = known.get(step_id)
+        if step is not None and run.is_finished and step.get("status") in ("running", "pending"):
+            # Started but never finished: say so instead of "…" forever.
+            why = "the run failed before this step finished" if run.status == RunStatus.ERROR else "not finished"
+            step = {**step, "status": "skipped", "detail": step.get("detail") or why}
         rows.append(
             {
                 "stepId": step_id,
@@ -66,6 +70,29 @@ def evidence_rows(run: AskRun) -> list[dict[str, Any]]:
     return rows
 
 
+CONFIDENCE_LABELS = {
+    "high": "Confidence: high",
+    "medium": "Confidence: medium",
+    "low": "Confidence: low — I'm not sure this answers it",
+}
+
+
+def verification_label(scope: dict[str, Any]) -> str:
+    """What the check actually verified: "2 values found in [1]" (dates, times, amounts and reference
+    numbers of the answer looked up in the mail it cites), or which ones were not found."""
+    check = scope.get("citation_check") or {}
+    checked = int(check.get("checked_values") or 0)
+    if not checked:
+        return ""
+    found = int(check.get("found_values", checked - len(check.get("unsupported") or [])))
+    cited = ", ".join(f"[{n}]" for n in check.get("cited") or []) or "the evidence"
+    label = f"{found} value{'s' if found != 1 else ''} found in {cited}"
+    missing = check.get("unsupported") or []
+    if missing:
+        label += f"; not found: {', '.join(missing)}"
+    return label
+
+
 def run_context(run: AskRun) -> dict[str, Any]:
     return {
         "run": run,
@@ -76,4 +103,7 @@ def run_context(run: AskRun) -> dict[str, Any]:
         "is_error": run.status == RunStatus.ERROR,
         "provider_errors": (run.scope or {}).get("provider_errors") or [],
         "citation_check": (run.scope or {}).get("citation_check") or {},
+        "verification": verification_label(run.scope or {}),
+        "confidence": CONFIDENCE_LABELS.get(str((run.scope or {}).get("confidence") or ""), ""),
+        "confidence_level": str((run.scope or {}).get("confidence") or ""),
     }

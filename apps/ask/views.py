@@ -38,7 +38,8 @@ def panel(request: HttpRequest) -> HttpResponse:
 @require_POST
 def ask_run_create(request: HttpRequest) -> HttpResponse:
     conversation = None
-    if request.POST.get("conversation"):
+    # The launcher continues the last conversation unless the user asked for a new one.
+    if request.POST.get("conversation") and not request.POST.get("new"):
         conversation = selectors.access_conversation(user=request.user, conversation_id=request.POST["conversation"])
     is_htmx = bool(getattr(request, "htmx", False))
     try:
@@ -57,14 +58,33 @@ def ask_run_create(request: HttpRequest) -> HttpResponse:
             if limited:
                 response["Retry-After"] = str(limited.retry_after)
             return response
+        # A plain form post (the launcher without JavaScript): the panel with the error and the question kept.
+        runs = list(selectors.conversation_runs(conversation=conversation)) if conversation else []
+        context: dict[str, Any] = {
+            "conversation": conversation,
+            "items": [run_context(run) for run in runs],
+            "conversations": selectors.recent_conversations(user=request.user),
+            "accounts": selectors.accounts_for_run(owner=request.user),
+            "error": str(exc),
+            "question": request.POST.get("question", "")[:5000],
+        }
+        response = render(request, "ask/pages/panel.html", context, status=status)
         if limited:
-            return ratelimit.too_many_requests(limited, as_json=False)
-        target = reverse("ask:panel") + (f"?c={conversation.pk}" if conversation else "")
-        return redirect(target)
+            response["Retry-After"] = str(limited.retry_after)
+        return response
     start_ask_run(run.pk, asgi=isinstance(request, ASGIRequest))
     run.refresh_from_db()
     if is_htmx:
-        return render(request, "ask/partials/run.html", {"item": run_context(run)})
+        # The run item, plus (out of band) the composer's conversation id and the sidebar, so a follow-up
+        # typed next continues this conversation however the page was opened.
+        created: dict[str, Any] = {
+            "item": run_context(run),
+            "conversation": run.conversation,
+            "conversations": selectors.recent_conversations(user=request.user),
+        }
+        response = render(request, "ask/partials/run_created.html", created)
+        response["HX-Replace-Url"] = f"{reverse('ask:panel')}?c={run.conversation_id}"
+        return response
     return redirect(f"{reverse('ask:panel')}?c={run.conversation_id}#ask-run-{run.pk}")
 
 
