@@ -14,3 +14,11 @@ class OrchestrationConfig(AppConfig):
         from apps.workspaces import hooks
 
         hooks.on_reply(enqueue_reply)  # Inbox replies continue their run
+
+        from mailagent.schedules import register_maintenance
+
+        register_maintenance(
+            name="orchestration: inbox replies sweeper",
+            func="apps.orchestration.inbox_replies.deliver_pending_replies_task",
+            minutes=10,
+        )

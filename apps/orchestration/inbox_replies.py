@@ -84,10 +84,12 @@ def continue_run_with_reply(*, entry: InboxEntry) -> Run | None:
 
 
 def deliver_pending_replies() -> int:
-    """Replies to runs that were not taken yet (a lost job, a run busy for too long): enqueue them again."""
+    """Replies to runs that were not taken yet (a lost job, a run busy for too long): enqueue them again.
+    Only replies older than the retry window, so the sweep does not race a retry still scheduled."""
+    cutoff = timezone.now() - dt.timedelta(seconds=RETRY_SECONDS * MAX_ATTEMPTS + 300)
     pending = list(
         InboxEntry.objects.filter(
-            replied_at__isnull=False, reply_delivered_at__isnull=True, run_id__isnull=False
+            replied_at__lt=cutoff, reply_delivered_at__isnull=True, run_id__isnull=False
         ).values_list("pk", flat=True)
     )
     for entry_id in pending:
@@ -123,6 +125,10 @@ class ResumedRun(RunEngine):
         messages = list(thread.messages or [])
         messages.append({"role": "user", "content": reply_message(entry)})
         with transaction.atomic():
+            # Two jobs for one reply (a retry and a sweep) may both get here: only one appends it.
+            undelivered = InboxEntry.objects.select_for_update().filter(pk=entry.pk, reply_delivered_at__isnull=True)
+            if not list(undelivered.values_list("pk", flat=True)):
+                return self._finish(RunStatus.COMPLETED, reason="")
             thread.status, thread.finalized, thread.ended_at = ThreadStatus.ONGOING, False, None
             thread.save(update_fields=["status", "finalized", "ended_at"])
             self._persist_turn(thread, messages)
@@ -155,3 +161,7 @@ class ResumedRun(RunEngine):
             result={"final": outcome.final},
         )
         return self._finish(RunStatus.COMPLETED, reason=reason)
+
+
+def deliver_pending_replies_task() -> str:
+    return f"{deliver_pending_replies()} pending replies enqueued"

@@ -92,3 +92,36 @@ def test_reply_to_an_outside_agents_entry_lands_in_its_workspace(logged_in_clien
     other = actions.push_inbox_entry(workspace=workspace, comments="Anything else?")
     empty = logged_in_client.post(f"/inbox/entries/{other.pk}/reply/", {"text": "  "})
     assert empty.status_code == 400 and b"the reply is empty" in empty.content
+
+
+def test_a_reply_whose_job_was_lost_is_delivered_once_by_the_sweeper(
+    fake_llm: FakeOpenAI,  # noqa: F811
+    client_manager: Any,  # noqa: F811
+    store_mail: Any,
+    logged_in_client: Any,
+) -> None:
+    import datetime as dt
+
+    from apps.orchestration.inbox_replies import continue_run_task
+
+    fake_llm.when(lambda body: "replied to your Inbox entry" in last_user_text(body), Reply.text("Noted, done."))
+    fake_llm.script(Reply.calls(("inbox_push", {"comments": "Summary: the order ships Monday."})), Reply.text("ok"))
+    run = Run.objects.get(message=store_mail(subject="Order status", sender=CLIENT))
+    entry = InboxEntry.objects.get(run_id=run.pk)
+    # The reply is stored but its on-commit job never runs (the test's transaction is not committed).
+    assert (
+        logged_in_client.post(f"/inbox/entries/{entry.pk}/reply/", {"text": "Also ask for the invoice"}).status_code
+        == 200
+    )
+    assert deliver_pending_replies() == 0  # still inside the retry window
+    InboxEntry.objects.filter(pk=entry.pk).update(replied_at=entry.created - dt.timedelta(hours=1))
+    assert deliver_pending_replies() == 1  # django-q runs it inline in tests
+    entry.refresh_from_db()
+    run.refresh_from_db()
+    assert entry.reply_delivered_at is not None and run.status == RunStatus.COMPLETED
+    assert continue_run_task(str(entry.pk)) == "nothing to deliver"
+    thread = Conversation.objects.get(run=run, kind=ThreadKind.DIRECTOR)
+    replies = [
+        m for m in thread.messages if m["role"] == "user" and "Also ask for the invoice" in str(m.get("content"))
+    ]
+    assert len(replies) == 1 and thread.messages[-1]["content"] == "Noted, done."
