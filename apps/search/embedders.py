@@ -8,6 +8,7 @@ is stored with the vectors, so switching embedders is noticed and everything is 
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any, Protocol
 
@@ -59,7 +60,11 @@ class UniversalSentenceEncoder:
             return normalize_rows(self._model.encode(list(texts)))
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_documents([text])[0]
+        # No lock: the forward pass keeps its state in local arrays, so concurrent searches each use a
+        # core (the lock only keeps big backfill batches from competing for the BLAS threads).
+        if not text:
+            return np.zeros(self.dimension, dtype=np.float32)
+        return normalize_rows(self._model.encode([text]))[0]
 
 
 class E5SmallEmbedder:
@@ -167,6 +172,34 @@ def build_embedder(config: dict[str, Any]) -> Embedder:
             timeout=float(config.get("timeout") or 60.0),
         )
     raise ImproperlyConfigured(f"Unknown SEARCH_EMBEDDER backend {backend!r} (use, e5 or openai)")
+
+
+QUERY_CACHE_SIZE = 4096
+_query_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+_query_vectors_lock = threading.Lock()
+
+
+def embed_query_cached(embedder: Embedder, text: str) -> np.ndarray:
+    """The query's vector, from a per-process LRU when this embedder has seen the text (people repeat and
+    refine searches; search-as-you-type sends the same prefix again), else from the model."""
+    key = (embedder.key, text)
+    with _query_vectors_lock:
+        vector = _query_vectors.get(key)
+        if vector is not None:
+            _query_vectors.move_to_end(key)
+            return vector
+    vector = np.asarray(embedder.embed_query(text), dtype=np.float32)
+    vector.setflags(write=False)
+    with _query_vectors_lock:
+        _query_vectors[key] = vector
+        while len(_query_vectors) > QUERY_CACHE_SIZE:
+            _query_vectors.popitem(last=False)
+    return vector
+
+
+def forget_query_vectors() -> None:
+    with _query_vectors_lock:
+        _query_vectors.clear()
 
 
 def get_embedder() -> Embedder:

@@ -22,7 +22,7 @@ from django.db import connection, transaction
 from django.db.models.functions import Substr
 
 from apps.search.documents import IndexDocument, chunk_texts
-from apps.search.embedders import Embedder, get_embedder
+from apps.search.embedders import Embedder, embed_query_cached, get_embedder
 from apps.search.folding import SNIPPET_SCAN_CHARS, ParsedQuery, QueryTerm, highlight, parse_query
 from apps.search.models import SearchChunk, SearchDocument, SearchIndexState
 from mailagent.bulk import insert_values
@@ -366,7 +366,7 @@ class BaseSearchBackend:
         state = self.state()
         if state.embedder != embedder.key or not state.dimension:
             return []  # nothing has been embedded with this model yet
-        vector = np.asarray(embedder.embed_query(query[:2000]), dtype=np.float32)
+        vector = embed_query_cached(embedder, query[:2000])
         hits = [
             SearchHit(document_id=pk, score=float(score), sources=["vector"], chunk_no=chunk_no)
             for pk, chunk_no, score in self._vector_ids(vector, filters, limit, state.dimension)

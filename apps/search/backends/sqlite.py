@@ -108,10 +108,10 @@ class VectorMatrix:
         if keep.all():
             return
         kept = int(keep.sum())
-        self.vectors[:kept] = self.vectors[: self.size][keep]
+        # New arrays, not an in-place shuffle: searches running outside the lock keep their snapshot.
+        self.vectors = self.vectors[: self.size][keep]
         for name in self.COLUMNS:
-            column = getattr(self, name)
-            column[:kept] = column[: self.size][keep]
+            setattr(self, name, getattr(self, name)[: self.size][keep])
         self.size = kept
         self.compactions += 1
 
@@ -188,6 +188,14 @@ class VectorMatrix:
         if allowed_documents is not None:
             mask = both(mask, np.isin(self.document_ids[:size], allowed_documents))
         return mask
+
+    def snapshot(self) -> VectorMatrix:
+        """The rows loaded now, for a search outside the lock: appends write past `size` or into new arrays
+        and compaction builds new arrays, so these views never change under the reader."""
+        view = VectorMatrix(dimension=self.dimension, embedder=self.embedder, size=self.size, vectors=self.vectors)
+        for name in self.COLUMNS:
+            setattr(view, name, getattr(self, name))
+        return view
 
     def search(self, vector: np.ndarray, limit: int, mask: np.ndarray | None) -> list[tuple[int, int, float]]:
         size = self.size
@@ -355,9 +363,11 @@ class SQLiteSearchBackend(BaseSearchBackend):
         with matrix.lock:
             with connection.cursor() as cursor:
                 matrix.refresh(cursor)
-            if matrix.dimension != vector.shape[0]:
-                return []
-            return matrix.search(vector, limit, matrix.mask(filters, allowed))
+            view = matrix.snapshot()
+        # The scan runs outside the lock (numpy releases the GIL in the matrix product): searches overlap.
+        if view.dimension != vector.shape[0]:
+            return []
+        return view.search(vector, limit, view.mask(filters, allowed))
 
     def check(self) -> list[CheckMessage]:
         if fts5_available():
