@@ -36,6 +36,7 @@ class Prediction:
     ranked: list[tuple[str, float]]  # every folder, most likely first, calibrated probabilities
     evidence: list[str] = field(default_factory=list)  # the words that pointed to the top folder
     known_words: int = 0  # distinct words of the file that occur in the filed files' vocabulary
+    calibrated: bool = False  # a temperature was fitted on held-out folds (enough filed files)
 
     @property
     def top(self) -> tuple[str, float] | None:
@@ -87,6 +88,7 @@ class FolderClassifier:
         self.folders: list[str] = []
         self.counts: dict[str, int] = {}
         self.temperature = 1.0
+        self.calibrated = False
         self.trained_on = 0
         self.train_seconds = 0.0
         self.version = FORMAT_VERSION
@@ -126,6 +128,7 @@ class FolderClassifier:
         self.folders = sorted(self.counts)
         self.trained_on = len(labelled)
         self.temperature = 1.0
+        self.calibrated = False
         self.model = None
         if len(self.folders) < 2:
             self.train_seconds = time.perf_counter() - started
@@ -135,6 +138,7 @@ class FolderClassifier:
         features = self._features(labelled, fit=True)
         if len(labelled) >= MIN_CALIBRATION_SAMPLES:
             self.temperature = self._calibrate(features, labels)
+            self.calibrated = True
         self.model = self._estimator().fit(features, labels)
         self.train_seconds = time.perf_counter() - started
         return self
@@ -173,7 +177,12 @@ class FolderClassifier:
         order = np.argsort(-probabilities)
         ranked = [(self.folders[i], float(probabilities[i])) for i in order if allowed[i]]
         known = int(self.words.transform([f"{sample.header}\n{sample.body}"]).nnz)
-        return Prediction(ranked=ranked, evidence=self._evidence(features, int(order[0])), known_words=known)
+        return Prediction(
+            ranked=ranked,
+            evidence=self._evidence(features, int(order[0])),
+            known_words=known,
+            calibrated=getattr(self, "calibrated", False),
+        )
 
     def _evidence(self, features: Any, class_index: int, limit: int = 5) -> list[str]:
         coef = self.model.coef_

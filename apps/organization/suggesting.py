@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from apps.organization import learning
 from apps.organization.actions import get_settings
+from apps.organization.classifier import MIN_CALIBRATION_SAMPLES
 from apps.organization.models import (
     ClassifierState,
     FileStatus,
@@ -90,11 +91,12 @@ def classifier_proposal(
             "compare it with. Choose a folder; the choice is learned."
         )
         return Proposal(folder="", confidence=confidence, reasoning=reasoning, alternatives=alternatives)
+    if prediction.calibrated:
+        kind = "calibrated confidence"
+    else:
+        kind = f"confidence, not calibrated yet: fewer than {MIN_CALIBRATION_SAMPLES} filed files"
     if confidence >= settings.suggest_threshold:
-        reasoning = (
-            f"Most like the {counts.get(folder, 0)} files in {folder} "
-            f"({confidence:.0%} calibrated confidence).{because}"
-        )
+        reasoning = f"Most like the {counts.get(folder, 0)} files in {folder} ({confidence:.0%} {kind}).{because}"
         return Proposal(folder=folder, confidence=confidence, reasoning=reasoning, alternatives=alternatives)
     reasoning = (
         f"No confident folder: the best guess, {folder}, is at {confidence:.0%}, below your "

@@ -57,7 +57,7 @@ def test_upload_suggest_choose_and_undo(prepared: Library, user: Any, asgi_serve
     # Choose another folder (a new one) instead of the suggestion.
     card.locator("[data-testid=org-folder-input]").fill("finance/statements-2026")
     card.locator("[data-testid=org-choose]").click()
-    page.locator("[data-testid=org-notice]").wait_for(timeout=30_000)
+    page.locator("[data-testid=org-notice]", has_text="Moved april").wait_for(timeout=30_000)
     assert (
         "Moved april-statement.txt to finance/statements-2026" in page.locator("[data-testid=org-notice]").inner_text()
     )

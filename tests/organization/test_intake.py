@@ -98,3 +98,20 @@ def test_configure_cli_sets_root_and_threshold(user: Any, tmp_path: Any) -> None
     settings = actions.get_settings(owner=user)
     assert settings.suggest_threshold == 0.7 and settings.auto_move
     assert actions.get_library(owner=user).root == str(root)
+
+
+def test_library_files_are_in_the_search_index(
+    seeded_library: Library, django_capture_on_commit_callbacks: Any
+) -> None:
+    from apps.search.backends import get_search_backend
+    from apps.search.backends.base import SearchFilters
+    from apps.search.models import SearchDocument
+
+    with django_capture_on_commit_callbacks(execute=True):
+        file = actions.save_upload(
+            library=seeded_library, name="insurance.txt", chunks=[b"Household insurance policy, yearly premium."]
+        )
+    document = SearchDocument.objects.get(kind="file", object_id=file.pk)
+    assert document.owner_id == seeded_library.owner_id and document.folder == "inbox"
+    hits = get_search_backend().keyword("insurance premium", filters=SearchFilters(kinds=("file",)))
+    assert [hit.document_id for hit in hits] == [document.pk]
