@@ -31,7 +31,7 @@ KIND_NAMES = {"date": "Date", "time": "Time", "amount": "Amount", "identifier": 
 # Threads scoring at least this share of the best one are considered for the answer.
 CONTENDER_SHARE = 0.75
 MAX_CONTENDERS = 3
-MAX_PASSAGES_EMBEDDED = 160
+MAX_PASSAGES_EMBEDDED = 60
 # Similarity (cosine, multilingual USE) of the best quoted sentence below which the answer is unsure.
 UNSURE_SIMILARITY = 0.12
 
@@ -179,7 +179,13 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
             prior = 2.0 * item.score / top_score - (0.0 if position == 0 else 0.1)
             prior += 0.3 if len(members) > 1 and message.timestamp == newest else 0.0
             options.append(_Option(item.number, message, prior))
-    flat = [(o, p) for o in options for p in o.message.passages if p.source != "subject"][:MAX_PASSAGES_EMBEDDED]
+    # Only sentences that could answer are embedded: those holding an asked kind of value (all, for "any").
+    flat = [
+        (o, p)
+        for o in options
+        for p in o.message.passages
+        if p.source != "subject" and (not kinds or any(find_values(kind, p.text) for kind in kinds))
+    ][:MAX_PASSAGES_EMBEDDED]
     # Each sentence is embedded with its mail's subject (a bare "label: date" line says little).
     similarities = _similarities(
         plan.semantic_query or plan.question, [f"{o.message.subject}: {p.text}" for o, p in flat]
