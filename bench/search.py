@@ -4,6 +4,10 @@ semantic / hybrid latency (p50, p95), RSS, and `notmuch search` on the same mess
 
     .venv/bin/python bench/search.py                       # all of ../shared/data/enron (≈45k messages)
     .venv/bin/python bench/search.py --limit 3000          # a quick run on the first 3000 messages
+    bench/search.py --workdir DIR --maildir /work/tmp-enron/maildir --quality --http --concurrency 20
+        # build once into DIR (later runs reuse DIR/data), then retrieval quality on the labelled questions
+        # of bench/data/search_questions.json (plain bm25 OR baseline, keyword, semantic, hybrid: recall@1/@10
+        # and MRR per kind and split) and concurrent HTTP clients on /api/search through a real Daphne
     .venv/bin/python bench/search.py --scale 100000        # grow the index to 100k documents first
     DATABASE_URL=postgres://… bench/search.py ...          # the PostgreSQL backend (default: a fresh SQLite)
     bench/search.py --postgres                             # an embedded PostgreSQL 18 + pgvector
@@ -274,6 +278,56 @@ def scale_up(target: int, *, embed: bool, seed: int = 7) -> tuple[int, float]:
     return added, time.perf_counter() - started
 
 
+def run_quality() -> None:
+    from apps.accounts.models import MailAccount
+    from bench import search_eval
+
+    account = MailAccount.objects.get(name="enron")
+    questions = search_eval.load_questions()
+    search_eval.resolve_relevant(questions, account.pk)
+    print(f"\nquestions: {len(questions)} ({search_eval.describe(questions)}) from {search_eval.QUESTIONS_FILE.name}")
+    results = search_eval.evaluate(questions, account.pk)
+    search_eval.report(questions, results)
+
+
+def run_http(workdir: Path, concurrency: int, duration: float) -> None:
+    import socket
+
+    from bench import search_eval
+
+    questions = search_eval.load_questions()
+    queries = search_eval.questions_as_queries(questions)
+    cookie = search_eval.session_cookie("bench")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    base_url = f"http://127.0.0.1:{port}"
+    # A throwaway bench database holds no secrets: plaintext storage is accepted for this server only.
+    env = {**os.environ, "DEBUG": "0", "LOG_LEVEL": "WARNING", "MAILAGENT_ALLOW_PLAINTEXT": "1"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "mailagent.asgi:application"],
+        cwd=REPO,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        search_eval.wait_for_server(base_url)
+        print(f"\nHTTP: Daphne on {base_url}, GET /api/search, {len(queries)} distinct questions, limit 10")
+        # One pass first: the server loads the model and the vectors, and meets every question once.
+        warm = search_eval.http_load(base_url, cookie, queries, mode="hybrid", concurrency=1, duration=duration)
+        search_eval.print_load("hybrid, 1 client (first sight)", warm)
+        for mode in ("keyword", "hybrid"):
+            for clients in sorted({1, concurrency}):
+                result = search_eval.http_load(
+                    base_url, cookie, queries, mode=mode, concurrency=clients, duration=duration
+                )
+                search_eval.print_load(f"{mode}, {clients} clients", result)
+    finally:
+        server.kill()  # requests may still be in flight after a timed-out client; nothing to shut down cleanly
+        server.wait()
+
+
 def run_queries(repeat: int) -> None:
     from apps.accounts.models import MailAccount
     from apps.search.backends import get_search_backend
@@ -316,14 +370,26 @@ def main() -> None:
     parser.add_argument("--postgres", action="store_true", help="Use an embedded PostgreSQL 18 + pgvector.")
     parser.add_argument("--no-notmuch", action="store_true")
     parser.add_argument("--workdir", help="Keep files here instead of a temporary directory.")
+    parser.add_argument("--maildir", help="An already extracted corpus (its maildir/ folder) instead of the archive.")
+    parser.add_argument("--quality", action="store_true", help="Recall@1/@10 and MRR on the labelled questions.")
+    parser.add_argument("--http", action="store_true", help="Concurrent clients on /api/search through Daphne.")
+    parser.add_argument("--concurrency", type=int, default=20, help="Clients for --http.")
+    parser.add_argument("--duration", type=float, default=15.0, help="Seconds per --http measurement.")
     parser.add_argument("--query-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
 
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="mailagent-bench-search-"))
     workdir.mkdir(parents=True, exist_ok=True)
-    if args.query_only:
-        setup_django(workdir, postgres=False, migrate=False)
+    reuse = bool(args.workdir) and (workdir / "data" / "db.sqlite3").exists() and not args.postgres
+    if args.query_only or reuse:
+        setup_django(workdir, postgres=False, migrate=reuse)
+        if reuse:
+            print(f"reusing the corpus database in {workdir / 'data'} (delete it to rebuild)")
         run_queries(args.repeat)
+        if args.quality:
+            run_quality()
+        if args.http:
+            run_http(workdir, args.concurrency, args.duration)
         return
     setup_django(workdir, args.postgres)
 
@@ -341,7 +407,11 @@ def main() -> None:
 
     print(f"database: {connection.vendor}   workdir: {workdir}")
     print(f"rss at start: {rss_mb():.0f} MB")
-    maildir, files = extract_enron(workdir, args.limit or None)
+    if args.maildir:
+        maildir = Path(args.maildir)
+        files = sum(1 for path in maildir.rglob("*") if path.is_file())
+    else:
+        maildir, files = extract_enron(workdir, args.limit or None)
     print(f"corpus: {files} files from {ENRON.name}")
 
     user = get_user_model().objects.create_user(username="bench", email="bench@example.com", password="x" * 20)
@@ -413,8 +483,10 @@ def main() -> None:
     print(f"rss of this (building) process: {rss_mb():.0f} MB, peak {peak_rss_mb():.0f} MB")
     # Queries run in a fresh process, like a server that starts on an existing index.
     child_env = {**os.environ, "DATA_DIR": os.environ["DATA_DIR"]}
+    extra = (["--quality"] if args.quality else []) + (["--http"] if args.http else [])
+    extra += ["--concurrency", str(args.concurrency), "--duration", str(args.duration)]
     subprocess.run(
-        [sys.executable, __file__, "--query-only", "--repeat", str(args.repeat), "--workdir", str(workdir)],
+        [sys.executable, __file__, "--query-only", "--repeat", str(args.repeat), "--workdir", str(workdir), *extra],
         env=child_env,
         check=True,
     )

@@ -26,10 +26,12 @@ pytestmark = pytest.mark.django_db
 
 BOXES = ("allen-p", "lokay-m", "gay-r")
 
-# Floors for the hybrid mode (what the search box uses). Measured on both databases: recall@10 0.97,
-# MRR 0.85 (semantic alone the same; keyword alone 0.85 / 0.72 on SQLite, 0.79 / 0.54 on PostgreSQL).
-FLOOR_RECALL_AT_10 = 0.85
-FLOOR_MRR = 0.70
+# Floors for the hybrid mode (what the search box uses). Measured on SQLite with bm25 over every match,
+# document-frequency word pruning (off below 1,000 documents, so here every word counts), score-weighted
+# RRF and whole-mail passages: hybrid recall@10 0.941, MRR 0.810; semantic 0.941 / 0.829; keyword 0.853 /
+# 0.780 (before: hybrid 0.97 / 0.85, keyword 0.85 / 0.72). Not re-measured on PostgreSQL, hence the margin.
+FLOOR_RECALL_AT_10 = 0.91
+FLOOR_MRR = 0.78
 
 HANDWRITTEN = {
     "tr-statement": (
