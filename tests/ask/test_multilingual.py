@@ -1,4 +1,4 @@
-# ruff: noqa: RUF001, E501 -- questions and values in Turkish, German, Spanish and Dutch are the point.
+# ruff: noqa: RUF001 -- questions and values in Turkish, German, Spanish and Dutch are the point.
 """Ask over mail in English, Turkish, German, Spanish and Dutch (tests/ask/data/multilingual, written before
 these questions and before the lexicon left the planner), with the vocabulary file emptied: no word list
 helps. A floor on evidence rank and on the value in the extractive answer keeps quality from regressing
