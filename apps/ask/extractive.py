@@ -224,16 +224,6 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
         total = option.prior + len(found) * 1.0 + quality / max(1, len(kinds) or 2)
         if _supersedes(option, options, chosen):
             total += SUPERSEDES_BONUS
-        print(
-            "OPT",
-            option.number,
-            option.message.subject[:30],
-            round(option.prior, 2),
-            found,
-            round(quality, 2),
-            round(total, 2),
-            [c[0].text[:50] for c in chosen],
-        )
         if best is None or total > best[0]:
             best = (total, option, chosen, found, best_similarity)
     if best is None:
