@@ -112,6 +112,34 @@ def _period_range(day: dt.date, period: str, tz: dt.tzinfo) -> tuple[dt.datetime
     return _start(day, tz), _end(day, tz)
 
 
+def _only_filler_around_a_unit(window: list[str]) -> bool:
+    """ "a month" (in "trades shorter than a month") is a length, not a period: a window of several words
+    is a period only with a digit or a word that is neither a date word nor a stopword ("last", "geçen")."""
+    from apps.search.folding import STOPWORDS
+
+    if len(window) < 2 or any(ch.isdigit() for word in window for ch in word):
+        return False
+    return all(word.lower() in _unit_words() or word.lower() in STOPWORDS for word in window)
+
+
+UNITS = frozenset(("year", "month", "week", "day", "fortnight", "decade", "hour", "minute", "second"))
+
+
+@lru_cache(maxsize=1)
+def _unit_words() -> frozenset[str]:
+    """Words dateparser's data maps to a bare unit ("month", "Monat", "ay", "maand", "mes")."""
+    from dateparser.conf import settings as parser_settings
+    from dateparser.languages import default_loader
+
+    units: set[str] = set()
+    for locale in default_loader.get_locales():
+        dictionary = locale._get_dictionary(parser_settings)
+        for key in dictionary:
+            if str(dictionary[key]).strip().lower() in UNITS and " " not in str(key):
+                units.add(str(key).lower())
+    return frozenset(units)
+
+
 def _is_plain_word_or_number(window: list[str]) -> bool:
     """A single short word or a bare number is too ambiguous to be a period ("do", "may", "12")."""
     if len(window) > 1:
@@ -133,6 +161,8 @@ def parse_date_range(question: str, now: dt.datetime) -> DateRange:
         for index in range(len(words) - size + 1):
             window = words[index : index + size]
             if not any(anchored[index : index + size]) or _is_plain_word_or_number(window):
+                continue
+            if _only_filler_around_a_unit(window):
                 continue
             text = " ".join(window)
             codes: set[str] = set()

@@ -155,6 +155,11 @@ def test_named_periods_prefer_rather_than_filter() -> None:
     assert plan_question("invoices from last month", now=NOW).search_range.label == "last month"
 
 
+def test_a_length_is_not_a_period() -> None:
+    # Found on Enron: "a month" was read as "one month ago" and filtered every mail out.
+    assert parse_date_range("when is payment due on financial power trades shorter than a month?", NOW).label == ""
+
+
 def test_no_date_words_no_range() -> None:
     assert parse_date_range("when do I pay my credit card", NOW).label == ""
     assert parse_date_range("what time does my return flight from Istanbul leave", NOW).label == ""
