@@ -21,7 +21,11 @@ def navigation(request: HttpRequest) -> dict[str, Any]:
     if request.user.is_staff:
         entries.append({"label": "Diagnostics", "url": reverse("diagnostics")})
         entries.append({"label": "Admin", "url": reverse("admin:index")})
+    # Exactly one entry is lit: the one whose URL is the longest prefix of this page's path (so /mail/accounts/
+    # lights Accounts, not Mailbox too); Home only on the home page itself.
     current = request.path
+    matching = [e for e in entries if e["url"] == current or (e["url"] != "/" and current.startswith(e["url"]))]
+    lit = max(matching, key=lambda e: len(e["url"]), default=None)
     for entry in entries:
-        entry["active"] = entry["url"] == current or (entry["url"] != "/" and current.startswith(entry["url"]))
+        entry["active"] = entry is lit
     return {"nav_entries": entries}

@@ -1,0 +1,79 @@
+"""The navigation bar: exactly one section lit per page, the favicon on every page."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from django.contrib.staticfiles import finders
+from django.test import Client
+
+pytestmark = pytest.mark.django_db
+
+NAV = re.compile(r'<nav class="nav"[^>]*>(.*?)</nav>', re.S)
+LINK = re.compile(r'<a href="([^"]+)"([^>]*)>([^<]+)')
+
+# (page, the nav label that must be the only one lit)
+PAGES = [
+    ("/", "Home"),
+    ("/mail/", "Mailbox"),
+    ("/mail/accounts/", "Accounts"),
+    ("/search/", "Search"),
+    ("/inbox/", "Inbox"),
+    ("/runs/", "Runs"),
+    ("/runs/memory/", "Memory"),
+    ("/routing/filters/", "Filters"),
+    ("/routing/fetcher/", "Fetcher"),
+    ("/ask/", "Ask"),
+    ("/organize/", "Organize"),
+    ("/diagnostics/", "Diagnostics"),
+]
+
+
+def lit_entries(html: str) -> list[str]:
+    nav = NAV.search(html)
+    assert nav, "no navigation bar"
+    return [label.strip() for _, attrs, label in LINK.findall(nav.group(1)) if 'aria-current="page"' in attrs]
+
+
+@pytest.mark.parametrize(("url", "label"), PAGES)
+def test_exactly_one_nav_entry_is_lit(staff_client: Client, url: str, label: str) -> None:
+    response = staff_client.get(url)
+    assert response.status_code == 200, url
+    assert lit_entries(response.content.decode()) == [label]
+
+
+def test_pages_outside_every_section_light_nothing(staff_client: Client) -> None:
+    response = staff_client.get("/no-such-page/")
+    assert response.status_code == 404
+    html = response.content.decode()
+    if NAV.search(html):  # the 404 page may or may not carry the bar; when it does, nothing is lit
+        assert lit_entries(html) == []
+
+
+def test_one_diagnostics_entry_for_staff_and_none_for_others(staff_user: Any, user: Any) -> None:
+    staff_client, user_client = Client(), Client()
+    staff_client.force_login(staff_user)
+    user_client.force_login(user)
+    staff_nav = NAV.search(staff_client.get("/").content.decode())
+    user_nav = NAV.search(user_client.get("/").content.decode())
+    assert staff_nav and user_nav
+    assert [label.strip() for _, _, label in LINK.findall(staff_nav.group(1))].count("Diagnostics") == 1
+    assert "Diagnostics" not in [label.strip() for _, _, label in LINK.findall(user_nav.group(1))]
+
+
+def test_favicon_is_linked_and_served(staff_client: Client) -> None:
+    client = Client()
+    hrefs = set()
+    for response in (client.get("/accounts/login/"), staff_client.get("/mail/")):
+        match = re.search(r'<link rel="icon" href="([^"]+)" type="image/svg\+xml">', response.content.decode())
+        assert match, "no favicon link"
+        hrefs.add(match.group(1))
+    assert len(hrefs) == 1
+    found = finders.find("mailagent/favicon.svg")
+    assert found, "favicon.svg is not among the static files"
+    served = client.get(hrefs.pop())
+    assert served.status_code == 200
+    body = b"".join(served.streaming_content) if served.streaming else served.content  # type: ignore[attr-defined]
+    assert body.lstrip().startswith(b"<svg") and b"</svg>" in body
