@@ -6,7 +6,7 @@ parses it in memory first, and Daphne then queues every chunk at once. So no ASG
 a body in time, and it has no setting for a maximum body size (`request_buffer_size` is only the chunk
 size it queues with). A 100 MB anonymous POST to the login page cost ~1.2 GB of RSS. uvicorn streams the
 body to the app with back-pressure, so mailagent.request_limits can refuse it from the headers or cut it
-off while it streams. Websockets (Channels) run on uvicorn's `websockets` implementation.
+off while it streams. Websockets (Channels) run on uvicorn's `websockets-sansio` implementation.
 
 Proxy headers (X-Forwarded-For/-Proto) are trusted only when FORWARDED_ALLOW_IPS names the proxies
 (uvicorn reads that variable itself); without it they are ignored.
@@ -34,7 +34,7 @@ def web_server_command(*, host: str, port: int) -> list[str]:
         "--lifespan",  # Channels' ProtocolTypeRouter has no lifespan handler
         "off",
         "--ws",
-        "websockets",
+        "websockets-sansio",  # the `websockets` package's sans-I/O protocol (the legacy one is deprecated)
         proxy,
         "--no-server-header",
         ASGI_APPLICATION,
