@@ -61,9 +61,8 @@ def declare_error_responses(method: str, operation: dict[str, Any]) -> None:
     if operation.get("security"):
         codes.add("401")
     if parameters or "requestBody" in operation:
-        codes.update({"400", "422"})
-    if any(parameter.get("in") == "path" for parameter in parameters):
-        codes.add("404")
+        # Invalid input; and an id in the path, query or body may name nothing this user owns.
+        codes.update({"400", "404", "422"})
     if method in UNSAFE_METHODS:
         codes.update({"400", "403"})  # a malformed body; django_auth's CSRF check
     responses = operation.setdefault("responses", {})
@@ -145,7 +144,11 @@ def health(request: HttpRequest) -> Status:
     return Status(200, {"status": "ok", "database": connection.vendor})
 
 
-@api.get("/diagnostics/runtime", tags=["system"])
+class ErrorOut(Schema):
+    error: str
+
+
+@api.get("/diagnostics/runtime", response={200: dict[str, Any], 403: ErrorOut}, tags=["system"])
 def diagnostics_runtime(request: HttpRequest) -> dict[str, Any]:
     if not request.user.is_staff:
         raise HttpError(403, "Diagnostics are for administrators")

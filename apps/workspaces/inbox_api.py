@@ -54,7 +54,7 @@ def history(request: HttpRequest, query: Query[HistoryQuery]) -> Status:
             user=request.user, limit=query.limit, before=query.before, workspace_id=query.workspaceId
         )
     except selectors.BadCursor as exc:
-        return Status(422, {"detail": str(exc)})
+        return Status(422, {"error": str(exc)})
     return Status(
         200,
         {
