@@ -199,13 +199,19 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 REDIS_URL = env_str("REDIS_URL")
 
-if REDIS_URL:
-    CHANNEL_LAYERS = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [REDIS_URL], "prefix": env_str("CHANNELS_PREFIX", "mailagent")},
-        }
+
+def redis_channel_layers(redis_url: str, prefix: str = "mailagent") -> dict[str, Any]:
+    """channels-redis waits for messages with a blocking BZPOPMIN of up to 5 s, and redis-py 8 gives every
+    socket a 5 s read timeout by default: an idle websocket consumer then died with "Timeout reading from"
+    and never received another event. The read timeout must stay well above the blocking wait."""
+    host = {"address": redis_url, "socket_timeout": 30, "health_check_interval": 30}
+    return {
+        "default": {"BACKEND": "channels_redis.core.RedisChannelLayer", "CONFIG": {"hosts": [host], "prefix": prefix}}
     }
+
+
+if REDIS_URL:
+    CHANNEL_LAYERS = redis_channel_layers(REDIS_URL, env_str("CHANNELS_PREFIX", "mailagent"))
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
@@ -295,13 +301,13 @@ MAILAGENT_SYNC_BATCH = env_int("MAILAGENT_SYNC_BATCH", 200)
 MAILAGENT_SYNC_LOCK_SECONDS = env_int("MAILAGENT_SYNC_LOCK_SECONDS", 600)
 MAILAGENT_MAX_UPLOAD_BYTES = env_int("MAILAGENT_MAX_UPLOAD_BYTES", 512 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
-
-# Routing: time limit of one filter search and of all filters on one message (catastrophic patterns are
 # Request bodies are bounded before Django reads them (mailagent/request_limits.py): anonymous requests,
 # logged-in (or bearer-token) requests, and the upload endpoints below (logged-in only, MAX_UPLOAD_BYTES).
 MAILAGENT_MAX_ANONYMOUS_REQUEST_BYTES = env_int("MAILAGENT_MAX_ANONYMOUS_REQUEST_BYTES", 256 * 1024)
 MAILAGENT_MAX_REQUEST_BYTES = env_int("MAILAGENT_MAX_REQUEST_BYTES", 16 * 1024 * 1024)
 MAILAGENT_UPLOAD_URL_NAMES = ["mail:account_import"]
+
+# Routing: time limit of one filter search and of all filters on one message (catastrophic patterns are
 # abandoned and recorded as filter errors), and the fetcher schedule's interval when it is first started.
 ROUTING_FILTER_TIMEOUT_MS = env_int("ROUTING_FILTER_TIMEOUT_MS", 50)
 ROUTING_MESSAGE_BUDGET_MS = env_int("ROUTING_MESSAGE_BUDGET_MS", 1000)

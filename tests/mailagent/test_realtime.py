@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from typing import Any
@@ -13,6 +14,7 @@ from django.conf import settings
 from django.test import Client, override_settings
 
 from mailagent.asgi import application
+from mailagent.settings import redis_channel_layers
 from tests.services import REPO_ROOT, subprocess_env
 
 pytestmark = [
@@ -37,12 +39,7 @@ async def test_anonymous_websocket_is_refused() -> None:
 
 
 async def test_event_sent_from_another_process_reaches_the_consumer(redis_url: str, user: Any) -> None:
-    layers = {
-        "default": {
-            "BACKEND": "channels_redis.core.RedisChannelLayer",
-            "CONFIG": {"hosts": [redis_url], "prefix": "mailagent"},
-        }
-    }
+    layers = redis_channel_layers(redis_url)
     client = Client()
     await sync_to_async(client.force_login)(user)
     session_key = client.cookies[settings.SESSION_COOKIE_NAME].value
@@ -50,6 +47,9 @@ async def test_event_sent_from_another_process_reaches_the_consumer(redis_url: s
         communicator = await _connect(session_key)
         connected, _ = await communicator.connect()
         assert connected
+        # Stay idle past channels-redis' 5 s blocking wait: a Redis read timeout at or below it used to
+        # kill the consumer's receive loop, so an event sent a few seconds later was never delivered.
+        await asyncio.sleep(7)
         sender = (
             "from asgiref.sync import async_to_sync; from channels.layers import get_channel_layer;"
             f"async_to_sync(get_channel_layer().group_send)('user.{user.pk}',"
