@@ -98,7 +98,7 @@ def asgi_server(transactional_db: Any) -> Iterator[str]:
     )
     try:
         try:
-            wait_for_port(port, timeout=30, process=process)
+            wait_for_port(port, timeout=90, process=process)
         except (RuntimeError, TimeoutError):
             raise RuntimeError("The web server did not start:\n" + Path(log.name).read_text()) from None
         yield f"http://127.0.0.1:{port}"
