@@ -67,6 +67,10 @@ def declare_error_responses(method: str, operation: dict[str, Any]) -> None:
         codes.update({"400", "403"})  # a malformed body; django_auth's CSRF check
     responses = operation.setdefault("responses", {})
     for code in sorted(codes):
+        # django-ninja keys the statuses a route declares with ints: a "400" next to 400 would be a duplicate
+        # key in the JSON document, which Swagger UI refuses to render ("duplicated mapping key").
+        if int(code) in responses:
+            responses[code] = responses.pop(int(code))
         existing = responses.get(code)
         if existing is None:
             responses[code] = {
