@@ -420,7 +420,7 @@ def _authenticate(raw: str, workspace_id: int) -> selectors.McpPrincipal | None:
     return principal
 
 
-def with_mcp(app: ASGIApp) -> ASGIApp:
+def with_mcp(app: Callable[[Any, Any, Any], Awaitable[None]]) -> ASGIApp:
     """HTTP requests under /mcp/ go to the MCP endpoint, everything else to `app` (Django)."""
     endpoint = McpEndpoint()
 
