@@ -356,8 +356,8 @@ def test_sync_killed_halfway_resumes_without_loss_or_duplicates(
     server_uids = imap_mailbox.uids(BULK_FOLDER)
     assert len(server_uids) == BULK_COUNT
     account = connect_account(imap_mailbox, user, name="bulk-resume")
-    # Small batches so the kill lands between checkpoints; a short lock so the dead holder's lock expires.
-    env = subprocess_env(MAILAGENT_SYNC_BATCH="50", MAILAGENT_SYNC_LOCK_SECONDS="2")
+    # Small batches so the kill lands between checkpoints; the lock keeps its default lifetime (600 s).
+    env = subprocess_env(MAILAGENT_SYNC_BATCH="50")
     stored = Message.objects.filter(account=account)
 
     child = run_sync_command(account.name, env)
@@ -381,13 +381,12 @@ def test_sync_killed_halfway_resumes_without_loss_or_duplicates(
     }
     assert {uid for uid in server_uids if uid <= folder.last_uid} <= committed_uids
 
-    # The dead process still holds the account's lock; nobody else syncs until it expires.
+    # The dead process's lock is still recorded, far from expiring, but its holder is gone: the next sync
+    # takes it over at once instead of answering "busy" for the lock's lifetime.
     account.refresh_from_db()
     expires = account.sync_lock_expires_at
     assert account.sync_lock_token and expires is not None
-    if expires - timezone.now() > timedelta(milliseconds=500):
-        assert sync_account(account.pk).status == "busy"
-    assert wait_until(lambda: timezone.now() > expires, timeout=15, interval=0.1)
+    assert expires - timezone.now() > timedelta(minutes=5)
 
     resumed = subprocess.run(
         [sys.executable, "manage.py", "sync", "--account", account.name],
