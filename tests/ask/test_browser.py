@@ -54,8 +54,13 @@ def test_ask_from_the_launcher_and_click_through(mailbox: AskMailbox, session: t
     done_steps = first.locator("[data-testid=ask-step][data-status=done]")
     assert done_steps.count() >= 7
     skipped = first.locator("[data-testid=ask-step][data-status=skipped]")
-    assert "skipped — no Gmail or Outlook account connected" in skipped.first.inner_text()
-    assert "Reading attachments" in first.locator("[data-testid=ask-step]:visible").all_inner_texts()[5]
+    # Every skipped step says why (the test server has no provider account and may not have vectors yet).
+    assert skipped.count() >= 1
+    assert all("skipped — " in text for text in skipped.all_inner_texts())
+    assert skipped.filter(has_text="skipped — no Gmail or Outlook account connected").count() == 1
+    assert any(
+        "Reading attachments" in text for text in first.locator("[data-testid=ask-step]:visible").all_inner_texts()
+    )
     rows = first.locator("[data-testid=ask-evidence]")
     assert rows.count() >= 3
     assert "QNB E-Ekstre - Nisan 2026" in rows.first.inner_text()
