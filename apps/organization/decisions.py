@@ -126,7 +126,7 @@ def undo_move(*, move: Move) -> Move:
     """Move the file back where it was, when it is unchanged and the old path is free; else a clear error
     and nothing changes."""
     with transaction.atomic():
-        locked = Move.objects.select_for_update().select_related("library", "file").get(pk=move.pk)
+        locked = Move.objects.select_for_update(of=("self",)).select_related("library", "file").get(pk=move.pk)
         if locked.undone_at is not None:
             raise OrganizationDecisionError("This move was already undone.")
         root = locked.library.root_path
