@@ -12,6 +12,7 @@ from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from apps.orchestration.models import (
@@ -305,20 +306,27 @@ class RunEngine:
                 on_step=lambda: self._persist_turn(thread, messages),
             )
         except LLMError as exc:
-            self._close_thread(thread, ThreadStatus.FAILED)
-            self._close_agent_sessions(ThreadStatus.FAILED)
-            self.log(Phase.DIRECTOR, detail={"action": "director_failed", "category": exc.category}, error=str(exc))
-            return self._finish(RunStatus.FAILED, error=f"model call failed ({exc.category}): {exc}")
-        thread.finalized = True
-        self._close_thread(thread, ThreadStatus.COMPLETED)
-        self._close_agent_sessions(ThreadStatus.COMPLETED)
+            # Thread and run close in one transaction: a kill between them left a completed/failed thread on a
+            # run still "running", which the stalled-run sweeper then ran a second time.
+            with transaction.atomic():
+                self._close_thread(thread, ThreadStatus.FAILED)
+                self._close_agent_sessions(ThreadStatus.FAILED)
+                self.log(Phase.DIRECTOR, detail={"action": "director_failed", "category": exc.category}, error=str(exc))
+                return self._finish(RunStatus.FAILED, error=f"model call failed ({exc.category}): {exc}")
         reason = "" if outcome.reason == "answered" else f"stopped at the step limit ({director.step_limit})"
-        self.log(
-            Phase.RESULT,
-            detail={"action": "director_complete", "steps": outcome.steps, "stop": outcome.reason},
-            result={"final": outcome.final, "workspaceItems": self.ctx.workspace.items.filter(deleted=False).count()},
-        )
-        return self._finish(RunStatus.COMPLETED, reason=reason)
+        with transaction.atomic():
+            thread.finalized = True
+            self._close_thread(thread, ThreadStatus.COMPLETED)
+            self._close_agent_sessions(ThreadStatus.COMPLETED)
+            self.log(
+                Phase.RESULT,
+                detail={"action": "director_complete", "steps": outcome.steps, "stop": outcome.reason},
+                result={
+                    "final": outcome.final,
+                    "workspaceItems": self.ctx.workspace.items.filter(deleted=False).count(),
+                },
+            )
+            return self._finish(RunStatus.COMPLETED, reason=reason)
 
     def _close_thread(self, thread: Conversation, status: str) -> None:
         now = timezone.now()
