@@ -2,10 +2,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-import subprocess
-import tempfile
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,7 +21,7 @@ from tests.fakes.dovecot import DovecotServer, Mailbox, dovecot_server, make_mes
 from tests.fakes.google_server import FakeGoogleServer
 from tests.fakes.graph_server import FakeGraphServer
 from tests.fakes.loopback_https import plain_http_for
-from tests.services import REPO_ROOT, free_port, redis_server, subprocess_env, wait_for_port
+from tests.services import free_port, redis_server, serve_web
 
 USER_PASSWORD = "correct horse battery staple 42"
 
@@ -88,26 +85,7 @@ def redis_url() -> Iterator[str]:
 def asgi_server(transactional_db: Any) -> Iterator[str]:
     """The real production web server (the command `manage.py serve` runs) in a subprocess on the test database."""
     port = free_port()
-    log = tempfile.NamedTemporaryFile(prefix="web-", suffix=".log", delete=False)  # noqa: SIM115
-    process = subprocess.Popen(
-        web_server_command(host="127.0.0.1", port=port),
-        cwd=REPO_ROOT,
-        env=subprocess_env(),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-    )
-    try:
-        try:
-            wait_for_port(port, timeout=90, process=process)
-        except (RuntimeError, TimeoutError):
-            raise RuntimeError("The web server did not start:\n" + Path(log.name).read_text()) from None
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+    yield from serve_web(web_server_command(host="127.0.0.1", port=port), port)
 
 
 def _serve_fake(server: Any, settings: Any) -> Iterator[Any]:

@@ -111,3 +111,21 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)
     return env
+
+
+def serve_web(command: list[str], port: int, timeout: float = 90) -> Iterator[str]:
+    """Run a web server command in a subprocess on the test database and yield its URL (for fixtures)."""
+    log = tempfile.NamedTemporaryFile(prefix="web-", suffix=".log", delete=False)  # noqa: SIM115
+    process = subprocess.Popen(command, cwd=REPO_ROOT, env=subprocess_env(), stdout=log, stderr=subprocess.STDOUT)
+    try:
+        try:
+            wait_for_port(port, timeout=timeout, process=process)
+        except (RuntimeError, TimeoutError):
+            raise RuntimeError("The web server did not start:\n" + Path(log.name).read_text()) from None
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()

@@ -1,34 +1,14 @@
 from __future__ import annotations
 
-import subprocess
 import sys
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from apps.workspaces import actions
 from mailagent.server import web_server_command
-from tests.services import REPO_ROOT, free_port, subprocess_env, wait_for_port
-
-
-def _serve(command: list[str], port: int) -> Iterator[str]:
-    log = tempfile.NamedTemporaryFile(prefix="web-", suffix=".log", delete=False)  # noqa: SIM115
-    process = subprocess.Popen(command, cwd=REPO_ROOT, env=subprocess_env(), stdout=log, stderr=subprocess.STDOUT)
-    try:
-        try:
-            wait_for_port(port, timeout=60, process=process)
-        except (RuntimeError, TimeoutError):
-            raise RuntimeError("The web server did not start:\n" + Path(log.name).read_text()) from None
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
+from tests.services import free_port, serve_web
 
 
 @pytest.fixture(scope="module", params=["daphne", "production"])
@@ -41,7 +21,7 @@ def live_server_url(request: Any, django_db_setup: Any, django_db_blocker: Any) 
     else:
         command = web_server_command(host="127.0.0.1", port=port)
     with django_db_blocker.unblock():
-        yield from _serve(command, port)
+        yield from serve_web(command, port)
 
 
 @pytest.fixture
