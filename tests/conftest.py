@@ -193,3 +193,15 @@ def store_mail(account: MailAccount, django_capture_on_commit_callbacks: Any) ->
         return Message.objects.get(pk=result.created_ids[0])
 
     return store
+
+
+@pytest.fixture
+def chromium(monkeypatch: Any) -> Iterator[Any]:
+    """A headless Debian Chromium for `browser` tests (see tests/browser.py for login/screenshot helpers)."""
+    # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls run between its
+    # blocking calls, never concurrently, so Django's async-context guard does not apply here.
+    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+    from tests.browser import launch_chromium
+
+    with launch_chromium() as browser:
+        yield browser
