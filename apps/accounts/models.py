@@ -6,7 +6,7 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from mailagent.crypto import EncryptedJSONField
+from mailagent.crypto import EncryptedJSONField, EncryptedTextField
 
 
 class Provider(models.TextChoices):
@@ -55,6 +55,14 @@ class MailAccount(models.Model):
     imap_port = models.PositiveIntegerField(null=True, blank=True)
     imap_security = models.CharField(max_length=10, choices=ImapSecurity.choices, default=ImapSecurity.SSL)
     imap_username = models.CharField(max_length=320, blank=True)
+    # Outgoing mail for IMAP accounts (replies are sent by SMTP; Gmail and Outlook send through their APIs).
+    smtp_host = models.CharField(max_length=255, blank=True)
+    smtp_port = models.PositiveIntegerField(null=True, blank=True)
+    smtp_security = models.CharField(max_length=10, choices=ImapSecurity.choices, default=ImapSecurity.STARTTLS)
+    smtp_username = models.CharField(max_length=320, blank=True)
+    smtp_password = EncryptedTextField(
+        blank=True, help_text="Stored encrypted (AES-256-GCM) when VX_MAILAGENT_KEY is set."
+    )
     signature_mode = models.CharField(max_length=10, choices=SignatureMode.choices, default=SignatureMode.CUSTOM)
     signature_text = models.TextField(blank=True)
     provider_signature = models.TextField(blank=True, help_text="Fetched from the provider (Gmail sendAs).")
