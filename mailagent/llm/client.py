@@ -18,8 +18,14 @@ from typing import Any, Literal
 
 import openai
 
+from mailagent.llm.errors import describe_failure, endpoint_name, refusal_kind
+
 EventKind = Literal["request", "response", "error"]
-ErrorCategory = Literal["timeout", "rate_limited", "server", "connection", "auth", "bad_request", "other"]
+ErrorCategory = Literal[
+    "timeout", "rate_limited", "server", "connection", "refused", "unresolvable", "auth", "bad_request", "other"
+]
+# A refused connection or a host name that does not resolve fails identically on every attempt: not retried
+# (five retries with backoff only delayed "is the server running?").
 RETRYABLE: frozenset[str] = frozenset({"timeout", "rate_limited", "server", "connection"})
 SECRET_KEYS = ("api_key", "apikey", "authorization", "password", "secret", "token", "refresh_token")
 MAX_EVENT_STRING = 4000
@@ -56,11 +62,24 @@ EventSink = Callable[[ProviderEventData], None]
 
 
 class LLMError(Exception):
-    def __init__(self, message: str, *, category: ErrorCategory, status: int | None = None, attempts: int = 1):
+    """`str()` is the sentence for people (endpoint, status, next step); `detail` is the client's own text."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        category: ErrorCategory,
+        status: int | None = None,
+        attempts: int = 1,
+        detail: str = "",
+        endpoint: str = "",
+    ):
         super().__init__(message)
         self.category = category
         self.status = status
         self.attempts = attempts
+        self.detail = detail or message
+        self.endpoint = endpoint
 
 
 @dataclass(slots=True)
@@ -158,7 +177,7 @@ def _categorize(exc: Exception) -> tuple[ErrorCategory, int | None, float | None
     if isinstance(exc, openai.APITimeoutError):
         return "timeout", None, None
     if isinstance(exc, openai.APIConnectionError):
-        return "connection", None, None
+        return refusal_kind(exc) or "connection", None, None
     if isinstance(exc, openai.RateLimitError) or status == 429:
         return "rate_limited", status, retry_after
     if isinstance(exc, openai.AuthenticationError | openai.PermissionDeniedError):
@@ -184,10 +203,12 @@ def chat(
     tools: Sequence[dict[str, Any]] | None = None,
     tool_choice: str | None = None,
     temperature: float | None = None,
+    max_tokens: int | None = None,
     events: EventSink | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> ChatResult:
-    """One chat completion, retried on timeouts, 429 and 5xx. Raises LLMError when it finally fails."""
+    """One chat completion, retried on timeouts, 429, 5xx and dropped connections (not on a refused one).
+    Raises LLMError, whose message names the endpoint, the status and the next step, when it finally fails."""
     request: dict[str, Any] = {"model": config.model, "messages": list(messages)}
     if tools:
         request["tools"] = list(tools)
@@ -195,6 +216,8 @@ def chat(
             request["tool_choice"] = tool_choice
     if temperature is not None:
         request["temperature"] = temperature
+    if max_tokens is not None:
+        request["max_tokens"] = max_tokens
     attempts = max(1, int(config.max_retries) + 1)
     last_error: LLMError | None = None
     for attempt in range(1, attempts + 1):
@@ -209,21 +232,37 @@ def chat(
         except openai.OpenAIError as exc:
             latency = int((time.monotonic() - started) * 1000)
             category, status, retry_after = _categorize(exc)
-            message = f"{type(exc).__name__}: {exc}"[:2000]
+            detail = f"{type(exc).__name__}: {exc}"[:2000]
+            message = describe_failure(
+                exc,
+                category=category,
+                status=status,
+                base_url=config.base_url,
+                model=config.model,
+                timeout=config.timeout,
+                config_name=config.name,
+            )
             if events:
                 events(
                     ProviderEventData(
                         kind="error",
                         model=config.model,
                         attempt=attempt,
-                        payload={"error": message},
+                        payload={"error": detail, "explanation": message},
                         latency_ms=latency,
                         status=status,
                         error=message,
                         category=category,
                     )
                 )
-            last_error = LLMError(message, category=category, status=status, attempts=attempt)
+            last_error = LLMError(
+                message,
+                category=category,
+                status=status,
+                attempts=attempt,
+                detail=detail,
+                endpoint=endpoint_name(config.base_url, config.name),
+            )
             if category not in RETRYABLE or attempt == attempts:
                 raise last_error from exc
             sleep(backoff_seconds(config, attempt, retry_after))

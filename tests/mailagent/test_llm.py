@@ -76,13 +76,19 @@ def test_timeout_is_categorised(fake: FakeOpenAI) -> None:
     assert caught.value.category == "timeout"
 
 
-def test_unreachable_server_is_a_connection_error() -> None:
+def test_a_refused_connection_fails_at_once_naming_the_endpoint() -> None:
     from tests.services import free_port
 
-    dead = LLMConfig(key="dead", base_url=f"http://127.0.0.1:{free_port()}/v1", api_key="", model="m", max_retries=1)
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    dead = LLMConfig(key="dead", base_url=url, api_key="", model="m", max_retries=4, name="Local")
+    slept: list[float] = []
+    events: list[ProviderEventData] = []
     with pytest.raises(LLMError) as caught:
-        chat(dead, [{"role": "user", "content": "x"}], sleep=lambda s: None)
-    assert caught.value.category == "connection" and caught.value.attempts == 2
+        chat(dead, [{"role": "user", "content": "x"}], sleep=slept.append, events=events.append)
+    assert caught.value.category == "refused" and caught.value.attempts == 1 and slept == []
+    assert str(caught.value).startswith(f"The OpenAI-compatible endpoint at {url} (API config “Local”) refused")
+    assert "is it running?" in str(caught.value) and caught.value.detail == "APIConnectionError: Connection error."
+    assert [e.kind for e in events] == ["request", "error"] and events[1].error == str(caught.value)
 
 
 class AddArgs(BaseModel):

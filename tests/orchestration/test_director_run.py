@@ -287,7 +287,7 @@ def test_provider_500_fails_the_run_and_keeps_everything(
     assert thread.messages[-1]["role"] == "tool"  # the transcript up to the failure is kept
     assert WorkspaceItem.objects.get(workspace__run_id=run.pk).data == "kept"
     assert ProviderEvent.objects.filter(run=run, kind="error", status=500).count() == 2
-    failure = OrchLog.objects.get(run=run, phase="director", error__startswith="InternalServerError")
+    failure = OrchLog.objects.get(run=run, phase="director", error__contains="failed with HTTP 500")
     assert (failure.detail or {})["action"] == "director_failed"
 
 

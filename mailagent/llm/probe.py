@@ -1,0 +1,78 @@
+""" "Test connection": one real chat call asking for a single token, with the outcome in words.
+
+Used by the settings pages and the first-run wizard (apps/setup) and by any page that lets a user pick a
+model. No retries: the user is waiting, and a refused connection or a wrong key fails the same way twice.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from mailagent.llm.client import LLMConfig, LLMError, chat
+from mailagent.llm.errors import endpoint_name
+
+PROBE_TIMEOUT_SECONDS = 20.0
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeResult:
+    ok: bool
+    message: str  # the sentence to show: what worked, or endpoint + status + what to fix
+    endpoint: str  # "Ollama at http://127.0.0.1:11434/v1"
+    model: str
+    category: str = ""  # LLMError category on failure ("refused", "auth", …); "" on success
+    status: int | None = None  # HTTP status the server answered with, when it answered
+    latency_ms: int = 0
+    reply: str = ""  # what the model said (one token), for the curious
+
+
+def test_connection(
+    *,
+    base_url: str,
+    api_key: str,
+    model: str,
+    timeout: float = PROBE_TIMEOUT_SECONDS,
+    name: str = "",
+) -> ProbeResult:
+    """Send one chat message with max_tokens=1 to the endpoint and report what happened."""
+    endpoint = endpoint_name(base_url, name)
+    if not model.strip():
+        return ProbeResult(
+            ok=False, message="Enter a model name first (e.g. gpt-4o-mini or llama3.2).", endpoint=endpoint, model=""
+        )
+    config = LLMConfig(
+        key=f"probe:{base_url}:{model}",
+        base_url=base_url,
+        api_key=api_key,
+        model=model.strip(),
+        timeout=min(float(timeout), PROBE_TIMEOUT_SECONDS),
+        max_concurrency=1,
+        max_retries=0,
+        name=name,
+    )
+    started = time.monotonic()
+    try:
+        result = chat(config, [{"role": "user", "content": "Reply with the single word OK."}], max_tokens=1)
+    except LLMError as exc:
+        return ProbeResult(
+            ok=False,
+            message=str(exc),
+            endpoint=endpoint,
+            model=config.model,
+            category=exc.category,
+            status=exc.status,
+            latency_ms=int((time.monotonic() - started) * 1000),
+        )
+    return ProbeResult(
+        ok=True,
+        message=f"{endpoint} answered with the model “{result.model}” in {result.latency_ms} ms.",
+        endpoint=endpoint,
+        model=result.model,
+        status=200,
+        latency_ms=result.latency_ms,
+        reply=(result.content or "").strip()[:100],
+    )
+
+
+test_connection.__test__ = False  # type: ignore[attr-defined]  # not a pytest test despite its name

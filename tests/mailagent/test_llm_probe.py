@@ -1,0 +1,79 @@
+"""mailagent.llm.probe.test_connection and the worded failures, against real loopback servers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from mailagent.llm.errors import describe_failure, endpoint_name, provider_label
+from mailagent.llm.probe import test_connection as probe
+from tests.fakes.openai_server import FakeOpenAI, Reply
+from tests.services import free_port
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeOpenAI]:
+    with FakeOpenAI() as server:
+        yield server  # type: ignore[misc]
+
+
+def test_a_working_endpoint_answers_one_token(fake: FakeOpenAI) -> None:
+    fake.script(Reply.text("OK"))
+    result = probe(base_url=fake.base_url, api_key="sk-probe", model="fake-model", name="Fake")
+    assert result.ok and result.status == 200 and result.reply == "OK" and result.category == ""
+    assert result.message.startswith(f"The OpenAI-compatible endpoint at {fake.base_url} (API config “Fake”) answered")
+    [request] = fake.chat_requests()
+    assert request["max_tokens"] == 1 and request["model"] == "fake-model"
+    assert fake.api_keys == ["Bearer sk-probe"]
+
+
+def test_a_closed_port_is_named_and_not_retried() -> None:
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    result = probe(base_url=url, api_key="", model="llama3.2")
+    assert not result.ok and result.category == "refused" and result.status is None
+    assert result.message == (
+        f"The OpenAI-compatible endpoint at {url} refused the connection: is it running? "
+        "Check the host and port of the base URL."
+    )
+
+
+@pytest.mark.parametrize(
+    ("reply", "category", "words"),
+    [
+        (Reply.failure(401, "Incorrect API key provided"), "auth", "rejected the API key (HTTP 401)"),
+        (Reply.failure(404, "model 'nope' not found"), "bad_request", "answered HTTP 404: “model 'nope' not found”"),
+        (Reply.failure(503, "overloaded"), "server", "failed with HTTP 503: “overloaded”"),
+    ],
+)
+def test_http_failures_say_status_and_what_to_fix(fake: FakeOpenAI, reply: Reply, category: str, words: str) -> None:
+    fake.script(reply, Reply.text("never reached"))
+    result = probe(base_url=fake.base_url, api_key="k", model="nope")
+    assert not result.ok and result.category == category and result.status == reply.status
+    assert f"at {fake.base_url}" in result.message and words in result.message
+    assert len(fake.chat_requests()) == 1  # the probe never retries
+
+
+def test_a_blank_model_is_refused_before_any_call(fake: FakeOpenAI) -> None:
+    result = probe(base_url=fake.base_url, api_key="", model="  ")
+    assert not result.ok and "model name" in result.message and fake.chat_requests() == []
+
+
+def test_provider_is_named_from_the_url() -> None:
+    assert provider_label("http://127.0.0.1:11434/v1") == "Ollama"
+    assert provider_label("") == "OpenAI"
+    assert provider_label("https://myres.openai.azure.com/openai/v1/") == "Azure OpenAI"
+    assert endpoint_name("http://localhost:1234/v1/") == "LM Studio at http://localhost:1234/v1"
+
+
+def test_ollama_refusal_reads_like_the_issue() -> None:
+    # 11434 may be taken on a developer's machine: the wording is checked through the describer directly.
+    text = describe_failure(
+        ConnectionRefusedError(111, "Connection refused"),
+        category="refused",
+        status=None,
+        base_url="http://127.0.0.1:11434/v1",
+        model="llama3.2",
+        timeout=60,
+    )
+    assert text.startswith("Ollama at http://127.0.0.1:11434/v1 refused the connection: is it running (ollama serve)?")
