@@ -112,6 +112,7 @@ INSTALLED_APPS = [
     "apps.routing",
     "apps.ask",
     "apps.organization",
+    "apps.replies",
 ]
 
 # Optional social login: a provider appears only when its client id is configured.

@@ -36,8 +36,10 @@ from apps.accounts.oauth_http import HttpSession, RateLimitBackoff, backoff_slee
 from apps.accounts.oauth_settings import (
     GMAIL_REQUIRED_SCOPE,
     GMAIL_SCOPES,
+    GMAIL_SEND_SCOPE,
     HTTP_TIMEOUT_SECONDS,
     OUTLOOK_SCOPES,
+    OUTLOOK_SEND_SCOPE,
     RATE_LIMIT_MAX_ATTEMPTS,
     RATE_LIMIT_MAX_WAIT_SECONDS,
     REAUTH_CATEGORIES,
@@ -82,8 +84,10 @@ if TYPE_CHECKING:
 __all__ = [
     "GMAIL_REQUIRED_SCOPE",
     "GMAIL_SCOPES",
+    "GMAIL_SEND_SCOPE",
     "HTTP_TIMEOUT_SECONDS",
     "OUTLOOK_SCOPES",
+    "OUTLOOK_SEND_SCOPE",
     "RATE_LIMIT_MAX_ATTEMPTS",
     "RATE_LIMIT_MAX_WAIT_SECONDS",
     "REAUTH_CATEGORIES",
@@ -111,6 +115,7 @@ __all__ = [
     "google_auth_uri",
     "google_token_error",
     "google_token_uri",
+    "granted_scopes",
     "graph_api_endpoint",
     "load_gmail_credentials",
     "load_msal_cache",
@@ -169,6 +174,28 @@ class ConnectResult:
     account: MailAccount
     created: bool
     next_url: str
+    # "send": an incremental consent for the send scope on an existing account (no new sync is queued).
+    purpose: str = ""
+
+
+def granted_scopes(account: MailAccount) -> list[str]:
+    """The scopes the stored grant carries (Gmail token set `scopes`, Outlook `scopes` kept at consent)."""
+    data = account.credentials if isinstance(account.credentials, dict) else {}
+    scopes = data.get("scopes") or []
+    return [str(scope) for scope in scopes] if isinstance(scopes, list) else str(scopes).split()
+
+
+def send_scope(provider: str) -> str:
+    return GMAIL_SEND_SCOPE if provider == Provider.GMAIL else OUTLOOK_SEND_SCOPE
+
+
+def can_send(account: MailAccount) -> bool:
+    """Whether the stored grant includes the provider's send scope (IMAP/local accounts: not an OAuth question)."""
+    if account.provider not in (Provider.GMAIL, Provider.OUTLOOK):
+        return True
+    wanted = send_scope(account.provider).lower()
+    # Microsoft may answer with resource-qualified names (https://graph.microsoft.com/Mail.Send).
+    return any(scope.lower() == wanted or scope.lower().endswith("/" + wanted) for scope in granted_scopes(account))
 
 
 def _unique_account_name(owner: Any, wanted: str) -> str:
@@ -259,7 +286,13 @@ def _after_connect(account: MailAccount) -> None:
     request_sync(account=account)
 
 
-def _gmail_flow(*, redirect_uri: str, state: str | None = None, code_verifier: str | None = None) -> Any:
+def _gmail_flow(
+    *,
+    redirect_uri: str,
+    state: str | None = None,
+    code_verifier: str | None = None,
+    scopes: list[str] | None = None,
+) -> Any:
     from google_auth_oauthlib.flow import Flow
 
     if not gmail_configured():
@@ -275,7 +308,7 @@ def _gmail_flow(*, redirect_uri: str, state: str | None = None, code_verifier: s
     }
     flow = Flow.from_client_config(
         client_config,
-        scopes=GMAIL_SCOPES,
+        scopes=scopes or GMAIL_SCOPES,
         redirect_uri=redirect_uri,
         state=state,
         code_verifier=code_verifier,
@@ -285,13 +318,24 @@ def _gmail_flow(*, redirect_uri: str, state: str | None = None, code_verifier: s
 
 
 def start_gmail_connect(
-    *, session: MutableMapping[str, Any], redirect_uri: str, account: MailAccount | None = None, next_url: str = ""
+    *,
+    session: MutableMapping[str, Any],
+    redirect_uri: str,
+    account: MailAccount | None = None,
+    next_url: str = "",
+    extra_scopes: list[str] | None = None,
 ) -> str:
-    """The Google consent URL; the flow's state and PKCE verifier wait in the user's session."""
-    flow = _gmail_flow(redirect_uri=redirect_uri)
+    """The Google consent URL; the flow's state and PKCE verifier wait in the user's session.
+
+    `extra_scopes` (incremental consent, e.g. gmail.send on the first reply) are asked for on top of the
+    read scopes, with include_granted_scopes so the new grant carries everything granted before."""
+    scopes = [*GMAIL_SCOPES, *(scope for scope in extra_scopes or [] if scope not in GMAIL_SCOPES)]
+    flow = _gmail_flow(redirect_uri=redirect_uri, scopes=scopes)
     extra: dict[str, str] = {}
     if account is not None and account.address:
         extra["login_hint"] = account.address
+    if extra_scopes:
+        extra["include_granted_scopes"] = "true"
     try:
         url, state = flow.authorization_url(access_type="offline", prompt="consent", **extra)
     finally:
@@ -302,6 +346,8 @@ def start_gmail_connect(
         "redirect_uri": redirect_uri,
         "account_id": account.pk if account is not None else None,
         "next": next_url,
+        "scopes": scopes,
+        "purpose": "send" if extra_scopes and account is not None else "",
     }
     if account is not None:
         logger.info(
@@ -335,7 +381,10 @@ def finish_gmail_connect(*, owner: Any, session: MutableMapping[str, Any], param
     if not code:
         raise OAuthCallbackError("Google sent no authorization code")
     flow = _gmail_flow(
-        redirect_uri=pending["redirect_uri"], state=pending["state"], code_verifier=pending["code_verifier"]
+        redirect_uri=pending["redirect_uri"],
+        state=pending["state"],
+        code_verifier=pending["code_verifier"],
+        scopes=pending.get("scopes") or None,
     )
     try:
         token = flow.fetch_token(code=code)
@@ -388,15 +437,24 @@ def finish_gmail_connect(*, owner: Any, session: MutableMapping[str, Any], param
     )
     if not token_set.get("refresh_token"):
         logger.warning("gmail account %s connected without a refresh token", account.pk)
-    _after_connect(account)
-    return ConnectResult(account=account, created=created, next_url=str(pending.get("next") or ""))
+    purpose = str(pending.get("purpose") or "")
+    if purpose != "send" or created:
+        _after_connect(account)
+    return ConnectResult(account=account, created=created, next_url=str(pending.get("next") or ""), purpose=purpose)
 
 
 def start_outlook_connect(
-    *, session: MutableMapping[str, Any], redirect_uri: str, account: MailAccount | None = None, next_url: str = ""
+    *,
+    session: MutableMapping[str, Any],
+    redirect_uri: str,
+    account: MailAccount | None = None,
+    next_url: str = "",
+    extra_scopes: list[str] | None = None,
 ) -> str:
+    """The Microsoft consent URL; `extra_scopes` (Mail.Send on the first reply) are asked for on top."""
     import msal
 
+    scopes = [*OUTLOOK_SCOPES, *(scope for scope in extra_scopes or [] if scope not in OUTLOOK_SCOPES)]
     try:
         app = build_outlook_app(msal.SerializableTokenCache())
     except requests.RequestException as exc:
@@ -412,7 +470,7 @@ def start_outlook_connect(
             # SameSite=Lax session cookie (and so without the pending flow). The code is bound to this
             # confidential client and to the PKCE verifier in the session, so the query response is safe.
             warnings.filterwarnings("ignore", message="response_mode='form_post' is recommended")
-            flow = app.initiate_auth_code_flow(OUTLOOK_SCOPES, redirect_uri=redirect_uri, **extra)
+            flow = app.initiate_auth_code_flow(scopes, redirect_uri=redirect_uri, **extra)
     finally:
         close_outlook_app(app)
     if "error" in flow:
@@ -421,6 +479,8 @@ def start_outlook_connect(
         "flow": flow,
         "account_id": account.pk if account is not None else None,
         "next": next_url,
+        "scopes": scopes,
+        "purpose": "send" if extra_scopes and account is not None else "",
     }
     if account is not None:
         logger.info(
@@ -440,7 +500,9 @@ def finish_outlook_connect(
     app: msal.ConfidentialClientApplication | None = None
     try:
         app = build_outlook_app(cache)
-        result = app.acquire_token_by_auth_code_flow(pending["flow"], dict(params), scopes=OUTLOOK_SCOPES)
+        result = app.acquire_token_by_auth_code_flow(
+            pending["flow"], dict(params), scopes=pending.get("scopes") or OUTLOOK_SCOPES
+        )
         accounts = app.get_accounts()
     except requests.RequestException as exc:
         raise OAuthCallbackError(f"Could not reach Microsoft to finish signing in: {exc}", status=502) from exc
@@ -463,7 +525,14 @@ def finish_outlook_connect(
     if not address:
         raise OAuthCallbackError("Microsoft did not say which mailbox this is", status=502)
     home_account_id = accounts[0]["home_account_id"] if accounts else ""
-    credentials = {"msal_cache": cache.serialize(), "home_account_id": home_account_id, "username": address}
+    granted = result.get("scope") or pending.get("scopes") or OUTLOOK_SCOPES
+    credentials = {
+        "msal_cache": cache.serialize(),
+        "home_account_id": home_account_id,
+        "username": address,
+        # What this grant covers, so sending knows whether Mail.Send still needs the user's consent.
+        "scopes": granted.split() if isinstance(granted, str) else [str(scope) for scope in granted],
+    }
     account, created = connect_oauth_account(
         owner=owner,
         provider=Provider.OUTLOOK,
@@ -474,8 +543,10 @@ def finish_outlook_connect(
     )
     if not _cache_has_refresh_token(cache):
         logger.warning("outlook account %s connected without a refresh token", account.pk)
-    _after_connect(account)
-    return ConnectResult(account=account, created=created, next_url=str(pending.get("next") or ""))
+    purpose = str(pending.get("purpose") or "")
+    if purpose != "send" or created:
+        _after_connect(account)
+    return ConnectResult(account=account, created=created, next_url=str(pending.get("next") or ""), purpose=purpose)
 
 
 # --- re-authorization -------------------------------------------------------------------------------

@@ -21,6 +21,9 @@ GMAIL_SCOPES = [
     "https://www.googleapis.com/auth/tasks",
 ]
 GMAIL_REQUIRED_SCOPE = GMAIL_SCOPES[0]
+# Sending replies: asked for by incremental consent the first time the user sends, never at connect.
+GMAIL_SEND_SCOPE = "https://www.googleapis.com/auth/gmail.send"
+OUTLOOK_SEND_SCOPE = "Mail.Send"
 # MSAL adds openid/profile/offline_access itself (and refuses them here).
 # Calendars/Tasks: the agents' calendar and to-do tools. Mail stays read-only.
 OUTLOOK_SCOPES = ["User.Read", "Mail.Read", "Calendars.ReadWrite", "Tasks.ReadWrite"]

@@ -250,7 +250,8 @@ class OutlookTokenSource:
     def has_refresh_token(self) -> bool:
         return _cache_has_refresh_token(load_msal_cache(self.account))
 
-    def access_token(self, *, force_refresh: bool = False) -> str:
+    def access_token(self, *, force_refresh: bool = False, scopes: list[str] | None = None) -> str:
+        """An access token for OUTLOOK_SCOPES, or for `scopes` (sending asks for Mail.Send alone)."""
         data = self.account.credentials if isinstance(self.account.credentials, dict) else {}
         if not data.get("msal_cache"):
             raise ProviderError(
@@ -267,7 +268,7 @@ class OutlookTokenSource:
                 category="missing_refresh_token",
             )
         try:
-            result = app.acquire_token_silent_with_error(OUTLOOK_SCOPES, chosen, force_refresh=force_refresh)
+            result = app.acquire_token_silent_with_error(scopes or OUTLOOK_SCOPES, chosen, force_refresh=force_refresh)
         except requests.RequestException as exc:
             raise ProviderError(f"Could not reach Microsoft's token endpoint: {exc}", category="network") from exc
         finally:

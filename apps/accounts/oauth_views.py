@@ -71,6 +71,9 @@ def _callback(request: HttpRequest, *, finish: Callable[..., oauth.ConnectResult
             return HttpResponseBadRequest(str(exc))
         messages.error(request, str(exc))
         return _landing(request, "")
+    if result.purpose == "send" and not result.created:
+        messages.success(request, f"{label} now lets mailagent send from {result.account.address}.")
+        return _landing(request, result.next_url)
     verb = "connected" if result.created else "re-authorized"
     messages.success(request, f"{label} mailbox {result.account.address} {verb}; the first sync has been queued.")
     return _landing(request, result.next_url)

@@ -2,7 +2,10 @@
 
 The mailbox lives in memory and the test drives it: `add_message`, `modify_labels`, `expire_history`,
 `revoke` (refresh → invalid_grant, existing access tokens → 401), `rate_limit_next` (429 + Retry-After),
-`stop()` (network failure). Only the paths mailagent calls are served, including Gmail's multipart batch
+`stop()` (network failure). Tokens carry the scopes they were granted: messages.send answers 403
+insufficientPermissions without gmail.send (and `fail_sends` makes it fail like Gmail's 400 invalid
+argument); what was sent lands in `sent` and in the mailbox with the SENT label.
+Only the paths mailagent calls are served, including Gmail's multipart batch
 endpoint. `LoopbackServer` is the small threaded HTTP server both fakes are built on.
 """
 
@@ -253,6 +256,10 @@ class FakeGoogleServer(LoopbackServer):
         self.granted_scopes: list[str] | None = None  # None: grant what was asked for
         self.rate_limits: list[RateLimit] = []
         self.token_grants: list[str] = []
+        # token → granted scopes (a token missing here was made by token_set(): the read scopes).
+        self.token_scopes: dict[str, list[str]] = {}
+        self.sent: list[dict[str, Any]] = []  # {"raw": bytes, "threadId": str, "id": str} per messages.send
+        self.fail_sends: str = ""  # a message: every messages.send answers 400 with it
         self._ids = itertools.count(0x18F0000000000000)
 
     # --- test controls ---
@@ -346,16 +353,18 @@ class FakeGoogleServer(LoopbackServer):
             HistoryRecord(self.history_id, kind, message.id, message.thread_id, list(message.labels), changed)
         )
 
-    def _new_access_token(self) -> str:
+    def _new_access_token(self, scopes: list[str] | None = None) -> str:
         token = "ya29." + secrets.token_urlsafe(24)
         with self.lock:
             self.access_tokens.add(token)
+            self.token_scopes[token] = list(scopes or GMAIL_SCOPES)
         return token
 
-    def _new_refresh_token(self) -> str:
+    def _new_refresh_token(self, scopes: list[str] | None = None) -> str:
         token = "1//" + secrets.token_urlsafe(24)
         with self.lock:
             self.refresh_tokens.add(token)
+            self.token_scopes[token] = list(scopes or GMAIL_SCOPES)
         return token
 
     @staticmethod
@@ -449,25 +458,27 @@ class FakeGoogleServer(LoopbackServer):
                 return FakeResponse.json(
                     {"error": "invalid_grant", "error_description": "Invalid code verifier."}, status=400
                 )
+            granted = issued["scope"].split()
             body: dict[str, Any] = {
-                "access_token": self._new_access_token(),
+                "access_token": self._new_access_token(granted),
                 "expires_in": 3599,
                 "scope": issued["scope"],
                 "token_type": "Bearer",
             }
             if self.issue_refresh_token and issued["access_type"] == "offline":
-                body["refresh_token"] = self._new_refresh_token()
+                body["refresh_token"] = self._new_refresh_token(granted)
             return FakeResponse.json(body)
         if grant == "refresh_token":
             if self.revoked or form.get("refresh_token") not in self.refresh_tokens:
                 return FakeResponse.json(
                     {"error": "invalid_grant", "error_description": "Token has been expired or revoked."}, status=400
                 )
+            scopes = self.token_scopes.get(form.get("refresh_token", ""), GMAIL_SCOPES)
             return FakeResponse.json(
                 {
-                    "access_token": self._new_access_token(),
+                    "access_token": self._new_access_token(scopes),
                     "expires_in": 3599,
-                    "scope": " ".join(GMAIL_SCOPES),
+                    "scope": " ".join(scopes),
                     "token_type": "Bearer",
                 }
             )
@@ -494,6 +505,8 @@ class FakeGoogleServer(LoopbackServer):
                 return FakeResponse.json({"labels": self._labels()})
             if route == ["messages"]:
                 return self._list_messages(request)
+            if route == ["messages", "send"] and request.method == "POST":
+                return self._send(request)
             if len(route) == 2 and route[0] == "messages":
                 return self._get_message(request, route[1])
             if route == ["history"]:
@@ -501,6 +514,29 @@ class FakeGoogleServer(LoopbackServer):
             if route == ["settings", "sendAs"]:
                 return FakeResponse.json({"sendAs": self._send_as()})
         return self._error(404, "Requested entity was not found.")
+
+    def _send(self, request: FakeRequest) -> FakeResponse:
+        """users.messages.send: needs gmail.send; the message joins threadId when given (as Gmail does when
+        the headers match), gets the SENT label, and appears in history like any new message."""
+        scopes = self.token_scopes.get(request.bearer(), GMAIL_SCOPES)
+        if not {"https://www.googleapis.com/auth/gmail.send", "https://mail.google.com/"} & set(scopes):
+            return self._error(403, "Request had insufficient authentication scopes.", "insufficientPermissions")
+        if self.fail_sends:
+            return self._error(400, self.fail_sends, "invalidArgument")
+        body = json.loads(request.body or b"{}")
+        raw_text = str(body.get("raw") or "")
+        if not raw_text:
+            return self._error(
+                400, "'raw' RFC822 payload message string or uploading message via /upload/* URL required"
+            )
+        raw = base64.urlsafe_b64decode(raw_text + "=" * (-len(raw_text) % 4))
+        thread_id = str(body.get("threadId") or "")
+        if thread_id and not any(m.thread_id == thread_id for m in self.messages.values()):
+            return self._error(404, "Requested entity was not found.")
+        message_id = self.add_message(raw, labels=["SENT"], thread_id=thread_id or None)
+        message = self.messages[message_id]
+        self.sent.append({"raw": raw, "threadId": thread_id, "id": message_id})
+        return FakeResponse.json({"id": message.id, "threadId": message.thread_id, "labelIds": ["SENT"]})
 
     def _labels(self) -> list[dict[str, Any]]:
         labels = [{"id": label, "name": label, "type": "system"} for label in SYSTEM_LABELS]

@@ -6,7 +6,9 @@ MSAL only accepts https authorities, so the authority and the OpenID configurati
 https://127.0.0.1:<port>; the tests reach them as plain http through tests/fakes/loopback_https.py.
 
 Graph: /me, mailFolders (+ childFolders, well-known names), per-folder messages/delta with nextLink and
-deltaLink, message MIME ($value), attachments. Test switches: `expire_delta_tokens` (410 Gone
+deltaLink, message MIME ($value), attachments, sendMail (MIME; needs Mail.Send, which a refresh can only get
+once the user consented to it, like AADSTS65001; sent mail lands in `sent` and in Sent Items).
+Test switches: `expire_delta_tokens` (410 Gone
 SyncStateNotFound), `revoke` (invalid_grant), `rate_limit_next` (429 + Retry-After), `stop()`.
 """
 
@@ -100,6 +102,11 @@ class FakeGraphServer(LoopbackServer):
         self.issue_refresh_token = True
         self.rate_limits: list[RateLimit] = []
         self.token_grants: list[str] = []
+        # access token → its scopes; refresh token → what the user consented to (refreshes stay within it).
+        self.token_scopes: dict[str, set[str]] = {}
+        self.consented: dict[str, set[str]] = {}
+        self.sent: list[bytes] = []  # the MIME of every sendMail
+        self.fail_sends: str = ""  # a message: every sendMail answers 400 ErrorInvalidRecipients with it
         self.max_page_size = 10
         self._ids = itertools.count(1)
         # Calendar and To Do (for the orchestration tools); tools_forbidden answers 403 like a token
@@ -274,10 +281,11 @@ class FakeGraphServer(LoopbackServer):
         )
         return FakeResponse.redirect(f"{request.arg('redirect_uri')}?{query}")
 
-    def _tokens(self, scope: str, nonce: str = "") -> dict[str, Any]:
+    def _tokens(self, scope: str, nonce: str = "", *, consented: set[str] | None = None) -> dict[str, Any]:
         access = "eyJ0eXAi." + secrets.token_urlsafe(24)
         with self.lock:
             self.access_tokens.add(access)
+            self.token_scopes[access] = set(scope.split())
         body: dict[str, Any] = {
             "token_type": "Bearer",
             "scope": scope,
@@ -291,6 +299,7 @@ class FakeGraphServer(LoopbackServer):
             refresh = "0.AR" + secrets.token_urlsafe(32)
             with self.lock:
                 self.refresh_tokens.add(refresh)
+                self.consented[refresh] = set(consented if consented is not None else scope.split())
             body["refresh_token"] = refresh
         return body
 
@@ -317,7 +326,11 @@ class FakeGraphServer(LoopbackServer):
                     {"error": "invalid_grant", "error_description": "AADSTS501481: Code verifier mismatch."},
                     status=400,
                 )
-            return FakeResponse.json(self._tokens(form.get("scope") or issued["scope"], issued["nonce"]))
+            return FakeResponse.json(
+                self._tokens(
+                    form.get("scope") or issued["scope"], issued["nonce"], consented=set(issued["scope"].split())
+                )
+            )
         if grant == "refresh_token":
             if self.revoked or form.get("refresh_token") not in self.refresh_tokens:
                 return FakeResponse.json(
@@ -329,7 +342,21 @@ class FakeGraphServer(LoopbackServer):
                     },
                     status=400,
                 )
-            return FakeResponse.json(self._tokens(form.get("scope", "")))
+            consented = self.consented.get(form.get("refresh_token", ""), set())
+            wanted = set(form.get("scope", "").split()) - {"openid", "profile", "offline_access"}
+            if consented and not wanted <= consented:
+                missing = " ".join(sorted(wanted - consented))
+                return FakeResponse.json(
+                    {
+                        "error": "invalid_grant",
+                        "error_description": f"AADSTS65001: The user or administrator has not consented to use the "
+                        f"application with ID '{self.client_id}'. Scopes: {missing}",
+                        "error_codes": [65001],
+                        "suberror": "consent_required",
+                    },
+                    status=400,
+                )
+            return FakeResponse.json(self._tokens(form.get("scope", ""), consented=consented or None))
         return FakeResponse.json({"error": "unsupported_grant_type"}, status=400)
 
     # --- Graph ---
@@ -363,6 +390,8 @@ class FakeGraphServer(LoopbackServer):
                 )
             if route[:2] == ["me", "mailFolders"]:
                 return self._mail_folders(request, route[2:])
+            if route == ["me", "sendMail"] and request.method == "POST":
+                return self._send_mail(request)
             if route == ["me", "messages"] and request.arg("$search"):
                 return self._search(request)
             if route[:2] == ["me", "messages"] and len(route) >= 3:
@@ -372,6 +401,22 @@ class FakeGraphServer(LoopbackServer):
                     return self._error(403, "ErrorAccessDenied", "Access is denied. Check credentials and try again.")
                 return self._calendar_or_todo(request, route)
         return self._error(404, "ResourceNotFound", f"Resource not found for the segment '{route[-1]}'.")
+
+    def _send_mail(self, request: FakeRequest) -> FakeResponse:
+        """POST /me/sendMail with a base64 MIME body (Content-Type text/plain): 202, and a copy in Sent Items."""
+        if "Mail.Send" not in self.token_scopes.get(request.bearer(), set()):
+            return self._error(403, "ErrorAccessDenied", "Access is denied. Check credentials and try again.")
+        if not request.headers.get("content-type", "").startswith("text/plain"):
+            return self._error(400, "ErrorMimeContentInvalid", "This fake only takes MIME sendMail")
+        if self.fail_sends:
+            return self._error(400, "ErrorInvalidRecipients", self.fail_sends)
+        try:
+            mime = base64.b64decode(request.body, validate=True)
+        except ValueError:
+            return self._error(400, "ErrorMimeContentInvalidBase64String", "Invalid base64 string for MIME content.")
+        self.sent.append(mime)
+        self.add_message(self.folder_id("sentitems"), mime, is_read=True)
+        return FakeResponse(202)
 
     def _calendar_or_todo(self, request: FakeRequest, route: list[str]) -> FakeResponse:
         if route == ["me", "calendarView"] and request.method == "GET":

@@ -418,6 +418,16 @@ class GmailProvider(MailProvider):
             )
         return [str(item["id"]) for item in response.get("messages") or [] if item.get("id")]
 
+    def send_raw(self, raw: bytes, *, thread_id: str = "") -> dict[str, Any]:
+        """users.messages.send with the RFC 822 bytes; threadId keeps a reply in its Gmail conversation.
+
+        Needs the gmail.send scope (incremental consent). Returns Gmail's {id, threadId, labelIds}."""
+        body: dict[str, Any] = {"raw": base64.urlsafe_b64encode(raw).decode("ascii")}
+        if thread_id:
+            body["threadId"] = thread_id
+        with self._session():
+            return dict(_execute(self._users().messages().send(userId="me", body=body)))
+
     def default_signature(self) -> str:
         with self._session():
             response = _execute(self._users().settings().sendAs().list(userId="me"))

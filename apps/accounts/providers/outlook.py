@@ -347,6 +347,37 @@ class OutlookProvider(MailProvider):
         page = self._json("me/messages", what="message search", params=params)
         return [str(item["id"]) for item in page.get("value") or [] if isinstance(item, dict) and item.get("id")]
 
+    def send_mime(self, raw: bytes) -> None:
+        """POST /me/sendMail with the whole MIME message (base64), so our Message-ID, In-Reply-To and
+        References travel unchanged and Exchange threads the reply; Graph saves it to Sent Items.
+
+        Needs Mail.Send (incremental consent): the token is asked for that scope alone."""
+        import base64
+
+        body = base64.b64encode(raw)
+        backoff = oauth.RateLimitBackoff("Microsoft Graph")
+        refreshed = False
+        while True:
+            token = self._tokens.access_token(force_refresh=refreshed, scopes=[oauth.OUTLOOK_SEND_SCOPE])
+            try:
+                response = self._session().post(
+                    self._url("me/sendMail"),
+                    data=body,
+                    headers={"Authorization": f"Bearer {token}", "Content-Type": "text/plain"},
+                    timeout=oauth.HTTP_TIMEOUT_SECONDS,
+                )
+            except requests.RequestException as exc:
+                raise ProviderError(f"Could not reach Microsoft Graph: {exc}", category="network") from exc
+            if response.status_code == 401 and not refreshed:
+                refreshed = True
+                continue
+            if response.status_code in (429, 503):  # not accepted: safe to try again after the wait
+                backoff.wait(oauth.parse_retry_after(response.headers.get("Retry-After")))
+                continue
+            if response.status_code not in (200, 202):
+                raise graph_error(response, "sendMail")
+            return
+
     def authorize_url(self) -> str | None:
         return oauth.authorize_path(self.account)
 
