@@ -112,6 +112,7 @@ INSTALLED_APPS = [
     "apps.routing",
     "apps.ask",
     "apps.organization",
+    "apps.results",
     "apps.replies",
 ]
 

@@ -35,6 +35,7 @@ urlpatterns = [
     path("ask/", include("apps.ask.urls")),
     path("inbox/", include("apps.workspaces.urls")),
     path("organize/", include("apps.organization.urls")),
+    path("results/", include("apps.results.urls")),
     path("replies/", include("apps.replies.urls")),
     path("admin/", admin.site.urls),
     path("api/", api.urls),

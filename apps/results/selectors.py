@@ -1,0 +1,338 @@
+"""Reads for the Results page: the email → director run → item tree, one node of it, and the notification
+events since a cursor. Owner-scoped throughout (another user's ids are 404); constant query counts."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Prefetch, Q, QuerySet
+from django.http import Http404
+from django.utils import timezone
+
+from apps.accounts.models import Attachment, MailAccount, Message
+from apps.orchestration import selectors as run_selectors
+from apps.orchestration.models import Director, Run, RunStatus
+from apps.results.events import NOTIFIED_RUN_STATUSES, ResultEvent, inbox_event, run_event
+from apps.results.models import NotificationPreference
+from apps.workspaces.models import CreatedBy, InboxEntry, Workspace, WorkspaceItem, WorkspaceItemLog
+
+TREE_EMAILS = 50  # emails per tree page
+TREE_RUNS = 500  # newest runs considered for one tree page
+# Tree rows never need an item's payload (up to 5 MB) or the message bodies.
+ITEM_ROW_FIELDS = ("pk", "workspace_id", "label", "mime_type", "encoding", "tags", "created_by", "created", "revision")
+MESSAGE_HEAVY_FIELDS = ("message__body_text", "message__body_html", "message__raw_headers", "message__references")
+
+
+@dataclass(frozen=True, slots=True)
+class ResultFilters:
+    account: int | None = None
+    director: int | None = None
+    status: str = ""
+    tag: str = ""
+    author: str = ""
+    q: str = ""
+
+    @classmethod
+    def from_query(cls, query: Any) -> ResultFilters:
+        def number(name: str) -> int | None:
+            raw = str(query.get(name) or "").strip()
+            return int(raw) if raw.isdigit() else None
+
+        status = str(query.get("status") or "").strip()
+        author = str(query.get("author") or "").strip()
+        return cls(
+            account=number("account"),
+            director=number("director"),
+            status=status if status in RunStatus.values else "",
+            tag=str(query.get("tag") or "").strip()[:100],
+            author=author if author in CreatedBy.values else "",
+            q=str(query.get("q") or "").strip()[:200],
+        )
+
+    @property
+    def active(self) -> bool:
+        return any((self.account, self.director, self.status, self.tag, self.author, self.q))
+
+    @property
+    def filters_items(self) -> bool:
+        return bool(self.tag or self.author)
+
+
+@dataclass(slots=True)
+class RunNode:
+    run: Run
+    items: list[WorkspaceItem] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class EmailNode:
+    message: Message
+    runs: list[RunNode] = field(default_factory=list)
+
+    @property
+    def item_count(self) -> int:
+        return sum(len(run.items) for run in self.runs)
+
+
+@dataclass(slots=True)
+class Tree:
+    emails: list[EmailNode]
+    truncated: bool
+    active: bool  # some run is queued or running: the page keeps polling
+
+
+def filtered_runs(*, user: Any, filters: ResultFilters) -> QuerySet[Run]:
+    runs = Run.objects.filter(director__owner=user)
+    if filters.account:
+        runs = runs.filter(message__account_id=filters.account)
+    if filters.director:
+        runs = runs.filter(director_id=filters.director)
+    if filters.status:
+        runs = runs.filter(status=filters.status)
+    if filters.q:
+        q = filters.q
+        labelled = WorkspaceItem.objects.filter(
+            Q(label__icontains=q) | Q(path__icontains=q), workspace__owner=user, deleted=False
+        ).values("workspace__run_id")
+        runs = runs.filter(
+            Q(message__subject__icontains=q)
+            | Q(message__from_name__icontains=q)
+            | Q(message__from_address__icontains=q)
+            | Q(director__name__icontains=q)
+            | Q(pk__in=labelled)
+        )
+    return runs
+
+
+def _item_matches(item: WorkspaceItem, filters: ResultFilters) -> bool:
+    if filters.author and item.created_by != filters.author:
+        return False
+    return not filters.tag or (isinstance(item.tags, list) and filters.tag in item.tags)
+
+
+def results_tree(*, user: Any, filters: ResultFilters, emails: int = TREE_EMAILS) -> Tree:
+    """Emails (newest run first) → their runs (newest first) → live items (newest first). Three queries."""
+    runs = list(
+        filtered_runs(user=user, filters=filters)
+        .select_related("message", "message__account", "director")
+        .defer(*MESSAGE_HEAVY_FIELDS)
+        .order_by("-created_at", "-pk")[:TREE_RUNS]
+    )
+    workspaces: dict[int, Any] = dict(
+        Workspace.objects.filter(owner=user, run_id__in=[run.pk for run in runs]).values_list("pk", "run_id")
+    )
+    items_by_run: dict[int, list[WorkspaceItem]] = {}
+    live = WorkspaceItem.objects.filter(workspace_id__in=list(workspaces), deleted=False)
+    if filters.author:
+        live = live.filter(created_by=filters.author)
+    for item in live.only(*ITEM_ROW_FIELDS).order_by("-created", "-pk"):
+        if _item_matches(item, filters):
+            items_by_run.setdefault(workspaces[item.workspace_id], []).append(item)
+    grouped: OrderedDict[int, EmailNode] = OrderedDict()
+    truncated = len(runs) == TREE_RUNS
+    for run in runs:
+        items = items_by_run.get(run.pk, [])
+        if filters.filters_items and not items:
+            continue
+        node = grouped.get(run.message_id)
+        if node is None:
+            if len(grouped) >= emails:
+                truncated = True
+                continue
+            node = grouped[run.message_id] = EmailNode(message=run.message)
+        node.runs.append(RunNode(run=run, items=items))
+    active = any(run.status in (RunStatus.QUEUED, RunStatus.RUNNING) for run in runs)
+    return Tree(emails=list(grouped.values()), truncated=truncated, active=active)
+
+
+def filter_choices(*, user: Any) -> dict[str, Any]:
+    return {
+        "accounts": list(MailAccount.objects.filter(owner=user).order_by("name").values_list("pk", "name")),
+        "directors": list(Director.objects.filter(owner=user).order_by("name").values_list("pk", "name")),
+        "statuses": RunStatus.choices,
+        "authors": CreatedBy.choices,
+    }
+
+
+# --- nodes --------------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class EmailPane:
+    message: Message
+    runs: list[RunNode]
+
+
+def email_pane(*, user: Any, message_id: int) -> EmailPane:
+    """An email with at least one of the user's runs, and every live item those runs made (404 otherwise)."""
+    message = (
+        Message.objects.select_related("account")
+        .prefetch_related(Prefetch("attachments", queryset=Attachment.objects.order_by("pk")))
+        .filter(pk=message_id, account__owner=user)
+        .first()
+    )
+    if message is None:
+        raise Http404("No such email")
+    runs = list(
+        Run.objects.filter(message=message, director__owner=user).select_related("director").order_by("-created_at")
+    )
+    if not runs:
+        raise Http404("No results for this email")
+    workspaces: dict[int, Any] = dict(
+        Workspace.objects.filter(owner=user, run_id__in=[r.pk for r in runs]).values_list("pk", "run_id")
+    )
+    by_run: dict[int, list[WorkspaceItem]] = {}
+    for item in WorkspaceItem.objects.filter(workspace_id__in=list(workspaces), deleted=False).order_by("-created"):
+        by_run.setdefault(workspaces[item.workspace_id], []).append(item)
+    return EmailPane(message=message, runs=[RunNode(run=run, items=by_run.get(run.pk, [])) for run in runs])
+
+
+@dataclass(slots=True)
+class RunPane:
+    run: Run
+    threads: list[dict[str, Any]]
+    items: list[WorkspaceItem]
+
+
+def run_pane(*, user: Any, run_id: int) -> RunPane:
+    run = run_selectors.access_run(user=user, run_id=run_id)
+    threads = [
+        {"thread": thread, "entries": [e for e in run_selectors.transcript(thread) if e.content or e.tool_calls]}
+        for thread in run_selectors.run_threads(run=run)
+    ]
+    items = list(
+        WorkspaceItem.objects.filter(workspace__run_id=run.pk, workspace__owner=user, deleted=False)
+        .only(*ITEM_ROW_FIELDS, "description", "path")
+        .order_by("-created", "-pk")
+    )
+    return RunPane(run=run, threads=threads, items=items)
+
+
+@dataclass(slots=True)
+class ItemPane:
+    item: WorkspaceItem
+    run: Run | None
+    revisions: list[WorkspaceItemLog]
+    supersedes: list[WorkspaceItem]  # earlier items of the workspace at the same path, newest first
+
+
+def access_item(*, user: Any, item_id: int) -> WorkspaceItem:
+    item = (
+        WorkspaceItem.objects.select_related("workspace")
+        .filter(pk=item_id, workspace__owner=user, deleted=False)
+        .first()
+    )
+    if item is None:
+        raise Http404("No such item")
+    return item
+
+
+def item_pane(*, user: Any, item_id: int) -> ItemPane:
+    item = access_item(user=user, item_id=item_id)
+    run = None
+    if item.workspace.run_id is not None:
+        run = Run.objects.select_related("director", "message").filter(pk=item.workspace.run_id).first()
+    revisions = list(WorkspaceItemLog.objects.filter(workspace_id=item.workspace_id, item_id=item.pk).order_by("at"))
+    supersedes: list[WorkspaceItem] = []
+    if item.path:
+        supersedes = list(
+            WorkspaceItem.objects.filter(workspace_id=item.workspace_id, path=item.path, created__lte=item.created)
+            .exclude(pk=item.pk)
+            .only(*ITEM_ROW_FIELDS, "path", "deleted", "updated")
+            .order_by("-created", "-pk")
+        )
+    return ItemPane(item=item, run=run, revisions=revisions, supersedes=supersedes)
+
+
+# --- deletion -----------------------------------------------------------------------------------------
+
+
+def items_for_nodes(*, user: Any, nodes: list[str]) -> QuerySet[WorkspaceItem]:
+    """The user's live items under tree nodes ("email-3", "run-7", "item-12"); unknown or foreign ids add nothing."""
+    wanted = Q(pk__in=[])
+    for node in nodes:
+        kind, _, raw = str(node).partition("-")
+        if not raw.isdigit():
+            continue
+        number = int(raw)
+        if kind == "item":
+            wanted |= Q(pk=number)
+        elif kind == "run":
+            wanted |= Q(workspace__run_id=number)
+        elif kind == "email":
+            wanted |= Q(workspace__message_id=number, workspace__run_id__isnull=False)
+    return WorkspaceItem.objects.filter(wanted, workspace__owner=user, deleted=False)
+
+
+def items_for_filters(*, user: Any, filters: ResultFilters) -> QuerySet[WorkspaceItem]:
+    """Every live item the tree shows under these filters (not only its first page)."""
+    run_ids = filtered_runs(user=user, filters=filters).values("pk")
+    items = WorkspaceItem.objects.filter(workspace__owner=user, workspace__run_id__in=run_ids, deleted=False)
+    if filters.author:
+        items = items.filter(created_by=filters.author)
+    if filters.tag:
+        ids = [pk for pk, tags in items.values_list("pk", "tags") if isinstance(tags, list) and filters.tag in tags]
+        items = WorkspaceItem.objects.filter(pk__in=ids)
+    return items
+
+
+# --- notifications ------------------------------------------------------------------------------------
+
+# A run that committed a moment after a poll read the database still carries a finished_at before that poll's
+# cursor; the window re-reads that far back and browsers de-duplicate by event id.
+CURSOR_OVERLAP = dt.timedelta(seconds=30)
+MAX_EVENTS = 50
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+class BadCursor(ValueError):
+    pass
+
+
+def parse_since(raw: str | None) -> dt.datetime | None:
+    if not raw:
+        return None
+    try:
+        return EPOCH + dt.timedelta(milliseconds=int(raw))
+    except (ValueError, OverflowError):
+        raise BadCursor(f"since must be a timestamp in milliseconds, not {raw[:40]!r}") from None
+
+
+def preference_for(*, user: Any) -> NotificationPreference:
+    found = NotificationPreference.objects.filter(user=user).first()
+    return found or NotificationPreference(user=user)
+
+
+def events_since(*, user: Any, since: dt.datetime | None) -> tuple[int, list[ResultEvent]]:
+    """(the next cursor, events from database state): runs that completed or failed and Inbox entries since
+    the cursor (minus the overlap window), oldest first. Without a cursor: no events, just the cursor."""
+    now = timezone.now()
+    cursor = int((now - EPOCH).total_seconds() * 1000)
+    if since is None:
+        return cursor, []
+    start = since - CURSOR_OVERLAP
+    runs = (
+        Run.objects.filter(director__owner=user, finished_at__gte=start, status__in=list(NOTIFIED_RUN_STATUSES))
+        .values_list("pk", "status", "message_id", "message__subject", "director__name", "finished_at")
+        .order_by("finished_at", "pk")[:MAX_EVENTS]
+    )
+    events: list[ResultEvent] = [
+        run_event(
+            run_id=pk, status=status, message_id=message_id, subject=subject or "", director=director, finished_at=at
+        )
+        for pk, status, message_id, subject, director, at in runs
+    ]
+    entries = (
+        InboxEntry.objects.filter(owner=user, created__gte=start)
+        .values_list("pk", "workspace_label", "comments", "run_id", "created")
+        .order_by("created", "pk")[:MAX_EVENTS]
+    )
+    events += [
+        inbox_event(entry_id=str(pk), label=label, comments=comments, run_id=run_id, created=created)
+        for pk, label, comments, run_id, created in entries
+    ]
+    events.sort(key=lambda event: event["at"])
+    return cursor, events

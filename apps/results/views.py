@@ -1,0 +1,144 @@
+"""The Results page: a tree of emails → director runs → workspace items beside a pane for the chosen node.
+
+Thin views: parse → owner-scoped selector (404 for other users' rows) → one action → page or partial. The
+page and its htmx updates render the same partials.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_POST
+
+from apps.results import actions, selectors
+from apps.results.selectors import ResultFilters
+
+NODE_KINDS = ("email", "run", "item")
+
+
+def _parse_node(raw: str | None) -> tuple[str, int] | None:
+    kind, _, number = (raw or "").partition("-")
+    if kind in NODE_KINDS and number.isdigit():
+        return kind, int(number)
+    return None
+
+
+def _pane_context(request: HttpRequest, kind: str, number: int) -> tuple[str, dict[str, Any]]:
+    if kind == "email":
+        return "results/partials/pane_email.html", {"pane": selectors.email_pane(user=request.user, message_id=number)}
+    if kind == "run":
+        return "results/partials/pane_run.html", {"pane": selectors.run_pane(user=request.user, run_id=number)}
+    return "results/partials/pane_item.html", {"pane": selectors.item_pane(user=request.user, item_id=number)}
+
+
+def _tree_context(request: HttpRequest) -> dict[str, Any]:
+    filters = ResultFilters.from_query(request.GET)
+    return {"tree": selectors.results_tree(user=request.user, filters=filters), "filters": filters}
+
+
+@require_GET
+def results_page(request: HttpRequest) -> HttpResponse:
+    context = {**_tree_context(request), **selectors.filter_choices(user=request.user)}
+    node = _parse_node(request.GET.get("node"))
+    context["node"] = f"{node[0]}-{node[1]}" if node else ""
+    context["pane_template"] = "results/partials/pane_empty.html"
+    if node is not None:
+        try:
+            context["pane_template"], pane = _pane_context(request, *node)
+        except Http404:  # deleted meanwhile, or not the user's: the page says so instead of a bare 404
+            context["missing_node"] = True
+        else:
+            context.update(pane)
+    context["preference"] = selectors.preference_for(user=request.user)
+    return render(request, "results/pages/results.html", context)
+
+
+@require_GET
+def results_tree(request: HttpRequest) -> HttpResponse:
+    context = _tree_context(request)
+    context["node"] = request.GET.get("node") or ""
+    return render(request, "results/partials/tree.html", context)
+
+
+def _node_view(request: HttpRequest, kind: str, number: int) -> HttpResponse:
+    template, context = _pane_context(request, kind, number)  # 404 before anything else
+    if not getattr(request, "htmx", False):  # a pane URL opened on its own: show it inside the page
+        return redirect(f"{reverse('results:page')}?node={kind}-{number}")
+    return render(request, template, context)
+
+
+@require_GET
+def email_node(request: HttpRequest, message_id: int) -> HttpResponse:
+    return _node_view(request, "email", message_id)
+
+
+@require_GET
+def run_node(request: HttpRequest, run_id: int) -> HttpResponse:
+    return _node_view(request, "run", run_id)
+
+
+@require_GET
+def item_node(request: HttpRequest, item_id: int) -> HttpResponse:
+    return _node_view(request, "item", item_id)
+
+
+@require_POST
+def delete_items(request: HttpRequest) -> HttpResponse:
+    """Two steps: without `confirm` it answers what would be deleted (a confirmation); with `confirm=soft` or
+    `confirm=hard` it deletes exactly the items listed in that confirmation that are still the user's."""
+    confirm = request.POST.get("confirm") or ""
+    if confirm in ("soft", "hard"):
+        ids = [int(raw) for raw in request.POST.getlist("item") if raw.isdigit()]
+        deleted = actions.delete_items(user=request.user, item_ids=ids, hard=confirm == "hard")
+        response = render(request, "results/partials/deleted.html", {"deleted": deleted, "hard": confirm == "hard"})
+        response["HX-Trigger"] = "results-changed"
+        return response
+    scope = request.POST.get("scope") or ""
+    if scope == "all":
+        items = selectors.items_for_filters(user=request.user, filters=ResultFilters.from_query(request.POST))
+    elif scope == "active":
+        items = selectors.items_for_nodes(user=request.user, nodes=[request.POST.get("active") or ""])
+    else:
+        items = selectors.items_for_nodes(user=request.user, nodes=request.POST.getlist("node"))
+    rows = list(items.select_related("workspace").only("pk", "label", "mime_type", "workspace__director_name"))
+    return render(request, "results/partials/confirm_delete.html", {"items": rows, "scope": scope})
+
+
+@require_GET
+def events(request: HttpRequest) -> JsonResponse:
+    """Notification events since a cursor (ms), from database state: the polling side of /ws/notifications/."""
+    try:
+        since = selectors.parse_since(request.GET.get("since"))
+    except selectors.BadCursor as exc:
+        return JsonResponse({"error": str(exc)}, status=400)
+    cursor, found = selectors.events_since(user=request.user, since=since)
+    preference = selectors.preference_for(user=request.user)
+    return JsonResponse(
+        {
+            "cursor": str(cursor),
+            "events": found,
+            "browserNotifications": preference.browser_notifications,
+            "promptDismissed": preference.prompt_dismissed,
+        }
+    )
+
+
+@require_POST
+def notification_settings(request: HttpRequest) -> HttpResponse:
+    """`browser_notifications=on|off` (the switch on the Results page) and/or `prompt=dismissed` (the
+    one-time prompt answered). htmx gets the switch back; scripts get JSON."""
+    enabled = request.POST.get("browser_notifications")
+    prompt = request.POST.get("prompt")
+    preference = actions.update_notification_preference(
+        user=request.user,
+        browser_notifications={"on": True, "off": False}.get(enabled or ""),
+        prompt_dismissed=True if prompt == "dismissed" else None,
+    )
+    if getattr(request, "htmx", False):
+        return render(request, "results/partials/notification_settings.html", {"preference": preference})
+    return JsonResponse(
+        {"browserNotifications": preference.browser_notifications, "promptDismissed": preference.prompt_dismissed}
+    )

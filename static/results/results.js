@@ -1,0 +1,186 @@
+// The Results page: keyboard navigation of the tree (roving focus; ↑ ↓ move, → ← open and close, Home/End,
+// Enter shows the node), the active node (highlight + the "Delete active" target), collapsed branches kept
+// across live refreshes, copy to clipboard, the original-email toggle, and live updates from notifications.
+(() => {
+  "use strict";
+  const collapsed = new Set();
+  const tree = () => document.getElementById("results-tree");
+  const activeInput = () => document.getElementById("results-active");
+
+  function visibleLinks() {
+    const root = tree();
+    if (!root) return [];
+    return Array.from(root.querySelectorAll(".rtree-link")).filter((link) => {
+      const item = link.closest("[role=treeitem]");
+      let parent = item && item.parentElement ? item.parentElement.closest("[role=treeitem]") : null;
+      while (parent) {
+        if (parent.getAttribute("aria-expanded") === "false") return false;
+        parent = parent.parentElement ? parent.parentElement.closest("[role=treeitem]") : null;
+      }
+      return true;
+    });
+  }
+
+  function setRovingFocus(target) {
+    const links = visibleLinks();
+    links.forEach((link) => link.setAttribute("tabindex", link === target ? "0" : "-1"));
+    if (target === null && links.length) links[0].setAttribute("tabindex", "0");
+  }
+
+  function markActive(node) {
+    const input = activeInput();
+    if (input) input.value = node || "";
+    const root = tree();
+    if (!root) return;
+    let current = null;
+    root.querySelectorAll("[role=treeitem]").forEach((item) => {
+      const selected = item.dataset.node === node;
+      item.setAttribute("aria-selected", selected ? "true" : "false");
+      if (selected) current = item.querySelector(":scope > .rtree-row .rtree-link");
+    });
+    setRovingFocus(current);
+    return current;
+  }
+
+  function setExpanded(item, expanded) {
+    if (!item || !item.querySelector(":scope > ul[role=group]")) return;
+    item.setAttribute("aria-expanded", expanded ? "true" : "false");
+    if (expanded) collapsed.delete(item.dataset.node);
+    else collapsed.add(item.dataset.node);
+  }
+
+  function restoreTree() {
+    const root = tree();
+    if (!root) return;
+    root.querySelectorAll("[role=treeitem]").forEach((item) => {
+      if (collapsed.has(item.dataset.node)) item.setAttribute("aria-expanded", "false");
+    });
+    markActive(activeInput() ? activeInput().value : "");
+  }
+
+  document.addEventListener("keydown", (event) => {
+    const link = event.target.closest ? event.target.closest(".rtree-link") : null;
+    if (!link || !tree() || !tree().contains(link)) return;
+    const links = visibleLinks();
+    const index = links.indexOf(link);
+    const item = link.closest("[role=treeitem]");
+    let next = null;
+    switch (event.key) {
+      case "ArrowDown":
+        next = links[index + 1];
+        break;
+      case "ArrowUp":
+        next = links[index - 1];
+        break;
+      case "Home":
+        next = links[0];
+        break;
+      case "End":
+        next = links[links.length - 1];
+        break;
+      case "ArrowRight":
+        if (item.getAttribute("aria-expanded") === "false") setExpanded(item, true);
+        else if (item.getAttribute("aria-expanded") === "true") next = links[index + 1];
+        break;
+      case "ArrowLeft":
+        if (item.getAttribute("aria-expanded") === "true") setExpanded(item, false);
+        else {
+          const parent = item.parentElement.closest("[role=treeitem]");
+          if (parent) next = parent.querySelector(":scope > .rtree-row .rtree-link");
+        }
+        break;
+      case " ":
+        link.click();
+        break;
+      default:
+        return;
+    }
+    event.preventDefault();
+    if (next) {
+      setRovingFocus(next);
+      next.focus();
+    }
+  });
+
+  document.addEventListener("click", (event) => {
+    const twisty = event.target.closest(".rtree-twisty");
+    if (twisty) {
+      const item = twisty.closest("[role=treeitem]");
+      setExpanded(item, item.getAttribute("aria-expanded") === "false");
+      return;
+    }
+    const link = event.target.closest(".rtree-link");
+    if (link) {
+      markActive(link.closest("[role=treeitem]").dataset.node);
+      return;
+    }
+    const toggle = event.target.closest("[data-toggle]");
+    if (toggle) {
+      const panel = document.getElementById(toggle.dataset.toggle);
+      if (panel) {
+        panel.hidden = !panel.hidden;
+        toggle.setAttribute("aria-expanded", panel.hidden ? "false" : "true");
+      }
+      return;
+    }
+    const copy = event.target.closest("[data-copy]");
+    if (copy) {
+      copyItem(copy);
+      return;
+    }
+    if (event.target.closest("[data-cancel-delete]")) {
+      const node = activeInput() ? activeInput().value : "";
+      const current = node ? markActive(node) : null;
+      if (current) current.click();
+      else document.getElementById("results-pane").replaceChildren();
+    }
+  });
+
+  async function copyItem(button) {
+    const source = document.getElementById(button.dataset.copy);
+    if (!source) return;
+    const label = button.textContent;
+    try {
+      await navigator.clipboard.writeText(source.value);
+      button.textContent = "Copied";
+    } catch (error) {
+      button.textContent = "Copy failed: the browser refused the clipboard";
+    }
+    window.setTimeout(() => {
+      button.textContent = label;
+    }, 2000);
+  }
+
+  // Pane loads from links outside the tree (cards, provenance) also move the highlight.
+  document.addEventListener("htmx:afterSwap", (event) => {
+    if (event.detail.target === tree()) {
+      restoreTree();
+      return;
+    }
+    if (event.detail.target && event.detail.target.id === "results-pane") {
+      const node = event.detail.target.querySelector("[data-node]");
+      if (node) markActive(node.dataset.node);
+    }
+  });
+
+  // Live: a finished run or a new Inbox entry refreshes the tree in place.
+  document.addEventListener("mailagent:result", () => {
+    if (tree() && window.htmx) window.htmx.trigger(document.body, "results-changed");
+  });
+
+  // A clicked notification: show its node (from the server if the tree has not caught up yet).
+  document.addEventListener("mailagent:focus-node", (event) => {
+    const link = markActive(event.detail.node);
+    if (link) {
+      link.click();
+      link.focus();
+    } else {
+      window.location.assign(event.detail.url);
+    }
+  });
+
+  document.addEventListener("DOMContentLoaded", () => {
+    const current = markActive(activeInput() ? activeInput().value : "");
+    if (current) current.scrollIntoView({ block: "nearest" });
+  });
+})();
