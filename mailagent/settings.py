@@ -114,6 +114,7 @@ INSTALLED_APPS = [
     "apps.organization",
     "apps.results",
     "apps.replies",
+    "apps.dashboard",
 ]
 
 # Optional social login: a provider appears only when its client id is configured.

@@ -25,7 +25,7 @@ api.add_router("/organization", "apps.organization.api.organization_router")
 admin.site.login = login_required(admin.site.login)  # type: ignore[method-assign]
 
 urlpatterns = [
-    path("", views.home, name="home"),
+    path("", include("apps.dashboard.urls")),
     path("diagnostics/", views.diagnostics, name="diagnostics"),
     path("accounts/", include("allauth.urls")),
     path("mail/", include("apps.accounts.urls")),

@@ -7,10 +7,6 @@ from django.shortcuts import render
 from mailagent.diagnostics import runtime_diagnostics
 
 
-def home(request: HttpRequest) -> HttpResponse:
-    return render(request, "mailagent/pages/home.html", {})
-
-
 @staff_member_required
 def diagnostics(request: HttpRequest) -> HttpResponse:
     return render(request, "mailagent/pages/diagnostics.html", {"diag": runtime_diagnostics()})
