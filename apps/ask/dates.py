@@ -119,7 +119,10 @@ def _only_filler_around_a_unit(window: list[str]) -> bool:
 
     if len(window) < 2 or any(ch.isdigit() for word in window for ch in word):
         return False
-    return all(word.lower() in _unit_words() or word.lower() in STOPWORDS for word in window)
+    # a number written as a word counts as filler too: "around in five years" is a length
+    return all(
+        word.lower() in _unit_words() or word.lower() in STOPWORDS or word.lower() in _number_words() for word in window
+    )
 
 
 UNITS = frozenset(("year", "month", "week", "day", "fortnight", "decade", "hour", "minute", "second"))
@@ -138,6 +141,20 @@ def _unit_words() -> frozenset[str]:
             if str(dictionary[key]).strip().lower() in UNITS and " " not in str(key):
                 units.add(str(key).lower())
     return frozenset(units)
+
+
+@lru_cache(maxsize=1)
+def _number_words() -> frozenset[str]:
+    """Words dateparser's language data rewrites to a number ("five" → 5, "fünf", "cinco")."""
+    from dateparser.languages import default_loader
+
+    numbers: set[str] = set()
+    for locale in default_loader.get_locales():
+        for simplification in locale.info.get("simplifications") or []:
+            for key, value in simplification.items():
+                if str(value).isdigit() and re.fullmatch(r"[^\W\d_]+", str(key)):
+                    numbers.add(str(key).lower())
+    return frozenset(numbers)
 
 
 def _is_plain_word_or_number(window: list[str]) -> bool:

@@ -29,7 +29,7 @@ from apps.ask.answer import (
 from apps.ask.events import Emit, EventStatus, make_event
 from apps.ask.extractive import extractive_answer
 from apps.ask.planner import Plan, PreviousTurn, classify_intent, plan_question, refusal_text
-from apps.ask.rerank import MIN_EVIDENCE_SCORE, Candidate, ThreadResult, merge_threads, score_candidates
+from apps.ask.rerank import Candidate, ThreadResult, is_weak, merge_threads, score_candidates
 from apps.ask.retrieval import (
     CandidatePool,
     keyword_search,
@@ -38,6 +38,7 @@ from apps.ask.retrieval import (
     provider_search,
     search_filters,
     semantic_search,
+    word_rarity,
 )
 from apps.ask.textutil import Passage, find_values, own_text
 from apps.search.folding import highlight, parse_query
@@ -249,7 +250,8 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
             f", {len(failed)} unreadable" if failed else ""
         )
     with tracker.step("rerank") as step:
-        ranked = score_candidates(plan, shortlist, keyword_lists=pool.keyword_lists)
+        rarity = word_rarity([*plan.keywords, *plan.entities])
+        ranked = score_candidates(plan, shortlist, keyword_lists=pool.keyword_lists, word_weights=rarity)
         threads = merge_threads(ranked)
         step.detail = f"{len(pool.by_message)} candidates → {len(threads)} threads"
     scope["candidates"] = len(pool.by_message)
@@ -300,7 +302,7 @@ def _no_evidence_reason(plan: Plan, threads: list[ThreadResult]) -> str:
     top = threads[0].best
     if plan.entities and top.features.get("entity", 0.0) == 0.0:
         return "no mail mentions " + ", ".join(plan.entities)
-    if top.score < MIN_EVIDENCE_SCORE:
+    if is_weak(top):
         return "only weak matches"
     return ""
 

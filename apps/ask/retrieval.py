@@ -5,6 +5,7 @@ text is cached on the Attachment row and indexed)."""
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -15,6 +16,7 @@ from apps.ask.rerank import AttachmentText, Candidate
 from apps.search.backends import get_search_backend
 from apps.search.backends.base import SearchFilters
 from apps.search.documents import message_body_text
+from apps.search.folding import fold_tokens
 from apps.search.models import DocumentKind
 
 logger = logging.getLogger(__name__)
@@ -73,6 +75,7 @@ def keyword_search(plan: Plan, pool: CandidatePool, filters: SearchFilters) -> d
         pool.keyword_lists += 1
         seen: set[int] = set()
         rank = 0
+        best = max((hit.score for hit in hits), default=0.0)
         for hit in hits:
             if hit.message_id is None or hit.message_id in seen:
                 continue
@@ -83,10 +86,28 @@ def keyword_search(plan: Plan, pool: CandidatePool, filters: SearchFilters) -> d
             candidate.keyword_lists += 1
             if candidate.keyword_rank is None or rank < candidate.keyword_rank:
                 candidate.keyword_rank = rank
+            relative = max(0.0, hit.score) / best if best > 0 else 0.0
+            candidate.keyword_score = max(candidate.keyword_score or 0.0, relative)
             if hit.kind == DocumentKind.ATTACHMENT:
                 candidate.hit_attachment_ids.add(hit.object_id)
         found += len(seen)
     return {"queries": len(plan.keyword_queries), "hits": found}
+
+
+def word_rarity(words: list[str]) -> dict[str, float]:
+    """Each word's idf in the search index, from the index's own document counts (a word in most mail
+    says little about which mail answers): log(1 + (N - n + 0.5) / (n + 0.5)), n for its rarest token."""
+    backend = get_search_backend()
+    tokens = {word: fold_tokens(word) for word in words}
+    total, frequencies = backend.document_frequencies([t for parts in tokens.values() for t in parts])
+    if not total:
+        return {}
+    rarity: dict[str, float] = {}
+    for word, parts in tokens.items():
+        if parts:
+            count = min(frequencies.get(token, 0) for token in parts)
+            rarity[word] = math.log(1 + (total - count + 0.5) / (count + 0.5))
+    return rarity
 
 
 def semantic_search(plan: Plan, pool: CandidatePool, filters: SearchFilters) -> dict[str, Any]:
