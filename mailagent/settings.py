@@ -115,6 +115,7 @@ INSTALLED_APPS = [
     "apps.results",
     "apps.replies",
     "apps.dashboard",
+    "apps.setup",
 ]
 
 # Optional social login: a provider appears only when its client id is configured.

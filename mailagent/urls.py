@@ -37,6 +37,8 @@ urlpatterns = [
     path("organize/", include("apps.organization.urls")),
     path("results/", include("apps.results.urls")),
     path("replies/", include("apps.replies.urls")),
+    path("setup/", include("apps.setup.urls")),
+    path("settings/", include("apps.setup.settings_urls")),
     path("admin/", admin.site.urls),
     path("api/", api.urls),
 ]

@@ -30,6 +30,7 @@ from apps.accounts.demo_mailbox import DEMO_ACCOUNT_NAME, import_demo_mailbox
 from apps.accounts.models import Attachment, MailAccount, Message
 from apps.ask.actions import create_ask_run
 from apps.orchestration.actions import RunRequest, create_director, create_runs
+from apps.orchestration.config_actions import create_agent, create_api_config
 from apps.orchestration.models import Memory
 from apps.routing.actions import create_filter
 from apps.workspaces.actions import add_item, create_user_workspace, push_inbox_entry
@@ -126,6 +127,30 @@ EXPECTED_URL_PATTERNS = {
     "inbox/workspaces/<int:workspace_id>/",
     "inbox/workspaces/<int:workspace_id>/tokens/",
     "inbox/workspaces/<int:workspace_id>/tokens/<int:token_id>/revoke/",
+    "setup/",
+    "setup/skip/",
+    "setup/reopen/",
+    "setup/finish/",
+    "setup/<slug:step>/",
+    "settings/",
+    "settings/models/",
+    "settings/models/test/",
+    "settings/models/<int:config_id>/",
+    "settings/models/<int:config_id>/test/",
+    "settings/models/<int:config_id>/delete/",
+    "settings/directors/",
+    "settings/directors/add/",
+    "settings/directors/<int:director_id>/",
+    "settings/directors/<int:director_id>/delete/",
+    "settings/directors/<int:director_id>/agents/",
+    "settings/directors/<int:director_id>/agents/order/",
+    "settings/agents/<int:agent_id>/",
+    "settings/agents/<int:agent_id>/delete/",
+    "settings/filters/",
+    "settings/filters/order/",
+    "settings/filters/<int:filter_id>/",
+    "settings/filters/<int:filter_id>/toggle/",
+    "settings/general/",
     "admin/ (Django admin)",
     "api/ (django-ninja, operations below)",
 }
@@ -317,6 +342,8 @@ def world(staff_user: Any) -> dict[str, Any]:
     )
     director = create_director(owner=staff_user, name="Clients")
     create_filter(director=director, field_name="subject", regex_text="invoice")
+    model = create_api_config(owner=staff_user, name="Local", base_url="http://127.0.0.1:1/v1", api_key="k", model="m")
+    create_agent(director=director, name="Psychologist", slug="psychologist", api_config=model)
     message = Message.objects.filter(account=demo).order_by("pk").first()
     assert message is not None
     create_runs(requests=[RunRequest(message_id=message.pk, director_id=director.pk)], fetch_cycle_id=None)

@@ -1,0 +1,192 @@
+"""Writes for the configuration users edit on the settings pages: API configs, prompts, directors, agents.
+(Run writes live in actions.py.) Typed, keyword-only; a name clash raises a ValidationError on that field."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from decimal import Decimal
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+
+from apps.orchestration.models import Agent, ApiConfig, Director, Prompt, PromptMessage
+from apps.orchestration.tools.schemas import LIVE_TOOLS
+
+API_CONFIG_FIELDS = {
+    "name",
+    "base_url",
+    "model",
+    "timeout_seconds",
+    "max_retries",
+    "max_concurrency",
+    "input_cost_per_mtok",
+    "output_cost_per_mtok",
+}
+DIRECTOR_FIELDS = {"name", "description", "enabled", "prompt", "imprint", "api_config", "memory_access", "step_limit"}
+AGENT_FIELDS = {"name", "slug", "summary", "prompt", "imprint", "api_config", "step_limit", "enabled", "allowed_tools"}
+
+
+def _check_fields(changes: dict[str, Any], allowed: set[str]) -> None:
+    unknown = set(changes) - allowed
+    if unknown:
+        raise ValueError(f"cannot change {', '.join(sorted(unknown))}")
+
+
+def _check_tools(tools: Iterable[str]) -> list[str]:
+    names = list(dict.fromkeys(tools))
+    unknown = [name for name in names if name not in LIVE_TOOLS]
+    if unknown:
+        raise ValidationError({"allowed_tools": f"Unknown tools: {', '.join(unknown)}"})
+    return names
+
+
+def create_api_config(
+    *,
+    owner: Any,
+    name: str,
+    base_url: str,
+    api_key: str,
+    model: str,
+    timeout_seconds: int = 60,
+    max_retries: int = 4,
+    max_concurrency: int = 4,
+    input_cost_per_mtok: Decimal = Decimal(0),
+    output_cost_per_mtok: Decimal = Decimal(0),
+) -> ApiConfig:
+    try:
+        with transaction.atomic():
+            return ApiConfig.objects.create(
+                owner=owner,
+                name=name.strip(),
+                base_url=base_url.strip(),
+                api_key=api_key.strip(),
+                model=model.strip(),
+                timeout_seconds=timeout_seconds,
+                max_retries=max_retries,
+                max_concurrency=max_concurrency,
+                input_cost_per_mtok=input_cost_per_mtok,
+                output_cost_per_mtok=output_cost_per_mtok,
+            )
+    except IntegrityError:
+        raise ValidationError({"name": f"You already have an API config named “{name.strip()}”."}) from None
+
+
+def update_api_config(*, config: ApiConfig, api_key: str | None = None, **changes: Any) -> ApiConfig:
+    """`api_key=None` or blank keeps the stored key (keys are write-only: forms never show them)."""
+    _check_fields(changes, API_CONFIG_FIELDS)
+    for name, value in changes.items():
+        setattr(config, name, value.strip() if isinstance(value, str) else value)
+    fields = list(changes)
+    if api_key and api_key.strip():
+        config.api_key = api_key.strip()
+        fields.append("api_key")
+    try:
+        with transaction.atomic():
+            config.save(update_fields=fields)
+    except IntegrityError:
+        raise ValidationError({"name": f"You already have an API config named “{config.name}”."}) from None
+    return config
+
+
+def delete_api_config(*, config: ApiConfig) -> None:
+    config.delete()  # directors and agents keep existing without it (SET_NULL): their runs are skipped
+
+
+def create_prompt(*, owner: Any, name: str, messages: Sequence[tuple[str, str]], is_template: bool = False) -> Prompt:
+    with transaction.atomic():
+        prompt = Prompt.objects.create(owner=owner, name=name.strip()[:150], is_template=is_template)
+        PromptMessage.objects.bulk_create(
+            [
+                PromptMessage(prompt=prompt, order=order, role=role, content=content)
+                for order, (role, content) in enumerate(messages)
+            ]
+        )
+    return prompt
+
+
+def update_director(*, director: Director, accounts: Iterable[Any] | None = None, **changes: Any) -> Director:
+    _check_fields(changes, DIRECTOR_FIELDS)
+    for name, value in changes.items():
+        setattr(director, name, value.strip() if isinstance(value, str) else value)
+    try:
+        with transaction.atomic():
+            if changes:
+                director.save(update_fields=list(changes))
+            if accounts is not None:
+                director.accounts.set(list(accounts))
+    except IntegrityError:
+        raise ValidationError({"name": f"You already have a director named “{director.name}”."}) from None
+    return director
+
+
+def delete_director(*, director: Director) -> None:
+    director.delete()
+
+
+def create_agent(
+    *,
+    director: Director,
+    name: str,
+    slug: str,
+    summary: str = "",
+    prompt: Prompt | None = None,
+    imprint: str = "",
+    allowed_tools: Iterable[str] = (),
+    api_config: ApiConfig | None = None,
+    step_limit: int = 8,
+    enabled: bool = True,
+) -> Agent:
+    tools = _check_tools(allowed_tools)
+    last = director.agents.order_by("-order").first()
+    try:
+        with transaction.atomic():
+            return Agent.objects.create(
+                director=director,
+                order=(last.order + 1) if last else 0,
+                name=name.strip(),
+                slug=slug.strip(),
+                summary=summary.strip(),
+                prompt=prompt,
+                imprint=imprint,
+                allowed_tools=tools,
+                api_config=api_config,
+                step_limit=step_limit,
+                enabled=enabled,
+            )
+    except IntegrityError:
+        raise ValidationError({"slug": f"{director.name} already has an agent “{slug}”."}) from None
+
+
+def update_agent(*, agent: Agent, **changes: Any) -> Agent:
+    _check_fields(changes, AGENT_FIELDS)
+    if "allowed_tools" in changes:
+        changes["allowed_tools"] = _check_tools(changes["allowed_tools"])
+    for name, value in changes.items():
+        setattr(agent, name, value.strip() if isinstance(value, str) and name != "imprint" else value)
+    try:
+        with transaction.atomic():
+            agent.save(update_fields=list(changes))
+    except IntegrityError:
+        raise ValidationError({"slug": f"{agent.director.name} already has an agent “{agent.slug}”."}) from None
+    return agent
+
+
+def delete_agent(*, agent: Agent) -> None:
+    agent.delete()
+
+
+def reorder_agents(*, director: Director, ordered_ids: Sequence[int]) -> list[Agent]:
+    """Agents of this director in the given order; ids of other directors' agents are ignored, agents left
+    out keep their relative order after the listed ones."""
+    agents = {agent.pk: agent for agent in director.agents.all()}
+    listed = [agents[pk] for pk in dict.fromkeys(ordered_ids) if pk in agents]
+    rest = sorted((a for a in agents.values() if a not in listed), key=lambda a: (a.order, a.pk))
+    changed = []
+    for position, agent in enumerate([*listed, *rest]):
+        if agent.order != position:
+            agent.order = position
+            changed.append(agent)
+    if changed:
+        Agent.objects.bulk_update(changed, ["order"])
+    return [*listed, *rest]

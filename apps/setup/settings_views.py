@@ -1,0 +1,178 @@
+"""Settings pages at /settings/: the hub, API configs (models) with "Test connection", and the general
+run settings (virtual root, agent session timeout). Directors/agents and filters: director_views.py and
+filter_views.py."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from apps.orchestration import config_actions
+from apps.setup import actions, selectors
+from apps.setup.forms import PROVIDER_URLS, ApiConfigForm, FilesystemRootForm, SessionTimeoutForm
+from mailagent.crypto import SecretDecryptionError, reveal
+from mailagent.llm.probe import test_connection
+
+
+@require_GET
+def settings_index(request: HttpRequest) -> HttpResponse:
+    context = {
+        "progress": selectors.setup_progress(user=request.user),
+        "config_count": selectors.list_api_configs_for_user(user=request.user).count(),
+        "director_count": selectors.list_directors_for_user(user=request.user).count(),
+        "ask_settings_url": selectors.optional_url("ask:settings"),
+        "organization_settings_url": selectors.optional_url("organization:settings"),
+        "notifications_url": selectors.optional_url("results:notifications"),
+    }
+    return render(request, "setup/pages/settings_index.html", context)
+
+
+# --- API configs -------------------------------------------------------------------------------------
+
+
+def _models_page(request: HttpRequest, form: ApiConfigForm | None = None, status: int = 200) -> HttpResponse:
+    context = {
+        "configs": list(selectors.list_api_configs_for_user(user=request.user)),
+        "form": form or ApiConfigForm(),
+        "provider_urls": PROVIDER_URLS,
+    }
+    return render(request, "setup/pages/models.html", context, status=status)
+
+
+@require_http_methods(["GET", "POST"])
+def models_page(request: HttpRequest) -> HttpResponse:
+    if request.method == "GET":
+        return _models_page(request)
+    form = ApiConfigForm(request.POST)
+    if not form.is_valid():
+        return _models_page(request, form, status=400)
+    try:
+        config = config_actions.create_api_config(
+            owner=request.user, api_key=form.cleaned_data["api_key"], **form.changes()
+        )
+    except ValidationError as exc:
+        form.add_error("name", exc.message_dict.get("name", [str(exc)]))
+        return _models_page(request, form, status=400)
+    messages.success(request, f"Model “{config.name}” added.")
+    return redirect("settings:models")
+
+
+@require_http_methods(["GET", "POST"])
+def model_edit(request: HttpRequest, config_id: int) -> HttpResponse:
+    config = selectors.access_api_config(user=request.user, config_id=config_id)
+    if request.method == "POST":
+        form = ApiConfigForm(request.POST, editing=config)
+        if form.is_valid():
+            try:
+                config_actions.update_api_config(config=config, api_key=form.cleaned_data["api_key"], **form.changes())
+            except ValidationError as exc:
+                form.add_error("name", exc.message_dict.get("name", [str(exc)]))
+            else:
+                messages.success(request, f"Model “{config.name}” saved.")
+                return redirect("settings:models")
+        status = 400
+    else:
+        form = ApiConfigForm(initial=ApiConfigForm.initial_for(config), editing=config)
+        status = 200
+    context = {"config": config, "form": form, "provider_urls": PROVIDER_URLS}
+    return render(request, "setup/pages/model_edit.html", context, status=status)
+
+
+@require_POST
+def model_delete(request: HttpRequest, config_id: int) -> HttpResponse:
+    config = selectors.access_api_config(user=request.user, config_id=config_id)
+    config_actions.delete_api_config(config=config)
+    messages.success(request, f"Model “{config.name}” deleted; directors that used it skip their runs until given one.")
+    return redirect("settings:models")
+
+
+@require_POST
+def model_test(request: HttpRequest) -> HttpResponse:
+    """ "Test connection" on the add/edit form (htmx): one real one-token call with what is typed; on the
+    edit form a blank key means the stored one."""
+    form = ApiConfigForm(request.POST)
+    form.is_valid()  # partial input is fine: test what there is
+    data = form.cleaned_data
+    api_key = str(data.get("api_key") or "")
+    config_id = request.POST.get("config_id", "")
+    if config_id.isdigit() and not api_key:
+        try:
+            api_key = reveal(selectors.access_api_config(user=request.user, config_id=int(config_id)).api_key) or ""
+        except SecretDecryptionError as exc:
+            return _undecryptable(request, exc)
+    if "base_url" in form.errors:
+        return render(
+            request,
+            "setup/partials/probe_result.html",
+            {"error": f"The base URL is not valid: {' '.join(str(e) for e in form.errors['base_url'])}"},
+        )
+    result = test_connection(
+        base_url=str(data.get("base_url") or ""),
+        api_key=api_key,
+        model=str(data.get("model") or request.POST.get("model", "")),
+        timeout=float(data.get("timeout_seconds") or 20),
+        name=str(data.get("name") or ""),
+    )
+    return render(request, "setup/partials/probe_result.html", {"result": result})
+
+
+def _undecryptable(request: HttpRequest, exc: SecretDecryptionError) -> HttpResponse:
+    error = f"The stored API key cannot be decrypted ({exc}). Type the key again and save."
+    return render(request, "setup/partials/probe_result.html", {"error": error})
+
+
+@require_POST
+def model_test_saved(request: HttpRequest, config_id: int) -> HttpResponse:
+    config = selectors.access_api_config(user=request.user, config_id=config_id)
+    try:
+        api_key = reveal(config.api_key) or ""
+    except SecretDecryptionError as exc:
+        return _undecryptable(request, exc)
+    result = test_connection(
+        base_url=config.base_url,
+        api_key=api_key,
+        model=config.model,
+        timeout=float(config.timeout_seconds),
+        name=config.name,
+    )
+    return render(request, "setup/partials/probe_result.html", {"result": result})
+
+
+# --- general -----------------------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+def general(request: HttpRequest) -> HttpResponse:
+    configured, effective = selectors.filesystem_root(user=request.user)
+    root_form = FilesystemRootForm(initial={"path": configured})
+    timeout_form = SessionTimeoutForm(initial={"session_timeout_minutes": selectors.session_timeout_minutes()})
+    status = 200
+    if request.method == "POST":
+        if request.POST.get("section") == "root":
+            if not request.user.is_superuser:
+                raise PermissionDenied("Only an administrator can change the directory the tools may read.")
+            root_form = FilesystemRootForm(request.POST)
+            if root_form.is_valid():
+                actions.set_filesystem_root(owner=request.user, path=root_form.cleaned_data["path"])
+                messages.success(request, "Virtual root saved.")
+                return redirect("settings:general")
+        else:
+            if not request.user.is_staff:
+                raise PermissionDenied("Only staff can change the session timeout: it applies to every user.")
+            timeout_form = SessionTimeoutForm(request.POST)
+            if timeout_form.is_valid():
+                actions.set_session_timeout(minutes=timeout_form.cleaned_data["session_timeout_minutes"])
+                messages.success(request, "Session timeout saved.")
+                return redirect("settings:general")
+        status = 400
+    context = {
+        "root_form": root_form,
+        "timeout_form": timeout_form,
+        "configured_root": configured,
+        "effective_root": effective,
+        "session_timeout": selectors.session_timeout_minutes(),
+    }
+    return render(request, "setup/pages/general.html", context, status=status)

@@ -1,0 +1,126 @@
+// Setup wizard and settings pages: provider presets on the model form, a default director name from the
+// chosen template, and reorderable lists ([data-sortable]: drag and drop, or Alt+ArrowUp/Down on a handle).
+(function () {
+  "use strict";
+
+  function csrfToken() {
+    var input = document.querySelector("input[name=csrfmiddlewaretoken]");
+    if (input) return input.value;
+    var match = document.cookie.match(/(?:^|;\s*)csrftoken=([^;]+)/);
+    return match ? decodeURIComponent(match[1]) : "";
+  }
+
+  function initProviderPresets(form) {
+    var select = form.querySelector("select[name=provider]");
+    var urls = document.getElementById("provider-urls");
+    if (!select || !urls) return;
+    var presets = JSON.parse(urls.textContent || "{}");
+    var names = { openai: "OpenAI", azure: "Azure OpenAI", ollama: "Ollama", custom: "My model server" };
+    var baseUrl = form.querySelector("input[name=base_url]");
+    var name = form.querySelector("input[name=name]");
+    select.addEventListener("change", function () {
+      var known = Object.keys(presets).map(function (k) { return presets[k]; });
+      if (baseUrl && (baseUrl.value === "" || known.indexOf(baseUrl.value) !== -1)) {
+        baseUrl.value = presets[select.value] || "";
+        baseUrl.placeholder = select.value === "azure" ? "https://<resource>.openai.azure.com/openai/v1/" : "";
+      }
+      var knownNames = Object.keys(names).map(function (k) { return names[k]; });
+      if (name && (name.value === "" || knownNames.indexOf(name.value) !== -1)) name.value = names[select.value] || "";
+    });
+  }
+
+  function initTemplateNames(form) {
+    var name = form.querySelector("input[name=name]");
+    if (!name) return;
+    var defaults = Array.prototype.map.call(form.querySelectorAll("input[data-default-name]"), function (r) {
+      return r.getAttribute("data-default-name");
+    });
+    form.querySelectorAll("input[data-default-name]").forEach(function (radio) {
+      radio.addEventListener("change", function () {
+        if (name.value === "" || defaults.indexOf(name.value) !== -1) name.value = radio.getAttribute("data-default-name");
+      });
+    });
+    var checked = form.querySelector("input[data-default-name]:checked");
+    if (checked && name.value === "") name.value = checked.getAttribute("data-default-name");
+  }
+
+  function saveOrder(list) {
+    var body = new URLSearchParams();
+    list.querySelectorAll(":scope > [data-id]").forEach(function (item) { body.append("order", item.getAttribute("data-id")); });
+    list.setAttribute("aria-busy", "true");
+    fetch(list.getAttribute("data-order-url"), {
+      method: "POST",
+      headers: { "X-CSRFToken": csrfToken(), "HX-Request": "true", "Content-Type": "application/x-www-form-urlencoded" },
+      body: body.toString(),
+      credentials: "same-origin",
+    }).then(function (response) {
+      list.removeAttribute("aria-busy");
+      if (!response.ok) throw new Error("HTTP " + response.status);
+      list.setAttribute("data-saved", String(Date.now()));
+      refreshMoveButtons(list);
+    }).catch(function (error) {
+      list.removeAttribute("aria-busy");
+      var note = document.createElement("p");
+      note.className = "field-error";
+      note.setAttribute("role", "alert");
+      note.textContent = "The new order was not saved (" + error.message + "). Reload the page and try again.";
+      list.after(note);
+    });
+  }
+
+  function refreshMoveButtons(list) {
+    var items = list.querySelectorAll(":scope > [data-id]");
+    items.forEach(function (item, index) {
+      var up = item.querySelector("button[value=up]");
+      var down = item.querySelector("button[value=down]");
+      if (up) up.disabled = index === 0;
+      if (down) down.disabled = index === items.length - 1;
+    });
+  }
+
+  function initSortable(list) {
+    var dragged = null;
+    list.addEventListener("dragstart", function (event) {
+      dragged = event.target.closest("[data-id]");
+      if (!dragged) return;
+      dragged.classList.add("is-dragging");
+      event.dataTransfer.effectAllowed = "move";
+      event.dataTransfer.setData("text/plain", dragged.getAttribute("data-id"));
+    });
+    list.addEventListener("dragover", function (event) {
+      if (!dragged) return;
+      event.preventDefault();
+      var over = event.target.closest("[data-id]");
+      if (!over || over === dragged || over.parentNode !== list) return;
+      var rect = over.getBoundingClientRect();
+      list.insertBefore(dragged, event.clientY > rect.top + rect.height / 2 ? over.nextSibling : over);
+    });
+    list.addEventListener("drop", function (event) { event.preventDefault(); });
+    list.addEventListener("dragend", function () {
+      if (!dragged) return;
+      dragged.classList.remove("is-dragging");
+      dragged = null;
+      saveOrder(list);
+    });
+    list.addEventListener("keydown", function (event) {
+      if (!event.altKey || (event.key !== "ArrowUp" && event.key !== "ArrowDown")) return;
+      var handle = event.target.closest(".drag-handle");
+      var item = handle && handle.closest("[data-id]");
+      if (!item) return;
+      event.preventDefault();
+      var sibling = event.key === "ArrowUp" ? item.previousElementSibling : item.nextElementSibling;
+      if (!sibling || !sibling.hasAttribute("data-id")) return;
+      list.insertBefore(item, event.key === "ArrowUp" ? sibling : sibling.nextSibling);
+      handle.focus();
+      saveOrder(list);
+    });
+  }
+
+  function init(root) {
+    root.querySelectorAll(".api-config-form").forEach(initProviderPresets);
+    root.querySelectorAll("[data-testid=template-form]").forEach(initTemplateNames);
+    root.querySelectorAll("[data-sortable]").forEach(initSortable);
+  }
+
+  document.addEventListener("DOMContentLoaded", function () { init(document); });
+})();

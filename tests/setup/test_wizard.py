@@ -1,0 +1,162 @@
+"""The first-run wizard through the real URLconf: resumes from the data, creates a working director from a
+template, skips and reopens; and the whole path in Chromium against the fake OpenAI server."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.urls import reverse
+
+from apps.accounts.actions import create_local_account
+from apps.orchestration.models import ApiConfig, Director
+from apps.routing.models import Filter
+from apps.setup.selectors import setup_progress
+from tests.fakes.openai_server import FakeOpenAI, Reply
+from tests.services import free_port
+
+
+@pytest.mark.django_db
+def test_the_wizard_resumes_where_the_data_says(logged_in_client: Any, user: Any, fake_llm: FakeOpenAI) -> None:
+    assert logged_in_client.get(reverse("setup:index"))["Location"] == reverse("setup:step", args=["mailbox"])
+    page = logged_in_client.get(reverse("setup:step", args=["mailbox"])).content.decode()
+    assert reverse("mail:accounts") in page and "Import a file" in page
+    create_local_account(owner=user, name="inbox", address="owner@example.com")
+    assert logged_in_client.get(reverse("setup:index"))["Location"] == reverse("setup:step", args=["model"])
+    response = logged_in_client.post(
+        reverse("setup:step", args=["model"]),
+        {
+            "provider": "custom",
+            "name": "Fake",
+            "base_url": fake_llm.base_url,
+            "api_key": "",
+            "model": "fake-model",
+            "timeout_seconds": 20,
+            "max_retries": 1,
+            "max_concurrency": 2,
+            "input_cost_per_mtok": "0",
+            "output_cost_per_mtok": "0",
+        },
+    )
+    assert response["Location"] == reverse("setup:step", args=["director"])
+    config = ApiConfig.objects.get(owner=user)
+    response = logged_in_client.post(
+        reverse("setup:step", args=["director"]),
+        {"template": "client-support", "name": "Client support", "api_config": config.pk},
+    )
+    assert response["Location"] == reverse("setup:step", args=["filter"])
+    director = Director.objects.get(owner=user)
+    assert director.api_config == config and director.agents.count() == 2
+    page = logged_in_client.get(reverse("setup:step", args=["filter"])).content.decode()
+    assert r"client.*@domain\.com" in page  # the template's suggested pattern
+    logged_in_client.post(
+        reverse("setup:step", args=["filter"]),
+        {"director": director.pk, "field": "from", "regex": r"client.*@domain\.com", "case_insensitive": "on"},
+    )
+    assert Filter.objects.filter(director=director).count() == 1
+    progress = setup_progress(user=user)
+    assert progress.next_step == "done" and progress.show
+    logged_in_client.post(reverse("setup:finish"))
+    assert not setup_progress(user=user).show
+    page = logged_in_client.get(reverse("setup:step", args=["done"])).content.decode()
+    assert "You're set up" in page and 'data-testid="results-link"' in page
+
+
+@pytest.mark.django_db
+def test_skip_and_reopen(logged_in_client: Any, user: Any) -> None:
+    assert setup_progress(user=user).show
+    assert logged_in_client.post(reverse("setup:skip"))["Location"] == reverse("home")
+    assert not setup_progress(user=user).show
+    page = logged_in_client.get(reverse("settings:index")).content.decode()
+    assert "setup-reminder" not in page and reverse("setup:reopen") in page
+    assert logged_in_client.post(reverse("setup:reopen"))["Location"] == reverse("setup:index")
+    assert setup_progress(user=user).show
+    assert logged_in_client.get(reverse("setup:step", args=["nope"])).status_code == 404
+
+
+@pytest.mark.django_db
+def test_template_step_needs_a_model_and_a_free_name(logged_in_client: Any, user: Any) -> None:
+    page = logged_in_client.get(reverse("setup:step", args=["director"])).content.decode()
+    assert "Add a model first" in page
+    other = ApiConfig.objects.create(owner=user, name="M", model="m")
+    logged_in_client.post(
+        reverse("setup:step", args=["director"]), {"template": "triage", "name": "T", "api_config": other.pk}
+    )
+    response = logged_in_client.post(
+        reverse("setup:step", args=["director"]), {"template": "triage", "name": "T", "api_config": other.pk}
+    )
+    assert response.status_code == 400 and "already have a director" in response.content.decode()
+
+
+@pytest.mark.browser
+def test_first_run_in_chromium(asgi_server: str, chromium: Any, user: Any, fake_llm: FakeOpenAI) -> None:
+    from tests.browser import horizontal_overflow, login, screenshot
+
+    create_local_account(owner=user, name="inbox", address="owner@example.com")
+    dead = f"http://127.0.0.1:{free_port()}/v1"
+    phone = chromium.new_page(viewport={"width": 390, "height": 900})
+    login(phone, asgi_server, user)
+    phone.goto(f"{asgi_server}/setup/")
+    phone.wait_for_selector("[data-testid=wizard-step-model]")  # the mailbox is connected: step 2
+    screenshot(phone, "setup-model-390")
+    assert horizontal_overflow(phone) == 0
+    phone.close()
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
+    login(page, asgi_server, user)
+    page.goto(f"{asgi_server}/setup/")
+    page.wait_for_selector("[data-testid=wizard-step-model]")
+    page.select_option("select[name=provider]", "ollama")
+    assert page.input_value("input[name=base_url]") == "http://127.0.0.1:11434/v1"
+    page.fill("input[name=name]", "Local")
+    page.fill("input[name=base_url]", dead)
+    page.fill("input[name=model]", "fake-model")
+    page.click("[data-testid=test-connection]")
+    failure = page.wait_for_selector("[data-testid=probe-result]")
+    assert f"at {dead} (API config “Local”) refused the connection: is it running?" in failure.inner_text()
+    fake_llm.script(Reply.text("OK"))
+    page.fill("input[name=base_url]", fake_llm.base_url)
+    page.click("[data-testid=test-connection]")
+    page.wait_for_selector("[data-testid=probe-result]:has-text('Connection works.')")
+    screenshot(page, "setup-model-1280")
+    page.click("button:has-text('Save model and continue')")
+    page.wait_for_selector("[data-testid=wizard-step-director]")
+    assert page.input_value("input[name=name]") == "Client support manager"
+    screenshot(page, "setup-director-1280")
+    page.click("button:has-text('Create director')")
+    page.wait_for_selector("[data-testid=wizard-step-filter]")
+    page.click("[data-testid=test-form] button")
+    page.wait_for_selector("[data-testid=test-summary]")
+    page.click("[data-testid=filter-form] button")
+    page.wait_for_selector("[data-testid=filters-present]")
+    screenshot(page, "setup-filter-1280")
+    assert horizontal_overflow(page) == 0
+    page.click("[data-testid=finish-setup]")
+    page.wait_for_selector("[data-testid=results-link]")
+    screenshot(page, "setup-done-1280")
+    page.goto(f"{asgi_server}/settings/directors/{Director.objects.get(owner=user).pk}/")
+    page.wait_for_selector("[data-testid=agent-list]")
+    screenshot(page, "settings-director-1280")
+    page.set_viewport_size({"width": 390, "height": 900})
+    for path, name in [
+        (f"/settings/directors/{Director.objects.get(owner=user).pk}/", "settings-director-390"),
+        ("/settings/models/", "settings-models-390"),
+        ("/settings/filters/", "settings-filters-390"),
+        ("/setup/done/", "setup-done-390"),
+    ]:
+        page.goto(f"{asgi_server}{path}")
+        screenshot(page, name)
+        assert horizontal_overflow(page) == 0, path
+    # Keyboard reordering: Alt+Down on the first agent's handle saves the new order.
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{asgi_server}/settings/directors/{Director.objects.get(owner=user).pk}/")
+    page.focus("#agent-list li:first-child .drag-handle")
+    page.keyboard.press("Alt+ArrowDown")
+    page.wait_for_selector("#agent-list[data-saved]")
+    director = Director.objects.get(owner=user)
+    assert list(director.agents.order_by("order").values_list("slug", flat=True)) == [
+        "response-agent",
+        "psychologist",
+    ]
+    page.close()
+    assert ApiConfig.objects.get(owner=user).base_url == fake_llm.base_url
+    assert Filter.objects.filter(director__owner=user).count() == 1
