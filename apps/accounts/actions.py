@@ -12,8 +12,10 @@ from apps.accounts.models import (
     Attachment,
     ImapSecurity,
     MailAccount,
+    Message,
     Provider,
     SignatureMode,
+    Thread,
 )
 from apps.accounts.providers import get_provider
 from apps.accounts.providers.base import ProviderError
@@ -137,15 +139,30 @@ def record_connection_test(*, account: MailAccount, error_category: str, message
     return account
 
 
+def set_messages_seen(*, messages: list[Message], seen: bool) -> int:
+    """Mark messages read/unread here (not at the provider: no provider call writes flags yet). Returns how many
+    changed; the objects keep their old state so the page can still show which ones were new."""
+    ids = [message.pk for message in messages if message.seen != seen]
+    if not ids:
+        return 0
+    return Message.objects.filter(pk__in=ids).exclude(seen=seen).update(seen=seen)
+
+
+def mark_thread_unread(*, thread: Thread) -> int:
+    return Message.objects.filter(thread=thread, seen=True).update(seen=False)
+
+
 __all__ = [
     "AccountNameTaken",
     "create_imap_account",
     "create_local_account",
     "fetch_attachment_bytes",
     "get_or_create_local_account",
+    "mark_thread_unread",
     "record_connection_test",
     "request_sync",
     "set_account_enabled",
+    "set_messages_seen",
     "update_imap_password",
     "update_signature",
 ]

@@ -68,6 +68,14 @@ class ImportUploadForm(forms.Form):
         label="Import into",
     )
     new_account_name = forms.CharField(max_length=100, required=False, label="New account name")
+    route_through_filters = forms.BooleanField(
+        required=False,
+        initial=False,
+        label="Route the imported mail through my filters",
+        help_text="Off: the mail is stored and searchable, and only mail dated after a filter was made is routed "
+        "(an old archive starts no runs). On: every imported email goes through your filters, whatever its date, "
+        "and may start director runs.",
+    )
 
     def __init__(self, *args: Any, owner: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -333,15 +333,22 @@ def import_path(
     *,
     progress: Callable[[int], object] | None = None,
     batch_size: int = IMPORT_BATCH,
+    route_through_filters: bool = False,
 ) -> ImportSummary:
-    """Import an mbox / Maildir / directory tree / .eml / .zip into a local account."""
+    """Import an mbox / Maildir / directory tree / .eml / .zip into a local account.
+
+    New mail is indexed and routed like synced mail (the messages-stored hook and its outbox). Routing
+    skips mail older than a filter unless `route_through_filters`: then every imported message goes through
+    the filters whatever its date, recorded on its outbox row so a crash mid-import loses nothing."""
     source = Path(path)
     token = acquire_sync_lock(account.pk)
     if token is None:
         raise MailImportError(f"{account.name} is being synced or imported right now; try again when it finishes")
     summary = ImportSummary()
     size = max(batch_size, sync_batch_size())
-    sink = AccountSink(account, lock_token=token, keep_payloads=True, chunk_size=size)
+    sink = AccountSink(
+        account, lock_token=token, keep_payloads=True, chunk_size=size, route_regardless_of_date=route_through_filters
+    )
     batch: list[RemoteMessage] = []
     batch_bytes = 0
     known_folders: set[str] = set()

@@ -226,6 +226,9 @@ class MessageOutbox(models.Model):
     stored_at = models.DateTimeField(default=timezone.now)
     indexed_at = models.DateTimeField(null=True, blank=True)
     routed_at = models.DateTimeField(null=True, blank=True)
+    # An import the user asked to "route through my filters": routing ignores that the mail is older than
+    # the filters (as a replay does). Stored with the message, so a retry or the sweeper routes it the same way.
+    route_regardless_of_date = models.BooleanField(default=False)
 
     class Meta:
         indexes = [

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.paginator import Page, Paginator
-from django.db.models import Count, Exists, F, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, F, Max, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.http import Http404
 
 from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, Provider, Thread
@@ -76,15 +76,20 @@ def access_attachment(*, user: Any, attachment_id: object) -> Attachment:
 
 def list_accounts_for_user(*, user: Any) -> QuerySet[MailAccount]:
     """The user's accounts with their message counts (one query)."""
-    message_count = (
-        Message.objects.filter(account=OuterRef("pk")).order_by().values("account").annotate(n=Count("pk")).values("n")
+    return with_archive_facts(MailAccount.objects.filter(owner=user).defer(*LIST_DEFERRED_FIELDS)).order_by("name")
+
+
+def with_archive_facts(accounts: QuerySet[MailAccount]) -> QuerySet[MailAccount]:
+    """`message_count` and `last_stored_at` (when mail last arrived: a local archive's last import)."""
+    mine = Message.objects.filter(account=OuterRef("pk")).order_by().values("account")
+    return accounts.annotate(
+        message_count=Subquery(mine.annotate(n=Count("pk")).values("n")),
+        last_stored_at=Subquery(mine.annotate(at=Max("stored_at")).values("at")),
     )
-    return (
-        MailAccount.objects.filter(owner=user)
-        .defer(*LIST_DEFERRED_FIELDS)
-        .annotate(message_count=Subquery(message_count))
-        .order_by("name")
-    )
+
+
+def account_with_facts(*, account: MailAccount) -> MailAccount:
+    return with_archive_facts(MailAccount.objects.filter(pk=account.pk)).get()
 
 
 def list_local_accounts_for_user(*, user: Any) -> QuerySet[MailAccount]:

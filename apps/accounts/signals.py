@@ -15,3 +15,12 @@ from django.dispatch import Signal
 # A receiver must not raise: it marks its work done with outbox.mark_done in the transaction of its result,
 # and records a failure (outbox.run_hook) when it cannot, so the sweeper tries again.
 messages_stored = Signal()
+
+# Removing an account (apps/accounts/removal.py). Higher layers own rows that hang off the account's mail
+# (runs and their workspaces, search index entries) and say what they hold and delete it themselves.
+# account_removal_inventory: kwargs account (MailAccount); each receiver returns a list of
+#   removal.RemovalItem (what it would delete, with real counts) — shown on the confirmation page.
+# account_removing: kwargs account (MailAccount), message_ids (list[int]): one chunk of the account's
+#   messages, sent inside the transaction that deletes them; receivers delete what hangs off them.
+account_removal_inventory = Signal()
+account_removing = Signal()

@@ -86,12 +86,15 @@ def store_remote_messages(
     checkpoint: Checkpoint | None = None,
     keep_payloads: bool = False,
     fetch_cycle_id: int | None = None,
+    route_regardless_of_date: bool = False,
 ) -> StoreResult:
     incoming = parse_batch(messages, keep_payloads=keep_payloads)
     in_batch_duplicates = len(messages) - len(incoming)
     unfinished: list[int] = []
     with transaction.atomic():
-        result = _insert(account=account, incoming=incoming, unfinished=unfinished)
+        result = _insert(
+            account=account, incoming=incoming, unfinished=unfinished, route_regardless_of_date=route_regardless_of_date
+        )
         if checkpoint is not None:
             apply_checkpoint(account=account, checkpoint=checkpoint)
         result.duplicates += in_batch_duplicates
@@ -128,7 +131,9 @@ def apply_checkpoint(*, account: MailAccount, checkpoint: Checkpoint) -> None:
             MailFolder.objects.create(account=account, name=checkpoint.folder, **fields)
 
 
-def _insert(*, account: MailAccount, incoming: list[_Incoming], unfinished: list[int]) -> StoreResult:
+def _insert(
+    *, account: MailAccount, incoming: list[_Incoming], unfinished: list[int], route_regardless_of_date: bool = False
+) -> StoreResult:
     """Insert what is new; `unfinished` gets the already-stored ones whose index or routing is missing."""
     result = StoreResult()
     if not incoming:
@@ -169,7 +174,14 @@ def _insert(*, account: MailAccount, incoming: list[_Incoming], unfinished: list
     rows = [_message_row(account, item, thread_id) for item, thread_id in zip(fresh, thread_ids, strict=True)]
     created_ids: list[int] = insert_values(Message, rows, batch_size=500)
     stored_at = timezone.now()
-    insert_values(MessageOutbox, [{"message_id": pk, "stored_at": stored_at} for pk in created_ids], batch_size=500)
+    insert_values(
+        MessageOutbox,
+        [
+            {"message_id": pk, "stored_at": stored_at, "route_regardless_of_date": route_regardless_of_date}
+            for pk in created_ids
+        ],
+        batch_size=500,
+    )
     attachments: list[Attachment] = []
     for message_pk, item in zip(created_ids, fresh, strict=True):
         for parsed_attachment in item.parsed.attachments:

@@ -95,9 +95,11 @@ class AccountSink:
         keep_payloads: bool = False,
         chunk_size: int | None = None,
         fetch_cycle_id: int | None = None,
+        route_regardless_of_date: bool = False,
     ) -> None:
         self.account = account
         self.fetch_cycle_id = fetch_cycle_id
+        self.route_regardless_of_date = route_regardless_of_date
         self.chunk_size = chunk_size or sync_batch_size()
         self.lock_token = lock_token
         self.keep_payloads = keep_payloads
@@ -142,6 +144,7 @@ class AccountSink:
                 checkpoint=checkpoint if last else None,
                 keep_payloads=self.keep_payloads,
                 fetch_cycle_id=self.fetch_cycle_id,
+                route_regardless_of_date=self.route_regardless_of_date,
             )
             for target in (batch, self.totals):
                 target.created += result.created

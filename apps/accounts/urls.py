@@ -11,6 +11,7 @@ app_name = "mail"
 urlpatterns: list[URLPattern | URLResolver] = [
     path("", views.mailbox, name="mailbox"),
     path("threads/<int:thread_id>/", views.thread, name="thread"),
+    path("threads/<int:thread_id>/unread/", views.thread_mark_unread, name="thread_mark_unread"),
     path("messages/<int:message_id>/", views.message, name="message"),
     path("attachments/<int:attachment_id>/download/", views.attachment_download, name="attachment_download"),
     path("accounts/", views.accounts, name="accounts"),
@@ -20,5 +21,6 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("accounts/<int:account_id>/sync/", views.account_sync, name="account_sync"),
     path("accounts/<int:account_id>/signature/", views.account_signature, name="account_signature"),
     path("accounts/<int:account_id>/enabled/", views.account_set_enabled, name="account_set_enabled"),
+    path("accounts/<int:account_id>/remove/", views.account_remove, name="account_remove"),
     path("oauth/", include("apps.accounts.oauth_urls")),
 ]

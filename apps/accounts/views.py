@@ -24,10 +24,10 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.http import content_disposition_header
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
-from apps.accounts import actions, oauth, selectors
+from apps.accounts import actions, oauth, removal, selectors
 from apps.accounts.forms import (
     EnabledForm,
     ImapAccountForm,
@@ -36,7 +36,7 @@ from apps.accounts.forms import (
     max_upload_bytes,
     upload_too_large_message,
 )
-from apps.accounts.models import ErrorCategory, MailAccount, Message, Provider
+from apps.accounts.models import ErrorCategory, MailAccount, Message, Provider, Thread
 from apps.accounts.providers.base import ProviderError
 
 GMAIL_SETUP_SCOPES = tuple(oauth.GMAIL_SCOPES)
@@ -181,7 +181,7 @@ def _account_import(request: HttpRequest) -> HttpResponse:
         return _render_accounts_page(request, import_form=form)
     path = _save_upload(form.cleaned_data["file"])
     try:
-        summary = import_path(account, path)
+        summary = import_path(account, path, route_through_filters=form.cleaned_data["route_through_filters"])
     except MailImportError as exc:
         messages.error(request, f"Import into “{account.name}” failed: {exc}")
         return redirect("mail:accounts")
@@ -193,6 +193,8 @@ def _account_import(request: HttpRequest) -> HttpResponse:
     )
     if summary.skipped:
         text += f" {summary.skipped} item(s) skipped."
+    if form.cleaned_data["route_through_filters"] and summary.imported:
+        text += " The new mail goes through your filters (see Runs)."
     (messages.warning if summary.skipped or summary.parse_errors else messages.success)(request, text)
     for error in summary.errors[:5]:
         messages.warning(request, error)
@@ -213,7 +215,7 @@ def _render_account_detail(
 ) -> HttpResponse:
     form = signature_form or SignatureForm(initial={"mode": account.signature_mode, "text": account.signature_text})
     context = {
-        "account": account,
+        "account": selectors.account_with_facts(account=account),
         "folders": selectors.folders_for_account(account=account),
         "signature_form": form,
         "is_oauth": account.provider in (Provider.GMAIL, Provider.OUTLOOK),
@@ -241,6 +243,33 @@ def account_set_enabled(request: HttpRequest, account_id: int) -> HttpResponse:
     actions.set_account_enabled(account=account, enabled=enabled)
     messages.success(request, f"“{account.name}” {'enabled' if enabled else 'disabled'}.")
     return _back(request, default=reverse("mail:account_detail", args=[account.pk]))
+
+
+@require_http_methods(["GET", "POST"])
+def account_remove(request: HttpRequest, account_id: int) -> HttpResponse:
+    """GET: what removing the account deletes, counted; POST (the confirmation): delete exactly that."""
+    account = selectors.access_account(user=request.user, account_id=account_id)
+    if request.method == "POST" and request.POST.get("confirm") == account.name:
+        try:
+            result = removal.remove_account(account=account)
+        except removal.AccountBusy as exc:
+            messages.error(request, str(exc))
+            return redirect("mail:account_remove", account_id=account.pk)
+        messages.success(
+            request,
+            f"“{result.account_name}” removed: {result.messages} messages, {result.attachments} attachments and "
+            f"{result.files} cached attachment files deleted, with their runs and search index entries.",
+        )
+        return redirect("mail:accounts")
+    error = ""
+    if request.method == "POST":
+        error = f"Type the account name “{account.name}” exactly to confirm."
+    context = {
+        "account": account,
+        "items": removal.removal_inventory(account=account),
+        "error": error,
+    }
+    return render(request, "accounts/pages/account_remove.html", context, status=422 if error else 200)
 
 
 @require_POST
@@ -339,8 +368,41 @@ def email_frame_document(body_html: str, *, remote_images: bool) -> str:
 def thread(request: HttpRequest, thread_id: int) -> HttpResponse:
     mail_thread = selectors.access_thread(user=request.user, thread_id=thread_id)
     thread_messages = selectors.thread_messages(thread=mail_thread)
+    # Opening a conversation reads it (stored here only; see `read_state_note`).
+    actions.set_messages_seen(messages=thread_messages, seen=True)
     return _render_conversation(
-        request, title=mail_thread.subject, account=mail_thread.account, thread_messages=thread_messages
+        request,
+        title=mail_thread.subject,
+        account=mail_thread.account,
+        thread_messages=thread_messages,
+        mail_thread=mail_thread,
+    )
+
+
+@require_POST
+def thread_mark_unread(request: HttpRequest, thread_id: int) -> HttpResponse:
+    mail_thread = selectors.access_thread(user=request.user, thread_id=thread_id)
+    changed = actions.mark_thread_unread(thread=mail_thread)
+    plural = "" if changed == 1 else "s"
+    messages.success(request, f"“{mail_thread.subject or '(no subject)'}” marked unread ({changed} message{plural}).")
+    return HttpResponseRedirect(_mailbox_url(account=mail_thread.account, folder=request.POST.get("folder")))
+
+
+def _mailbox_url(*, account: MailAccount, folder: str | None) -> str:
+    query: dict[str, Any] = {"account": account.pk}
+    if folder is not None:
+        query["folder"] = folder
+    return f"{reverse('mail:mailbox')}?{urlencode(query)}"
+
+
+def read_state_note(account: MailAccount) -> str:
+    """Where read/unread lives, said plainly (no provider call writes flags back yet)."""
+    if account.provider == Provider.LOCAL:
+        return "Read and unread are stored in mailagent (this is a local archive)."
+    provider = account.get_provider_display()
+    return (
+        f"Read and unread are stored in mailagent only: {provider} is not told, and a later sync may set a "
+        f"message back to what {provider} says."
     )
 
 
@@ -351,28 +413,44 @@ def message(request: HttpRequest, message_id: int) -> HttpResponse:
     if mail_message.thread_id is not None:
         url = reverse("mail:thread", args=[mail_message.thread_id])
         return HttpResponseRedirect(f"{url}#message-{mail_message.pk}")
+    actions.set_messages_seen(messages=[mail_message], seen=True)
     return _render_conversation(
         request, title=mail_message.subject, account=mail_message.account, thread_messages=[mail_message]
     )
 
 
 def _render_conversation(
-    request: HttpRequest, *, title: str, account: MailAccount, thread_messages: list[Message]
+    request: HttpRequest,
+    *,
+    title: str,
+    account: MailAccount,
+    thread_messages: list[Message],
+    mail_thread: Thread | None = None,
 ) -> HttpResponse:
     remote_images = request.GET.get("images") == "1"
     entries = [_message_entry(item, remote_images=remote_images) for item in thread_messages]
-    back_query: dict[str, Any] = {"account": account.pk}
-    if "folder" in request.GET:
-        back_query["folder"] = request.GET["folder"]
     context = {
         "title": title,
         "account": account,
+        "thread": mail_thread,
         "entries": entries,
         "remote_images": remote_images,
         "has_html": any(entry["frame"] for entry in entries),
-        "back_url": f"{reverse('mail:mailbox')}?{urlencode(back_query)}",
+        "back_url": _mailbox_url(account=account, folder=request.GET.get("folder")),
+        "read_state_note": read_state_note(account),
+        "ask_url": _ask_url(mail_thread),
     }
     return render(request, "accounts/pages/thread.html", context)
+
+
+def _ask_url(mail_thread: Thread | None) -> str:
+    """The Ask page with this conversation as context (`?thread=`), when the Ask app is mounted."""
+    if mail_thread is None:
+        return ""
+    try:
+        return f"{reverse('ask:panel')}?{urlencode({'thread': mail_thread.pk})}"
+    except NoReverseMatch:
+        return ""
 
 
 def _message_entry(message: Message, *, remote_images: bool) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 
+from apps.accounts import selectors as mail_selectors
 from apps.ask import actions, selectors
 from apps.ask.models import AskRun
 from apps.ask.presentation import run_context
@@ -32,6 +33,13 @@ def panel(request: HttpRequest) -> HttpResponse:
         "accounts": selectors.accounts_for_run(owner=request.user),
         "error": "",
     }
+    if request.GET.get("thread"):  # "Ask about this thread" on a mail thread page
+        about = mail_selectors.access_thread(user=request.user, thread_id=request.GET["thread"])
+        context.update(
+            about_thread=about,
+            question=f"About “{about.subject or '(no subject)'}”: ",
+            selected_account=about.account.name,
+        )
     return render(request, "ask/pages/panel.html", context)
 
 

@@ -16,6 +16,12 @@ class RoutingConfig(AppConfig):
 
         messages_stored.connect(receivers.route_stored_messages, sender=Message, dispatch_uid="routing.route")
 
+        from apps.accounts.signals import account_removal_inventory, account_removing
+        from apps.routing import account_removal
+
+        account_removal_inventory.connect(account_removal.inventory, dispatch_uid="routing.removal_inventory")
+        account_removing.connect(account_removal.remove_chunk, dispatch_uid="routing.removal")
+
         from mailagent.schedules import register_maintenance
 
         register_maintenance(

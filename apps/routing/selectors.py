@@ -13,6 +13,7 @@ from django.http import Http404
 from django.utils import timezone
 from django_q.models import Schedule
 
+from apps.accounts import outbox
 from apps.accounts.models import Message
 from apps.orchestration.models import Director, Run
 from apps.routing.matching import (
@@ -248,8 +249,14 @@ def evaluate_messages(
     outcome = RoutingOutcome()
     if not len(rules) or not message_ids:
         return outcome
+    # Mail imported with "route through my filters" is routed whatever its date, on every retry as well.
+    regardless = outbox.route_regardless_of_date_ids(message_ids=message_ids) if respect_creation else set()
     for message in routable_messages(message_ids):
-        result = rules.route(message, respect_creation=respect_creation, director_ids=director_ids)
+        result = rules.route(
+            message,
+            respect_creation=respect_creation and message.message_id not in regardless,
+            director_ids=director_ids,
+        )
         outcome.messages += 1
         outcome.evaluations += result.evaluations
         outcome.errors.extend(result.errors)

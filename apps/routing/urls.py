@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.urls import URLPattern, path
 
-from apps.routing import views
+from apps.routing import manual_views, views
 
 app_name = "routing"
 
@@ -18,4 +18,5 @@ urlpatterns: list[URLPattern] = [
     path("fetcher/", views.fetcher, name="fetcher"),
     path("fetcher/status/", views.fetcher_status, name="fetcher_status"),
     path("fetcher/<str:command>/", views.fetcher_control, name="fetcher_control"),
+    path("threads/<int:thread_id>/run-director/", manual_views.thread_run_director, name="thread_run_director"),
 ]

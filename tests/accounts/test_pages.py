@@ -444,7 +444,11 @@ def test_enable_toggle(logged_in_client: Client, mail: dict[str, Any]) -> None:
     assert logged_in_client.post(url, {}).status_code == 302
     account.refresh_from_db()
     assert not account.enabled
-    assert "Enable account" in logged_in_client.get(reverse("mail:account_detail", args=[account.pk])).content.decode()
+    # A local archive is never synced, so its page offers no enable/disable toggle (the endpoint still works).
+    assert account.provider == Provider.LOCAL
+    page = logged_in_client.get(reverse("mail:account_detail", args=[account.pk])).content.decode()
+    assert "Enable account" not in page and "Included in scheduled syncs" not in page
+    assert 'data-testid="local-archive-note"' in page
     logged_in_client.post(url, {"enabled": "on"})
     account.refresh_from_db()
     assert account.enabled

@@ -20,6 +20,12 @@ class Command(BaseCommand):
         parser.add_argument("--account", required=True, help="Local account name (created when missing).")
         parser.add_argument("--owner", help="Owner's email (default: the first superuser).")
         parser.add_argument("--no-progress", action="store_true")
+        parser.add_argument(
+            "--route",
+            action="store_true",
+            help="Route every imported email through the filters, whatever its date (default: only mail dated "
+            "after a filter was made is routed).",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         path = Path(options["path"]).expanduser()
@@ -36,7 +42,7 @@ class Command(BaseCommand):
             total=total, unit="file", desc=f"importing into {account.name}", disable=options["no_progress"]
         ) as bar:
             try:
-                summary = import_path(account, path, progress=bar.update)
+                summary = import_path(account, path, progress=bar.update, route_through_filters=options["route"])
             except MailImportError as exc:
                 raise CommandError(str(exc)) from exc
             bar.update(max(0, total - bar.n))
