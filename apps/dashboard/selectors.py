@@ -5,13 +5,12 @@ Everything is scoped to the requesting user: another user's rows never reach a c
 from __future__ import annotations
 
 import datetime as dt
-import importlib
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from django.apps import apps
 from django.contrib.auth import get_user_model
-from django.db.models import IntegerField, QuerySet, Subquery
+from django.db.models import Exists, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 
@@ -20,6 +19,7 @@ from apps.accounts.selectors import list_accounts_for_user
 from apps.orchestration.models import ApiConfig, Director, Run, RunStatus
 from apps.orchestration.selectors import list_runs_for_user
 from apps.organization.models import Suggestion, SuggestionStatus
+from apps.replies.models import DraftStatus, ReplyDraft
 from apps.routing.models import Filter
 from apps.workspaces.models import InboxEntry
 
@@ -47,6 +47,7 @@ class Counts:
     accounts: int
     api_configs: int
     directors: int
+    directors_with_model: int
     filters: int
     enabled_filters: int
     runs: int
@@ -54,6 +55,9 @@ class Counts:
     failed_runs_recent: int
     unread_inbox: int
     pending_suggestions: int
+    open_drafts: int
+    # The user finished or skipped the setup wizard (apps/setup), when that app is installed.
+    setup_closed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,16 +87,47 @@ class Dashboard:
     recent_runs: list[Run]
     setup_steps: list[SetupStep]
     setup_url: str
-    drafts: int | None = None
-    drafts_url: str = ""
+    setup_skip_url: str
+    drafts_url: str
 
     @property
     def setup_complete(self) -> bool:
         return all(step.done for step in self.setup_steps)
 
     @property
+    def show_checklist(self) -> bool:
+        """Until every step is done, unless the user finished or skipped the setup wizard."""
+        return not self.setup_complete and not self.counts.setup_closed
+
+    @property
     def setup_done_count(self) -> int:
         return sum(step.done for step in self.setup_steps)
+
+
+def _setup_state_model() -> Any:
+    """The setup wizard's per-user state (apps/setup), or None while that app is not installed."""
+    try:
+        return apps.get_model("setup", "SetupState")
+    except LookupError:
+        return None
+
+
+COUNTED = (
+    "messages",
+    "unread_messages",
+    "accounts",
+    "api_configs",
+    "directors",
+    "directors_with_model",
+    "filters",
+    "enabled_filters",
+    "runs",
+    "active_runs",
+    "failed_runs_recent",
+    "unread_inbox",
+    "pending_suggestions",
+    "open_drafts",
+)
 
 
 def count_for_user(*, user: Any, now: dt.datetime | None = None) -> Counts:
@@ -101,74 +136,45 @@ def count_for_user(*, user: Any, now: dt.datetime | None = None) -> Counts:
     runs = Run.objects.filter(director__owner=user)
     filters = Filter.objects.filter(director__owner=user)
     messages = Message.objects.filter(account__owner=user)
-    row = (
-        get_user_model()
-        .objects.filter(pk=user.pk)
-        .annotate(
-            n_messages=_count(messages),
-            n_unread_messages=_count(messages.filter(seen=False)),
-            n_accounts=_count(MailAccount.objects.filter(owner=user)),
-            n_api_configs=_count(ApiConfig.objects.filter(owner=user)),
-            n_directors=_count(Director.objects.filter(owner=user)),
-            n_filters=_count(filters),
-            n_enabled_filters=_count(filters.filter(enabled=True)),
-            n_runs=_count(runs),
-            n_active_runs=_count(runs.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING])),
-            n_failed_runs=_count(runs.filter(status=RunStatus.FAILED, created_at__gte=since)),
-            n_unread_inbox=_count(InboxEntry.objects.filter(owner=user, read_at__isnull=True)),
-            n_pending_suggestions=_count(
-                Suggestion.objects.filter(file__library__owner=user, status=SuggestionStatus.PENDING)
-            ),
+    directors = Director.objects.filter(owner=user)
+    subqueries: dict[str, Any] = {
+        "messages": _count(messages),
+        "unread_messages": _count(messages.filter(seen=False)),
+        "accounts": _count(MailAccount.objects.filter(owner=user)),
+        "api_configs": _count(ApiConfig.objects.filter(owner=user)),
+        "directors": _count(directors),
+        "directors_with_model": _count(directors.filter(api_config__isnull=False)),
+        "filters": _count(filters),
+        "enabled_filters": _count(filters.filter(enabled=True)),
+        "runs": _count(runs),
+        "active_runs": _count(runs.filter(status__in=[RunStatus.QUEUED, RunStatus.RUNNING])),
+        "failed_runs_recent": _count(runs.filter(status=RunStatus.FAILED, created_at__gte=since)),
+        "unread_inbox": _count(InboxEntry.objects.filter(owner=user, read_at__isnull=True)),
+        "pending_suggestions": _count(
+            Suggestion.objects.filter(file__library__owner=user, status=SuggestionStatus.PENDING)
+        ),
+        "open_drafts": _count(
+            ReplyDraft.objects.filter(owner=user, status__in=[DraftStatus.DRAFT, DraftStatus.FAILED])
+        ),
+    }
+    annotations = {f"n_{name}": subquery for name, subquery in subqueries.items()}
+    setup_state = _setup_state_model()
+    if setup_state is not None:
+        annotations["n_setup_closed"] = Exists(
+            setup_state.objects.filter(owner=OuterRef("pk")).filter(
+                Q(dismissed_at__isnull=False) | Q(completed_at__isnull=False)
+            )
         )
-        .values(
-            "n_messages",
-            "n_unread_messages",
-            "n_accounts",
-            "n_api_configs",
-            "n_directors",
-            "n_filters",
-            "n_enabled_filters",
-            "n_runs",
-            "n_active_runs",
-            "n_failed_runs",
-            "n_unread_inbox",
-            "n_pending_suggestions",
-        )
-        .get()
-    )
-    return Counts(
-        messages=row["n_messages"],
-        unread_messages=row["n_unread_messages"],
-        accounts=row["n_accounts"],
-        api_configs=row["n_api_configs"],
-        directors=row["n_directors"],
-        filters=row["n_filters"],
-        enabled_filters=row["n_enabled_filters"],
-        runs=row["n_runs"],
-        active_runs=row["n_active_runs"],
-        failed_runs_recent=row["n_failed_runs"],
-        unread_inbox=row["n_unread_inbox"],
-        pending_suggestions=row["n_pending_suggestions"],
-    )
+    row = get_user_model().objects.filter(pk=user.pk).annotate(**annotations).values(*annotations).get()
+    return Counts(**{name: row[f"n_{name}"] for name in COUNTED}, setup_closed=bool(row.get("n_setup_closed", False)))
 
 
-def first_url(*names: str, query: str = "") -> str:
-    """The first of these URL names that the project mounts (pages other helpers add may not exist yet)."""
-    for name in names:
-        try:
-            return reverse(name) + query
-        except NoReverseMatch:
-            continue
-    return ""
-
-
-def _optional(module: str, attribute: str) -> Callable[..., Any] | None:
-    """A function of an app that may not be installed (drafts come from the replies app when it exists)."""
+def first_url(name: str, *, query: str = "", **kwargs: Any) -> str:
+    """The URL of a page that may not be mounted (other apps add pages over time): "" when it is not."""
     try:
-        found = getattr(importlib.import_module(module), attribute, None)
-    except ImportError:
-        return None
-    return found if callable(found) else None
+        return reverse(name, kwargs=kwargs or None) + query
+    except NoReverseMatch:
+        return ""
 
 
 def needs_reauthorization(account: MailAccount) -> bool:
@@ -176,46 +182,51 @@ def needs_reauthorization(account: MailAccount) -> bool:
 
 
 def setup_steps(*, user: Any, counts: Counts) -> list[SetupStep]:
-    api_config_url = first_url("setup:model", "settings:api_configs", "orchestration:api_configs")
-    if not api_config_url and user.is_staff:
-        api_config_url = first_url("admin:orchestration_apiconfig_add")
+    """The first-run checklist, read from the user's data; each open step links to the wizard's step when
+    the wizard exists, else to the page where it is done."""
+
+    def step_url(step: str, *fallbacks: str) -> str:
+        for url in (first_url("setup:step", step=step), *fallbacks):
+            if url:
+                return url
+        return ""
+
+    admin_add_model = first_url("admin:orchestration_apiconfig_add") if user.is_staff else ""
     return [
         SetupStep(
             "account",
             "Connect a mailbox or import mail",
             counts.accounts > 0,
-            first_url("setup:mailbox", "mail:accounts"),
+            step_url("mailbox", first_url("mail:accounts")),
             "Add an account",
         ),
         SetupStep(
             "api_config",
             "Add a model (an OpenAI-compatible API config)",
             counts.api_configs > 0,
-            api_config_url,
+            step_url("model", first_url("settings:models"), admin_add_model),
             "Add a model",
         ),
         SetupStep(
             "director",
-            "Create a director",
-            counts.directors > 0,
-            first_url("setup:director", "routing:filters"),
+            "Create a director that uses the model",
+            counts.directors_with_model > 0,
+            step_url("director", first_url("settings:directors"), first_url("routing:filters")),
             "Create a director",
         ),
         SetupStep(
             "filter",
             "Add a filter that routes mail to it",
             counts.filters > 0,
-            first_url("setup:filter", "routing:filters"),
+            step_url("filter", first_url("settings:filters"), first_url("routing:filters")),
             "Add a filter",
         ),
-        SetupStep(
-            "run",
-            "See a first run",
-            counts.runs > 0,
-            first_url("runs:list"),
-            "Open Runs",
-        ),
+        SetupStep("run", "See a first run", counts.runs > 0, first_url("runs:list"), "Open Runs"),
     ]
+
+
+def _plural(count: int, one: str, many: str) -> str:
+    return one if count == 1 else many
 
 
 def dashboard_for_user(*, user: Any) -> Dashboard:
@@ -228,29 +239,35 @@ def dashboard_for_user(*, user: Any) -> Dashboard:
         for account in accounts
         if account.last_sync_status == SyncStatus.ERROR and not needs_reauthorization(account)
     ]
+    drafts_url = first_url("replies:drafts")
+    days = FAILED_RUNS_WINDOW_DAYS
     attention = [
         AttentionItem(
             "inbox",
             counts.unread_inbox,
-            "unread Inbox entries" if counts.unread_inbox != 1 else "unread Inbox entry",
+            _plural(counts.unread_inbox, "unread Inbox entry", "unread Inbox entries"),
             first_url("inbox:inbox"),
+        ),
+        AttentionItem(
+            "drafts",
+            counts.open_drafts,
+            _plural(counts.open_drafts, "reply draft not sent yet", "reply drafts not sent yet"),
+            drafts_url,
         ),
         AttentionItem(
             "suggestions",
             counts.pending_suggestions,
-            "folder suggestions to review" if counts.pending_suggestions != 1 else "folder suggestion to review",
+            _plural(counts.pending_suggestions, "folder suggestion to review", "folder suggestions to review"),
             first_url("organization:page"),
         ),
         AttentionItem(
             "failed_runs",
             counts.failed_runs_recent,
-            f"failed runs in the last {FAILED_RUNS_WINDOW_DAYS} days"
-            if counts.failed_runs_recent != 1
-            else f"failed run in the last {FAILED_RUNS_WINDOW_DAYS} days",
+            _plural(counts.failed_runs_recent, "failed run", "failed runs") + f" in the last {days} days",
             first_url("runs:list", query=f"?status={RunStatus.FAILED}"),
         ),
     ]
-    dashboard = Dashboard(
+    return Dashboard(
         counts=counts,
         attention=[item for item in attention if item.count],
         accounts=accounts,
@@ -258,19 +275,7 @@ def dashboard_for_user(*, user: Any) -> Dashboard:
         failing_accounts=failing,
         recent_runs=recent_runs,
         setup_steps=setup_steps(user=user, counts=counts),
-        setup_url=first_url("setup:wizard", "setup:start", "setup:index", "setup:home"),
+        setup_url=first_url("setup:index"),
+        setup_skip_url=first_url("setup:skip"),
+        drafts_url=drafts_url,
     )
-    drafts = _optional("apps.replies.selectors", "count_drafts_for_user")
-    if drafts is not None:
-        dashboard.drafts = int(drafts(user=user))
-        dashboard.drafts_url = first_url("replies:list", "replies:drafts")
-        if dashboard.drafts:
-            dashboard.attention.append(
-                AttentionItem(
-                    "drafts",
-                    dashboard.drafts,
-                    "reply drafts to review" if dashboard.drafts != 1 else "reply draft to review",
-                    dashboard.drafts_url,
-                )
-            )
-    return dashboard
