@@ -77,6 +77,10 @@ def _send_gmail(account: MailAccount, raw: bytes, thread_id: str) -> SentMessage
     provider = GmailProvider(account)
     try:
         sent = provider.send_raw(raw, thread_id=thread_id)
+    except ProviderError as exc:
+        if exc.category == "auth":  # 403 insufficientPermissions: the grant lost gmail.send
+            raise SendPermissionMissing(account) from exc
+        raise
     finally:
         provider.close()
     labels = [str(label) for label in sent.get("labelIds") or ["SENT"]]
@@ -96,6 +100,12 @@ def _send_graph(account: MailAccount, raw: bytes) -> SentMessage:
     provider = OutlookProvider(account)
     try:
         provider.send_mime(raw)
+    except ProviderError as exc:
+        # 403 from Graph, or the token endpoint's AADSTS65001 (consent_required) for Mail.Send: the user
+        # has to grant it (again).
+        if exc.category == "auth" or "AADSTS65001" in str(exc):
+            raise SendPermissionMissing(account) from exc
+        raise
     finally:
         provider.close()
     return SentMessage(folder=sent_folder_name(account))

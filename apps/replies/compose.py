@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import html as html_lib
 import re
+import textwrap
 from dataclasses import dataclass
 from email.headerregistry import Address
 from email.message import EmailMessage
@@ -102,7 +103,8 @@ def looks_like_html(text: str) -> bool:
 
 
 def html_to_text(html: str) -> str:
-    text = get_text(html)
+    # inscriptis indents block content; the common indent is layout, not text.
+    text = textwrap.dedent(get_text(html))
     return "\n".join(line.rstrip() for line in text.strip("\n").split("\n")).strip()
 
 

@@ -46,6 +46,13 @@ def original_raw(
     return bytes(message)
 
 
+def part_text(mime: Any, kind: str) -> str:
+    """The decoded text of the message's text/<kind> body, line ends normalised."""
+    part = mime.get_body((kind,))
+    assert part is not None, f"no text/{kind} part"
+    return str(part.get_content()).replace("\r\n", "\n")
+
+
 def item_for(owner: Any, message: Message, data: str, *, mime_type: str = "text/plain") -> WorkspaceItem:
     workspace = workspace_actions.open_workspace(
         owner=owner,
@@ -119,8 +126,8 @@ def smtp_server() -> Iterator[Any]:
     handler = Handler()
     controller = _controller(handler, authenticator)
     controller.start()
-    controller.received = handler.received  # type: ignore[attr-defined]
-    controller.refuse = handler.refuse  # type: ignore[attr-defined]
+    controller.received = handler.received
+    controller.refuse = handler.refuse
     try:
         yield controller
     finally:

@@ -14,7 +14,7 @@ from apps.accounts.models import MailAccount, Message, SignatureMode
 from apps.accounts.providers.base import RemoteMessage
 from apps.accounts.store import store_remote_messages
 from apps.replies.models import DraftStatus, ReplyDraft
-from tests.replies.conftest import confirm_and_send, confirm_token, item_for, original_raw, start_reply
+from tests.replies.conftest import confirm_and_send, confirm_token, item_for, original_raw, part_text, start_reply
 
 pytestmark = [
     pytest.mark.django_db,
@@ -77,7 +77,7 @@ def test_reply_all_through_smtp_has_threading_headers_signature_and_is_stored_on
     assert [a.addr_spec for a in sent["To"].addresses] == ["alice@example.com", "bob@example.com"]
     assert [a.addr_spec for a in sent["Cc"].addresses] == ["carol@example.com"]
     assert sent["From"].addresses[0].addr_spec == "owner@example.com"
-    body = sent.get_body(("plain",)).get_content().replace("\r\n", "\n")
+    body = part_text(sent, "plain")
     assert body == "Hi Alice,\n\nThe numbers are attached to the report.\n\n-- \nOwner Person\nExample Ltd\n"
 
     draft.refresh_from_db()

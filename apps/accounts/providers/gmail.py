@@ -113,6 +113,15 @@ def _error_reason(exc: HttpError) -> str:
     return str(error.get("status") or "")
 
 
+def _error_message(exc: HttpError) -> str:
+    try:
+        data = json.loads(exc.content.decode("utf-8") if isinstance(exc.content, bytes) else exc.content)
+    except (ValueError, AttributeError):
+        return ""
+    error = data.get("error") if isinstance(data, dict) else None
+    return str(error.get("message") or "") if isinstance(error, dict) else ""
+
+
 def _is_rate_limited(exc: HttpError) -> bool:
     status = exc.resp.status
     return status == 429 or (status == 403 and _error_reason(exc) in RATE_LIMIT_REASONS)
@@ -425,8 +434,18 @@ class GmailProvider(MailProvider):
         body: dict[str, Any] = {"raw": base64.urlsafe_b64encode(raw).decode("ascii")}
         if thread_id:
             body["threadId"] = thread_id
-        with self._session():
-            return dict(_execute(self._users().messages().send(userId="me", body=body)))
+        from googleapiclient.errors import HttpError
+
+        try:
+            with self._session():
+                return dict(_execute(self._users().messages().send(userId="me", body=body)))
+        except ProviderError as exc:
+            # The user needs Gmail's own words for a refused message ("Invalid To header"), not just the status.
+            cause = exc.__cause__
+            said = _error_message(cause) if isinstance(cause, HttpError) else ""
+            if said and said not in str(exc):
+                raise ProviderError(f"{exc}: {said}", category=exc.category, retry_after=exc.retry_after) from cause
+            raise
 
     def default_signature(self) -> str:
         with self._session():

@@ -73,6 +73,15 @@ def _error_code(response: requests.Response) -> str:
     return str(error.get("code") or "") if isinstance(error, dict) else ""
 
 
+def _error_message(response: requests.Response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        return ""
+    error = data.get("error") if isinstance(data, dict) else None
+    return str(error.get("message") or "") if isinstance(error, dict) else ""
+
+
 def graph_error(response: requests.Response, what: str) -> ProviderError:
     status = response.status_code
     code = _error_code(response)
@@ -375,7 +384,11 @@ class OutlookProvider(MailProvider):
                 backoff.wait(oauth.parse_retry_after(response.headers.get("Retry-After")))
                 continue
             if response.status_code not in (200, 202):
-                raise graph_error(response, "sendMail")
+                error = graph_error(response, "sendMail")
+                said = _error_message(response)
+                if said:  # Graph's own words ("… is not a valid recipient") tell the user what to fix
+                    raise ProviderError(f"{error}: {said}", category=error.category)
+                raise error
             return
 
     def authorize_url(self) -> str | None:
