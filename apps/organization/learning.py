@@ -39,7 +39,11 @@ def training_samples(library: Library, *, exclude: list[str]) -> list[Sample]:
 
 
 def train(library: Library, *, exclude: list[str]) -> ClassifierState:
-    classifier = FolderClassifier().fit(training_samples(library, exclude=exclude))
+    """Retrain on every filed file: an update from the current weights when there is a classifier with the same
+    folders and the library has not grown much since its last full fit, otherwise a full fit."""
+    samples = training_samples(library, exclude=exclude)
+    previous = load(library)
+    classifier = previous.update(samples) if previous is not None else FolderClassifier().fit(samples)
     path = model_path(library)
     classifier.save(path)
     with _lock:

@@ -28,6 +28,26 @@ def test_the_next_similar_file_goes_where_the_owner_chose(seeded_library: Librar
     assert ranked[0] == "home/lease", second.reasoning
 
 
+def test_a_decision_into_a_known_folder_updates_the_weights_and_keeps_the_vocabulary(seeded_library: Library) -> None:
+    from apps.organization import learning
+
+    before = learning.load(seeded_library)
+    assert before is not None and not before.incremental and before.counts["travel"] == 4
+    suggestion = _upload(seeded_library, "ferry.txt", "Ferry ticket Istanbul to Bursa, seat 12, departure pier.")
+    respond(suggestion=suggestion, action="choose", folder="travel")
+    _upload(seeded_library, "bus.txt", "Bus ticket Ankara, seat 3.")  # the stale classifier retrains first
+    after = learning.load(seeded_library)
+    assert after is not None and after is not before
+    assert after.incremental and after.counts["travel"] == 5 and after.trained_on == 13
+    assert after.words is before.words and after.temperature == before.temperature  # kept, not refitted
+    # A new folder changes the classes: that training is a full fit again.
+    other = _upload(seeded_library, "gym.txt", "Gym membership renewal, monthly fee, locker.")
+    respond(suggestion=other, action="choose", folder="health")
+    _upload(seeded_library, "yoga.txt", "Yoga class schedule.")
+    refitted = learning.load(seeded_library)
+    assert refitted is not None and not refitted.incremental and "health" in refitted.folders
+
+
 def test_abstains_rather_than_forcing_the_majority_folder(library: Library) -> None:
     for n in range(30):
         write(library.root_path, f"work/reports/r{n}.txt", f"Quarterly sales report {n}: revenue, pipeline, targets.")
