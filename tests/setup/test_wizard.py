@@ -94,14 +94,15 @@ def test_first_run_in_chromium(asgi_server: str, chromium: Any, user: Any, fake_
 
     create_local_account(owner=user, name="inbox", address="owner@example.com")
     dead = f"http://127.0.0.1:{free_port()}/v1"
-    phone = chromium.new_page(viewport={"width": 390, "height": 900})
+    # Notifications granted up front: the results app's one-time permission prompt would cover the buttons.
+    phone = chromium.new_context(viewport={"width": 390, "height": 900}, permissions=["notifications"]).new_page()
     login(phone, asgi_server, user)
     phone.goto(f"{asgi_server}/setup/")
     phone.wait_for_selector("[data-testid=wizard-step-model]")  # the mailbox is connected: step 2
     screenshot(phone, "setup-model-390")
     assert horizontal_overflow(phone) == 0
     phone.close()
-    page = chromium.new_page(viewport={"width": 1280, "height": 900})
+    page = chromium.new_context(viewport={"width": 1280, "height": 900}, permissions=["notifications"]).new_page()
     login(page, asgi_server, user)
     page.goto(f"{asgi_server}/setup/")
     page.wait_for_selector("[data-testid=wizard-step-model]")
