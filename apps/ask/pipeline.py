@@ -40,6 +40,7 @@ from apps.ask.retrieval import (
     semantic_search,
     word_rarity,
 )
+from apps.ask.rewrite import llm_rerank, recent_subjects, rewrite_question
 from apps.ask.textutil import Passage, find_values, own_text
 from apps.search.folding import highlight, parse_query
 from mailagent.llm import LLMConfig
@@ -173,6 +174,11 @@ def run_pipeline(ctx: AskContext) -> AskOutcome:
         return _outcome(tracker, started, intent, answer, "refusal", {"intent": intent, "refusal": refusal}, [], scope)
     with tracker.step("plan") as step:
         plan = plan_question(ctx.question, now=ctx.now, history=ctx.history)
+        if ctx.llm is not None and plan.intent == "question":
+            rewrites, error = rewrite_question(ctx.llm, ctx.question, recent_subjects(ctx.accounts))
+            scope["rewrite"] = {"queries": rewrites, "error": error}
+            if rewrites:
+                plan = plan_question(ctx.question, now=ctx.now, history=ctx.history, rewrites=rewrites)
         step.detail = _plan_detail(plan)
     scope["date_range"] = plan.date_range.label
     if plan.intent == "follow_up_drafts":
@@ -190,6 +196,8 @@ def _plan_detail(plan: Plan) -> str:
         parts.append(plan.date_range.label + ("" if plan.date_range.limits else " (preferred, not a filter)"))
     if plan.follow_up:
         parts.append("follows up on the previous question")
+    if plan.rewrites:
+        parts.append("rewritten by the language model: " + " | ".join(plan.rewrites))
     kinds = {"date": "a date", "time": "a time", "amount": "an amount", "identifier": "a reference number"}
     wanted = [kinds[k] for k in plan.answer_types if k in kinds]
     if wanted:
@@ -254,6 +262,14 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
         ranked = score_candidates(plan, shortlist, keyword_lists=pool.keyword_lists, word_weights=rarity)
         threads = merge_threads(ranked)
         step.detail = f"{len(pool.by_message)} candidates → {len(threads)} threads"
+        if ctx.llm is not None and threads:
+            reranked = llm_rerank(ctx.llm, ctx.question, threads)
+            scope["llm_rerank"] = reranked.as_json()
+            step.detail += (
+                "; reordered by the language model"
+                if reranked.used
+                else f"; the language model could not rerank ({reranked.error})"
+            )
     scope["candidates"] = len(pool.by_message)
     scope["shortlist"] = len(shortlist)
     with tracker.step("read_evidence") as step:

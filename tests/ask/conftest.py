@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import itertools
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -20,7 +21,20 @@ from apps.accounts.models import MailAccount
 from apps.search.backends import get_search_backend
 from apps.search.backends.sqlite import forget_vector_matrices
 from apps.search.embedders import get_embedder
-from tests.fakes.openai_server import FakeOpenAI
+from tests.fakes.openai_server import FakeOpenAI, Reply, system_text
+
+
+def is_rewrite_request(body: dict[str, Any]) -> bool:
+    return "full-text search queries" in system_text(body)
+
+
+def is_rerank_request(body: dict[str, Any]) -> bool:
+    return "You rank e-mails" in system_text(body)
+
+
+def is_answer_request(body: dict[str, Any]) -> bool:
+    return not is_rewrite_request(body) and not is_rerank_request(body)
+
 
 KEY_QUESTION = "when do I need to make a payment to QNB bank for my credit card"
 _users = itertools.count(1)
@@ -77,6 +91,10 @@ def fake_llm(settings: Any) -> Iterator[FakeOpenAI]:
     server = FakeOpenAI()
     server.start()
     settings.ASK_LLM = {"base_url": server.base_url, "api_key": "sk-ask-test", "model": "fake-model"}
+    # Query rewriting and LLM reranking (apps/ask/rewrite.py) answer "nothing to add" unless a test
+    # routes them itself (a route added later is only reached once these run out: tests add theirs first).
+    server.routes.append((is_rewrite_request, deque([Reply.text('{"queries": []}')] * 50)))
+    server.routes.append((is_rerank_request, deque([Reply.text('{"ranking": []}')] * 50)))
     try:
         yield server
     finally:

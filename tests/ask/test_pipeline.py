@@ -13,7 +13,7 @@ from apps.ask import actions
 from apps.ask.events import AskEvent
 from apps.ask.models import AskRun, RunStatus
 from apps.ask.pipeline import STEP_LABELS
-from tests.ask.conftest import KEY_QUESTION, AskMailbox
+from tests.ask.conftest import KEY_QUESTION, AskMailbox, is_answer_request
 from tests.fakes.openai_server import FakeOpenAI, Reply, last_user_text
 
 pytestmark = pytest.mark.django_db
@@ -82,7 +82,7 @@ def test_key_case_with_llm_grounds_the_answer_in_numbered_evidence(
     assert run.evidence[0]["message_id"] == "qnb-e-ekstre-2026-04@qnbfinansbank.example"
     check = run.scope["citation_check"]
     assert check["ok"] is True and check["cited"] == [1] and check["checked_values"] == 2
-    request = fake_llm.chat_requests()[0]
+    request = next(r for r in fake_llm.chat_requests() if is_answer_request(r))
     assert request["model"] == "fake-model"
     assert "only the numbered evidence" in request["messages"][0]["content"]
 
@@ -98,7 +98,8 @@ def test_llm_answer_with_an_unsupported_date_is_regenerated(ask_mailbox: AskMail
     assert run.scope["citation_check"]["regenerated"] is True
     rejected = run.scope["llm"]["rejected"][0]
     assert rejected["check"]["unsupported"] == ["15/05/2026"]
-    assert "15/05/2026" in fake_llm.chat_requests()[1]["messages"][-1]["content"]
+    answers = [r for r in fake_llm.chat_requests() if is_answer_request(r)]
+    assert "15/05/2026" in answers[1]["messages"][-1]["content"]
 
 
 def test_llm_that_keeps_inventing_values_falls_back_to_the_extractive_answer(
