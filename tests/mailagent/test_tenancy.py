@@ -29,6 +29,7 @@ from apps.accounts.store import store_remote_messages
 from apps.ask import actions as ask_actions
 from apps.ask.models import AskRun
 from apps.orchestration import actions as orchestration_actions
+from apps.orchestration import models as orchestration_models
 from apps.orchestration.models import Conversation, Memory, OrchLog, Run, ThreadKind
 from apps.routing import actions as routing_actions
 from apps.routing.models import FetchCycle, Filter
@@ -76,6 +77,10 @@ def _tenant(label: str) -> Tenant:
     message = Message.objects.get(pk=stored.created_ids[0])
     director = orchestration_actions.create_director(owner=user, name=f"{label}-secret director")
     rule = routing_actions.create_filter(director=director, field_name="subject", regex_text=f"{label}-secret")
+    model = orchestration_models.ApiConfig.objects.create(
+        owner=user, name=f"{label}-secret model", model=f"{label}-secret-model", api_key=f"{label}-secret key"
+    )
+    agent = orchestration_models.Agent.objects.create(director=director, name=f"{label}-secret agent", slug="agent")
     (run_id,) = orchestration_actions.create_runs(
         requests=[orchestration_actions.RunRequest(message_id=message.pk, director_id=director.pk, filter_id=rule.pk)],
         fetch_cycle_id=None,
@@ -108,6 +113,9 @@ def _tenant(label: str) -> Tenant:
         "thread_id": message.thread_id,
         "attachment_id": Attachment.objects.get(message=message).pk,
         "filter_id": rule.pk,
+        "config_id": model.pk,
+        "director_id": director.pk,
+        "agent_id": agent.pk,
         "workspace_id": workspace.pk,
         "item_id": item.pk,
         "token_id": token.pk,
@@ -147,6 +155,8 @@ def _param_value(name: str, route: str, tenant: Tenant) -> Any:
         return tenant.ids[f"{route.rsplit('/', 1)[1].removesuffix('-test')}_account_id"]
     if name == "command":
         return "start"
+    if name == "step":  # a setup wizard step, not an object
+        return "model"
     if name == "decision":
         return "accept"
     if name not in tenant.ids:
@@ -177,7 +187,7 @@ def _url(route: str, tenant: Tenant) -> str:
 # One body that satisfies every write schema's required fields (extra fields are ignored), so each write
 # reaches its ownership check instead of stopping at body validation.
 WRITE_BODY = {"patch": {"label": "hijacked"}, "text": "hijacked", "action": "reject", "label": "hijacked"}
-NOT_IDS = ("command",)  # path parameters that name an operation, not an object
+NOT_IDS = ("command", "step")  # path parameters that name an operation, not an object
 
 
 def _request(client: Any, method: str, url: str) -> Any:
@@ -203,6 +213,15 @@ def _snapshot(tenant: Tenant) -> dict[str, Any]:
         "tokens": list(WorkspaceToken.objects.filter(workspace__owner=user).values_list("pk", "revoked_at")),
         "entries": list(InboxEntry.objects.filter(owner=user).values_list("pk", "read_at", "reply")),
         "memories": list(Memory.objects.filter(owner=user).values_list("pk", "content")),
+        "api_configs": list(
+            orchestration_models.ApiConfig.objects.filter(owner=user).values_list("pk", "name", "model", "base_url")
+        ),
+        "directors": list(
+            orchestration_models.Director.objects.filter(owner=user).values_list("pk", "name", "enabled", "api_config")
+        ),
+        "agents": list(
+            orchestration_models.Agent.objects.filter(director__owner=user).values_list("pk", "name", "order")
+        ),
         "ask_runs": list(AskRun.objects.filter(owner=user).values_list("pk", "status")),
     }
 
