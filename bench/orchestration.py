@@ -32,7 +32,11 @@ def setup_django(workdir: Path) -> None:
     import django
 
     django.setup()
+    import logging
+
     from django.core.management import call_command
+
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # one INFO line per model call drowns the numbers
 
     call_command("migrate", verbosity=0)
 
@@ -111,6 +115,25 @@ def main() -> None:
         # Warm-up (imports, client pool) outside the measurement.
         for run_id in create_runs(5, api_config, director, account, offset=10_000_000):
             process_run(run_id=run_id)
+
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        with CaptureQueriesContext(connection) as captured:
+            process_run(run_id=create_runs(1, api_config, director, account, offset=20_000_000)[0])
+        statements = [q["sql"] for q in captured.captured_queries]
+        # Outside a transaction every write is its own implicit commit (SQLite autocommit).
+        writes_alone, depth = 0, 0
+        for sql in statements:
+            head = sql.lstrip().split(" ", 1)[0].upper()
+            if head in ("BEGIN", "SAVEPOINT"):
+                depth += 1
+            elif head in ("COMMIT", "RELEASE", "ROLLBACK"):
+                depth = max(0, depth - 1)
+            elif head in ("INSERT", "UPDATE", "DELETE") and depth == 0:
+                writes_alone += 1
+        commits = writes_alone + sum(1 for sql in statements if sql.strip().upper() == "COMMIT")
+        print(f"per run: {len(statements)} SQL statements, {commits} commits (load-independent)")
 
         run_ids = create_runs(args.runs, api_config, director, account, offset=0)
         per_run: list[float] = []

@@ -121,6 +121,10 @@ class RunEngine:
         )
         self.prompt_tokens = 0
         self.completion_tokens = 0
+        # Diagnostics wait here until the step they belong to is saved: one transaction per step instead of
+        # one commit per row (see flush_pending and _persist_turn for what a kill -9 can lose).
+        self.pending_logs: list[OrchLog] = []
+        self.pending_events: list[ProviderEvent] = []
         self.agents = {a.slug: a for a in director.agents.filter(enabled=True).select_related("api_config", "prompt")}
 
     # --- diagnostics -------------------------------------------------------------------------------
@@ -135,7 +139,7 @@ class RunEngine:
         result: Any = None,
         error: str = "",
     ) -> None:
-        OrchLog.objects.create(
+        entry = OrchLog(
             run=self.run,
             fetch_cycle_id=self.run.fetch_cycle_id,
             director=self.director,
@@ -150,21 +154,33 @@ class RunEngine:
             result=redact(result) if result is not None else None,
             error=error[:4000],
         )
+        self.pending_logs.append(entry)
+
+    def flush_pending(self) -> None:
+        """Store the buffered OrchLog entries and ProviderEvents (callers wrap it in the step's transaction)."""
+        if self.pending_events:
+            ProviderEvent.objects.bulk_create(self.pending_events)
+            self.pending_events = []
+        if self.pending_logs:
+            OrchLog.objects.bulk_create(self.pending_logs)
+            self.pending_logs = []
 
     def provider_events(self, thread: Conversation) -> Any:
         def record(event: ProviderEventData) -> None:
-            ProviderEvent.objects.create(
-                run=self.run,
-                thread=thread,
-                kind=event.kind,
-                model=event.model[:200],
-                attempt=event.attempt,
-                status=event.status,
-                latency_ms=event.latency_ms,
-                usage=event.usage,
-                error=event.error,
-                category=event.category,
-                payload=event.payload,
+            self.pending_events.append(
+                ProviderEvent(
+                    run=self.run,
+                    thread=thread,
+                    kind=event.kind,
+                    model=event.model[:200],
+                    attempt=event.attempt,
+                    status=event.status,
+                    latency_ms=event.latency_ms,
+                    usage=event.usage,
+                    error=event.error,
+                    category=event.category,
+                    payload=event.payload,
+                )
             )
 
         return record
@@ -176,23 +192,33 @@ class RunEngine:
         self.prompt_tokens += prompt
         self.completion_tokens += completion
 
-    def _on_assistant(self, thread: Conversation, messages: list[dict[str, Any]]) -> Any:
+    def _on_assistant(self, thread: Conversation, messages: list[dict[str, Any]], *, defer_final: bool = False) -> Any:
         def on_assistant(result: ChatResult) -> None:
             self._count_tokens(thread, result)
-            if not result.tool_calls:  # a final answer; otherwise the step is saved once its tools ran
+            # A final answer is saved now; a step with tool calls once its tools ran (on_step). The director's
+            # final answer (defer_final) is saved in the transaction that closes the run, right after.
+            if not result.tool_calls and not defer_final:
                 self._persist_turn(thread, messages)
 
         return on_assistant
 
-    def _persist_turn(self, thread: Conversation, messages: list[dict[str, Any]]) -> None:
+    def _persist_turn(
+        self, thread: Conversation, messages: list[dict[str, Any]], *, extra: tuple[str, ...] = ()
+    ) -> None:
+        """Save a completed step: the transcript and every diagnostic buffered since the last step, in one
+        transaction. A kill -9 therefore loses at most the step in progress: its ProviderEvents (the request
+        and, if it came, the response), the OrchLog entries of the tool calls it already ran, and its part of
+        the transcript. What those tools wrote themselves (workspace items, memories) is committed by them."""
         now = timezone.now()
         thread.messages = messages
         thread.last_active_at = now
-        fields = ["messages", "last_active_at", "prompt_tokens", "completion_tokens"]
+        fields = ["messages", "last_active_at", "prompt_tokens", "completion_tokens", *extra]
         if thread.kind == ThreadKind.AGENT:
             thread.expires_at = now + dt.timedelta(minutes=self.settings.session_timeout_minutes)
             fields.append("expires_at")
-        thread.save(update_fields=fields)
+        with transaction.atomic(savepoint=False):  # inside the closing transaction a savepoint buys nothing
+            thread.save(update_fields=fields)
+            self.flush_pending()
 
     def _tool_logger(self, thread: Conversation, messages: list[dict[str, Any]], agent: Agent | None) -> Any:
         def on_tool(record: ToolCallRecord, message: dict[str, Any]) -> None:
@@ -288,11 +314,14 @@ class RunEngine:
         run, director = self.run, self.director
         if director.api_config is None:
             return self._finish(RunStatus.SKIPPED, reason="Director has no API config: nothing was executed")
-        thread = Conversation.objects.create(run=run, kind=ThreadKind.DIRECTOR, director=director)
-        self.ctx.director_thread = thread
         messages = self.initial_messages()
-        self._persist_turn(thread, messages)
-        self.log(Phase.DIRECTOR, detail={"action": "director_start", "workspaceId": self.ctx.workspace.pk})
+        with transaction.atomic():
+            thread = Conversation.objects.create(
+                run=run, kind=ThreadKind.DIRECTOR, director=director, messages=messages
+            )
+            self.ctx.director_thread = thread
+            self.log(Phase.DIRECTOR, detail={"action": "director_start", "workspaceId": self.ctx.workspace.pk})
+            self.flush_pending()
         actor = Actor(kind="director", thread=thread)
         try:
             outcome = run_tool_loop(
@@ -301,7 +330,7 @@ class RunEngine:
                 self.director_tools(actor),
                 step_limit=director.step_limit,
                 events=self.provider_events(thread),
-                on_assistant=self._on_assistant(thread, messages),
+                on_assistant=self._on_assistant(thread, messages, defer_final=True),
                 on_tool=self._tool_logger(thread, messages, None),
                 on_step=lambda: self._persist_turn(thread, messages),
             )
@@ -316,7 +345,8 @@ class RunEngine:
         reason = "" if outcome.reason == "answered" else f"stopped at the step limit ({director.step_limit})"
         with transaction.atomic():
             thread.finalized = True
-            self._close_thread(thread, ThreadStatus.COMPLETED)
+            thread.status, thread.ended_at = ThreadStatus.COMPLETED, timezone.now()
+            self._persist_turn(thread, messages, extra=("status", "ended_at", "finalized"))
             self._close_agent_sessions(ThreadStatus.COMPLETED)
             self.log(
                 Phase.RESULT,
@@ -345,9 +375,11 @@ class RunEngine:
         # A retried run adds to what its earlier attempts used.
         run.prompt_tokens += self.prompt_tokens
         run.completion_tokens += self.completion_tokens
-        run.save(
-            update_fields=["status", "status_reason", "error", "finished_at", "prompt_tokens", "completion_tokens"]
-        )
+        with transaction.atomic(savepoint=False):
+            self.flush_pending()
+            run.save(
+                update_fields=["status", "status_reason", "error", "finished_at", "prompt_tokens", "completion_tokens"]
+            )
         return run
 
     # --- agents ------------------------------------------------------------------------------------
@@ -450,4 +482,13 @@ class RunEngine:
 
 
 def execute_run(run: Run) -> Run:
-    return RunEngine(run).execute()
+    engine = RunEngine(run)
+    try:
+        return engine.execute()
+    except Exception:
+        # An engine bug fails the run (process_run); what it had buffered is still worth keeping.
+        try:
+            engine.flush_pending()
+        except Exception:
+            logger.exception("run %s: buffered diagnostics could not be stored", run.pk)
+        raise
