@@ -3,6 +3,8 @@ their journal, and undo. Every decision marks the classifier for retraining."""
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
+
 from django.db import transaction
 from django.utils import timezone
 
@@ -44,6 +46,7 @@ def _move(*, suggestion: Suggestion, folder: str, reason: str) -> Move:
     old_path = file.path
     try:
         folder = fsops.normalize_folder(folder)
+        created_folder = fsops.first_missing_folder(library.root_path, folder)
         folder_path = fsops.ensure_folder(library.root_path, folder)
         destination = fsops.move_into(library.root_path, file.path, folder_path)
     except (LibraryPathError, MoveError) as exc:
@@ -59,6 +62,7 @@ def _move(*, suggestion: Suggestion, folder: str, reason: str) -> Move:
                 to_path=new_path,
                 sha256=suggestion.file_sha256,
                 reason=reason[:200],
+                created_folder=created_folder,
             )
             file.path = new_path
             file.status = FileStatus.FILED
@@ -144,6 +148,8 @@ def undo_move(*, move: Move) -> Move:
             fsops.move_back(root, locked.to_path, locked.from_path)
         except (LibraryPathError, MoveError) as exc:
             raise OrganizationDecisionError(str(exc)) from exc
+        if locked.created_folder:
+            fsops.remove_created_folders(root, str(PurePosixPath(locked.to_path).parent), locked.created_folder)
         locked.undone_at = timezone.now()
         locked.save(update_fields=["undone_at"])
         file = locked.file

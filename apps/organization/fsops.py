@@ -95,6 +95,38 @@ def ensure_folder(root: Path, folder: str) -> Path:
     return resolve_inside(root, folder)
 
 
+def first_missing_folder(root: Path, folder: str) -> str:
+    """The shallowest level of `folder` that does not exist yet ("" when it all exists): what a move into it
+    creates, so that undoing the move can remove exactly the folders it made."""
+    folder = normalize_folder(folder)
+    parts = PurePosixPath(folder).parts
+    for depth in range(1, len(parts) + 1):
+        candidate = "/".join(parts[:depth])
+        if not (Path(os.path.realpath(root)) / candidate).exists():
+            return candidate
+    return ""
+
+
+def remove_created_folders(root: Path, folder: str, created: str) -> list[str]:
+    """After an undo: remove `folder` and its parents up to `created` (the folder the move created), each
+    only while it is empty. A folder the owner has since put anything into stays."""
+    folder, created = normalize_folder(folder), normalize_folder(created)
+    if folder != created and not folder.startswith(created + "/"):
+        return []
+    removed: list[str] = []
+    current = PurePosixPath(folder)
+    while True:
+        try:
+            resolve_inside(root, str(current)).rmdir()
+        except OSError:  # not empty (or already gone): leave it and everything above it
+            break
+        removed.append(str(current))
+        if str(current) == created:
+            break
+        current = current.parent
+    return removed
+
+
 def _renameat2_noreplace() -> object | None:
     libc_name = ctypes.util.find_library("c")
     if not libc_name:

@@ -193,6 +193,8 @@ class Move(models.Model):
     to_path = models.CharField(max_length=1024)
     sha256 = models.CharField(max_length=64)
     reason = models.CharField(max_length=200)  # accept | choose | auto-move (confidence 0.97) | …
+    # The shallowest folder this move created ("" when the target existed): undo removes it again when empty.
+    created_folder = models.CharField(max_length=1024, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
     undone_at = models.DateTimeField(null=True, blank=True)
 

@@ -70,6 +70,27 @@ def test_a_file_edited_or_removed_before_the_decision_expires_its_suggestion(see
     assert removed.status == SuggestionStatus.EXPIRED and removed.file.status == FileStatus.MISSING
 
 
+def test_undo_removes_the_folders_the_move_created_only_while_empty(seeded_library: Library) -> None:
+    root = seeded_library.root_path
+    first = _suggest(seeded_library, "inbox/lease.txt", "Apartment lease contract, monthly rent and deposit.")
+    respond(suggestion=first, action="choose", folder="home/lease")
+    move = Move.objects.get(suggestion=first)
+    assert move.created_folder == "home"
+    undo_move(move=move)
+    assert (root / "inbox/lease.txt").is_file() and not (root / "home").exists()
+    # Into an existing folder nothing was created, so nothing is removed.
+    second = _suggest(seeded_library, "inbox/ferry.txt", "Ferry boarding pass, seat and departure gate.")
+    respond(suggestion=second, action="choose", folder="travel")
+    undo_move(move=Move.objects.get(suggestion=second))
+    assert (root / "travel").is_dir()
+    # A created folder the owner has since used stays.
+    third = _suggest(seeded_library, "inbox/gym.txt", "Gym membership renewal.")
+    respond(suggestion=third, action="choose", folder="health/gym")
+    write(root, "health/dentist.txt", "Dentist appointment.")
+    undo_move(move=Move.objects.get(suggestion=third))
+    assert not (root / "health/gym").exists() and (root / "health/dentist.txt").is_file()
+
+
 def test_collisions_never_overwrite(seeded_library: Library) -> None:
     write(seeded_library.root_path, "travel/ticket.txt", "the original ticket")
     first = _suggest(seeded_library, "inbox/ticket.txt", "RailConnect train ticket, coach seat platform.")
