@@ -107,12 +107,20 @@ def baseline_ranking(question: str, limit: int = TOP) -> list[int]:
 
 def ranking(mode: str, question: str, account_id: int) -> list[int]:
     from apps.search.backends.base import SearchFilters
-    from apps.search.selectors import search_messages
+    from apps.search.selectors import search_page
 
     if mode == "baseline":
         return baseline_ranking(question)
-    hits = search_messages(question, mode=mode, limit=TOP, filters=SearchFilters(account_ids=(account_id,)))  # type: ignore[arg-type]
-    return [hit.pk for hit in hits]
+    # What the search page, /api/search and `manage.py search --json` return: the search syntax, the semantic
+    # relevance floor, one entry per message.
+    result = search_page(
+        question,
+        mode=mode,
+        per_page=TOP,
+        group=False,
+        base=SearchFilters(account_ids=(account_id,)),  # type: ignore[arg-type]
+    )
+    return [row.pk for row in result.rows if row.kind == "mail"]
 
 
 def percentiles(samples: Sequence[float]) -> tuple[float, float]:

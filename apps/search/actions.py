@@ -150,4 +150,8 @@ def backfill_embeddings(
         # Mail stored while we held the lease was not picked up by its own (refused) backfill.
         if not this_round or not backend.has_pending_embeddings():
             break
+    try:
+        backend.refresh_vocabulary()  # the "did you mean" word list (PostgreSQL; throttled)
+    except Exception:
+        logger.exception("search: refreshing the vocabulary failed")
     return embedded

@@ -3,16 +3,22 @@
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
+import json
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
+from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
-from apps.accounts.models import MailAccount, Message
+from apps.accounts.models import MailAccount, MailFolder, Message
 from apps.search.backends import get_search_backend
-from apps.search.backends.base import MODES, EmbeddingProgress, Mode, SearchFilters
+from apps.search.backends.base import MODES, EmbeddingProgress, Mode, SearchFilters, SearchHit
+from apps.search.folding import STOPWORDS, fold_tokens
 from apps.search.models import DocumentKind
+from apps.search.query import Operator, SearchQuery, parse_search
 
 MAX_LIMIT = 100
 MESSAGE_KINDS = (DocumentKind.MESSAGE.value, DocumentKind.ATTACHMENT.value)
@@ -190,3 +196,374 @@ def _filter_fields(filters: SearchFilters) -> dict[str, Any]:
 def embedding_progress() -> EmbeddingProgress:
     """Documents embedded with the current vectors' model / all indexed documents (diagnostics)."""
     return get_search_backend().embedding_progress()
+
+
+# ---------------------------------------------------------------------------------------------------
+# The search syntax (apps/search/query.py) turned into index filters, and the page of results the search
+# page, /api/search and `manage.py search` show: mail grouped by thread, library files, a count, paging and
+# a "did you mean".
+
+MAIL_KINDS = MESSAGE_KINDS
+ALL_KINDS = (*MESSAGE_KINDS, DocumentKind.FILE.value)
+COLLECT = 300  # ranked documents a query pages through (the count covers every keyword match)
+PER_PAGE = 20
+
+
+def _like(value: str) -> str:
+    escaped = value.strip().lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+def _tables() -> tuple[str, str, str]:
+    from apps.accounts.models import Attachment
+    from apps.organization.models import LibraryFile
+
+    quote = connection.ops.quote_name
+    return quote(Message._meta.db_table), quote(Attachment._meta.db_table), quote(LibraryFile._meta.db_table)
+
+
+def _condition(op: Operator, account_ids: tuple[int, ...] | None) -> tuple[str, tuple[Any, ...]]:
+    """One operator as SQL over search_document "{d}" (documents of messages join the message table)."""
+    messages, attachments, files = _tables()
+    quote = connection.ops.quote_name
+    like = r" LIKE %s ESCAPE '\'"
+    value = op.value
+    if op.name == "from":
+        return (
+            f"(lower({{d}}.from_address){like} OR {{d}}.message_id IN"  # noqa: S608 (table names; values are params)
+            f" (SELECT m.id FROM {messages} m WHERE lower(m.from_name){like}))",
+            (_like(value), _like(value)),
+        )
+    if op.name in {"to", "cc"}:
+        # Addresses as JSON text; a non-ASCII name may be stored \u-escaped, so both spellings are tried.
+        column = f"lower(CAST(m.{quote(op.name)} AS TEXT))"
+        escaped = json.dumps(value.strip().lower())[1:-1]
+        return (
+            f"{{d}}.message_id IN (SELECT m.id FROM {messages} m WHERE {column}{like} OR {column}{like})",  # noqa: S608
+            (_like(value), _like(escaped)),
+        )
+    if op.name == "subject":
+        return (
+            f"({{d}}.message_id IN (SELECT m.id FROM {messages} m WHERE lower(m.subject){like})"  # noqa: S608
+            f" OR ({{d}}.kind = 'file' AND lower({{d}}.title){like}))",
+            (_like(value), _like(value)),
+        )
+    if op.name == "filename":
+        return (
+            f"({{d}}.message_id IN (SELECT a.message_id FROM {attachments} a WHERE lower(a.filename){like})"  # noqa: S608
+            f" OR ({{d}}.kind = 'file' AND {{d}}.object_id IN"
+            f" (SELECT f.id FROM {files} f WHERE lower(f.path){like})))",
+            (_like(value), _like(value)),
+        )
+    if op.name == "is":
+        column, wanted = {"unread": ("seen", False), "read": ("seen", True), "starred": ("flagged", True)}[value]
+        return f"{{d}}.message_id IN (SELECT m.id FROM {messages} m WHERE m.{column} = %s)", (wanted,)  # noqa: S608
+    if op.name == "in":
+        folder = value.strip().lower()
+        folders = MailFolder.objects.filter(Q(role__iexact=folder) | Q(display_name__iexact=folder))
+        if account_ids is not None:
+            folders = folders.filter(account_id__in=account_ids)
+        names = sorted(set(folders.values_list("name", flat=True)))
+        named = f" OR {{d}}.folder IN ({', '.join(['%s'] * len(names))})" if names else ""
+        escaped = folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        return (
+            f"(lower({{d}}.folder) = %s OR lower({{d}}.folder){like}{named})",
+            (folder, f"{escaped}/%", *names),
+        )
+    raise ValueError(f"{op.name}: is not a filter")
+
+
+def filters_for_query(
+    parsed: SearchQuery,
+    *,
+    user: Any = None,
+    account: str | None = None,
+    base: SearchFilters | None = None,
+) -> SearchFilters:
+    """SearchFilters for a parsed query. With `user`, only their accounts (and their library files unless an
+    account is named); without (the CLI), every account. Unknown names raise ValueError."""
+    if parsed.errors:
+        raise ValueError("; ".join(parsed.errors))
+    base = base or SearchFilters()
+    names = [*([account] if account else []), *parsed.values("account")]
+    account_ids: tuple[int, ...] | None = base.account_ids
+    for name in names:
+        found = account_ids_for_user(user, name) if user is not None else account_ids_by_name(name)
+        if not found:
+            raise ValueError(f"No account named {name!r}")
+        account_ids = found if account_ids is None else tuple(pk for pk in account_ids if pk in found)
+    if not names and user is not None and account_ids is None:
+        account_ids = account_ids_for_user(user)
+    owner_id = getattr(user, "pk", None) if user is not None and not names else None
+    kinds: tuple[str, ...] = base.kinds or ALL_KINDS
+    for value in parsed.values("kind"):
+        wanted = {"mail": MAIL_KINDS, "file": (DocumentKind.FILE.value,)}.get(value, (value,))
+        kinds = tuple(kind for kind in kinds if kind in wanted)
+    for value in parsed.values("kind", negated=True):
+        unwanted = {"mail": MAIL_KINDS, "file": (DocumentKind.FILE.value,)}.get(value, (value,))
+        kinds = tuple(kind for kind in kinds if kind not in unwanted)
+    if not kinds:
+        kinds = ("-",)  # kind:mail -kind:mail: nothing
+    conditions = list(base.conditions)
+    for op in parsed.operators:
+        if op.name in {"account", "kind", "before", "after", "date"}:
+            continue
+        if op.name == "has":
+            sql, params = "{d}.has_attachments = %s", (True,)
+        else:
+            sql, params = _condition(op, account_ids)
+        conditions.append((f"NOT COALESCE(({sql}), FALSE)" if op.negated else sql, params))
+    for name in parsed.values("account", negated=True):
+        found = account_ids_for_user(user, name) if user is not None else account_ids_by_name(name)
+        if not found:
+            raise ValueError(f"No account named {name!r}")
+        if account_ids is not None:
+            account_ids = tuple(pk for pk in account_ids if pk not in found)
+        else:
+            placeholders = ", ".join(["%s"] * len(found))
+            conditions.append((f"NOT COALESCE(({{d}}.account_id IN ({placeholders})), FALSE)", tuple(found)))
+    date_from = max((d for d in (base.date_from, parsed.date_from) if d is not None), default=None)
+    date_to = min((d for d in (base.date_to, parsed.date_to) if d is not None), default=None)
+    return replace(
+        base,
+        account_ids=account_ids,
+        owner_id=owner_id,
+        kinds=kinds,
+        date_from=date_from,
+        date_to=date_to,
+        conditions=tuple(conditions),
+        exclude_words=(*base.exclude_words, *parsed.excluded),
+    )
+
+
+@dataclass(slots=True)
+class ResultRow:
+    """One row of results: a thread (its best-ranked matching message, and how many of its messages match),
+    a message without a thread, or a library file."""
+
+    kind: str  # "mail" | "file"
+    score: float
+    sources: list[str]
+    snippet: str
+    title: str
+    sender: str
+    date: dt.datetime | None
+    folder: str
+    matches: int = 1
+    pk: int = 0  # the message's or the file's primary key
+    message_id: str = ""
+    thread_id: int | None = None
+    account_id: int | None = None
+    attachment: bool = False  # the best hit was text of one of the message's attachments
+    path: str = ""
+    mime_type: str = ""
+    is_image: bool = False
+    unread: bool = False
+
+    def as_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "kind": self.kind,
+            "score": round(self.score, 6),
+            "sources": self.sources,
+            "snippet": self.snippet,
+            "title": self.title,
+            "from": self.sender,
+            "date": self.date.isoformat() if self.date else None,
+            "folder": self.folder,
+            "matches": self.matches,
+        }
+        if self.kind == "file":
+            data.update(file_id=self.pk, path=self.path, mime_type=self.mime_type)
+        else:
+            # "subject" repeats the title for callers of the message-only shape this replaced.
+            data.update(message_id=self.message_id, subject=self.title, thread_id=self.thread_id, unread=self.unread)
+        return data
+
+
+@dataclass(slots=True)
+class SearchPage:
+    query: SearchQuery
+    mode: Mode
+    rows: list[ResultRow]
+    count: int  # matching documents: every keyword match plus meaning matches above the floor
+    threads: int  # rows (threads, loose messages, files) among the ranked documents
+    page: int
+    per_page: int
+    has_next: bool
+    truncated: bool  # more documents matched than COLLECT: paging stops at the best COLLECT
+    suggestion: str = ""  # the whole query with misspelt words replaced ("did you mean")
+
+    @property
+    def pages(self) -> int:
+        return max(1, -(-self.threads // self.per_page))
+
+
+def search_page(
+    raw: str,
+    *,
+    user: Any = None,
+    mode: Mode = "hybrid",
+    page: int = 1,
+    per_page: int = PER_PAGE,
+    account: str | None = None,
+    base: SearchFilters | None = None,
+    prefix_last: bool = False,
+    group: bool = True,
+) -> SearchPage:
+    """Parse `raw`, rank (or, for operators alone, list newest first), group mail by thread and cut one page.
+    Invalid operators or unknown accounts raise ValueError with what to write instead."""
+    parsed = parse_search(raw)
+    filters = filters_for_query(parsed, user=user, account=account, base=base)
+    backend = get_search_backend()
+    page = max(1, int(page))
+    per_page = max(1, min(int(per_page), MAX_LIMIT))
+    floor = float(backend.options["SEMANTIC_FLOOR"])
+    text = parsed.text.strip()
+    if not text:
+        hits, count = backend.browse(filters=filters, limit=COLLECT)
+        hits = [hit for hit in hits if hit.kind]
+    elif mode == "keyword":
+        hits = backend.keyword(text, filters=filters, limit=COLLECT, prefix_last=prefix_last, snippets=False)
+        count = _items(hits)
+        if len(hits) >= COLLECT:
+            count = backend.keyword_count(text, filters=filters)
+    elif mode == "semantic":
+        hits = [h for h in backend.semantic(text, filters=filters, limit=COLLECT, snippets=False) if h.score >= floor]
+        count = _items(hits)
+    else:
+        hits = backend.hybrid(
+            text, filters=filters, limit=COLLECT, prefix_last=prefix_last, snippets=False, semantic_floor=floor
+        )
+        count = _items(hits)
+        if len(hits) >= COLLECT:
+            keyword_items = _items([h for h in hits if "fts" in h.sources])
+            count = backend.keyword_count(text, filters=filters) + count - keyword_items
+    rows = _group(hits, by_thread=group)
+    start = (page - 1) * per_page
+    shown = rows[start : start + per_page]
+    _fill(shown, hits, text)
+    suggestion = ""
+    if text:
+        suggestion = did_you_mean(parsed, backend)
+    return SearchPage(
+        query=parsed,
+        mode=mode,
+        rows=shown,
+        count=max(count, _items(hits)),
+        threads=len(rows),
+        page=page,
+        per_page=per_page,
+        has_next=start + per_page < len(rows),
+        truncated=count > _items(hits),
+        suggestion=suggestion,
+    )
+
+
+def _items(hits: list[SearchHit]) -> int:
+    """Messages and files among `hits` (an attachment's text and its message are one message)."""
+    return len({(hit.kind == DocumentKind.FILE.value, hit.message_id or hit.object_id) for hit in hits})
+
+
+def did_you_mean(parsed: SearchQuery, backend: Any = None) -> str:
+    """The query with each word the index lacks replaced by its closest indexed spelling ("" if none)."""
+    backend = backend or get_search_backend()
+    words = [token for token in fold_tokens(parsed.text) if token not in STOPWORDS]
+    fixes = backend.suggest(words)
+    if not fixes:
+        return ""
+
+    def replace_word(match: re.Match[str]) -> str:
+        word = match.group(0)
+        folded = fold_tokens(word)
+        return fixes.get(folded[0], word) if len(folded) == 1 else word
+
+    return parsed.with_text(WORD_RE.sub(replace_word, parsed.text))
+
+
+WORD_RE = re.compile(r"[^\W_]+")
+
+
+def _group(hits: list[SearchHit], *, by_thread: bool = True) -> list[ResultRow]:
+    """Rows in rank order: each thread once (at its best message; each message when not `by_thread`), each
+    file once."""
+    message_ids = [hit.message_id for hit in hits if hit.message_id is not None]
+    threads = dict(Message.objects.filter(pk__in=message_ids).values_list("pk", "thread_id"))
+    rows: list[ResultRow] = []
+    by_key: dict[str, ResultRow] = {}
+    counted: dict[str, set[int]] = {}
+    for hit in hits:
+        if hit.kind == DocumentKind.FILE.value:
+            key, pk, kind = f"f{hit.object_id}", hit.object_id, "file"
+        elif hit.message_id is not None and hit.message_id in threads:
+            thread_id = threads[hit.message_id]
+            key = f"t{thread_id}" if thread_id is not None and by_thread else f"m{hit.message_id}"
+            pk, kind = hit.message_id, "mail"
+        else:
+            continue
+        row = by_key.get(key)
+        if row is None:
+            row = by_key[key] = ResultRow(
+                kind=kind, score=hit.score, sources=list(hit.sources), snippet="", title="", sender="", date=None,
+                folder="", pk=pk, thread_id=threads.get(pk) if kind == "mail" else None,
+                attachment=hit.kind == DocumentKind.ATTACHMENT.value,
+            )  # fmt: skip
+            rows.append(row)
+            counted[key] = set()
+        counted[key].add(pk)
+        row.matches = len(counted[key])
+    return rows
+
+
+def _fill(rows: list[ResultRow], hits: list[SearchHit], text: str) -> None:
+    """Titles, senders, dates and snippets for the shown rows only (a page costs the same at any depth)."""
+    from apps.organization.models import LibraryFile
+
+    message_pks = [row.pk for row in rows if row.kind == "mail"]
+    file_pks = [row.pk for row in rows if row.kind == "file"]
+    messages = Message.objects.filter(pk__in=message_pks).only(
+        "id", "message_id", "dedupe_key", "subject", "from_name", "from_address", "date", "account_id", "folder",
+        "thread_id", "seen",
+    ).in_bulk()  # fmt: skip
+    files = LibraryFile.objects.filter(pk__in=file_pks).only(
+        "id", "path", "mime_type", "digest_kind", "metadata", "created_at", "provenance"
+    ).in_bulk()  # fmt: skip
+    best: dict[tuple[str, int], SearchHit] = {}
+    for hit in hits:
+        key = ("file", hit.object_id) if hit.kind == DocumentKind.FILE.value else ("mail", hit.message_id or 0)
+        best.setdefault(key, hit)
+    shown = [best[(row.kind, row.pk)] for row in rows if (row.kind, row.pk) in best]
+    snippets = {hit.document_id: hit.snippet for hit in get_search_backend().snippets(shown, text)}
+    for row in rows:
+        top = best.get((row.kind, row.pk))
+        row.snippet = snippets.get(top.document_id, "") if top else ""
+        if row.kind == "mail" and (message := messages.get(row.pk)):
+            row.title, row.sender, row.date = message.subject, message.sender, message.date
+            row.folder, row.account_id, row.unread = message.folder, message.account_id, not message.seen
+            row.message_id = message.message_id or message.dedupe_key
+            row.thread_id = message.thread_id
+        elif row.kind == "file" and (file := files.get(row.pk)):
+            metadata = file.metadata or {}
+            row.title, row.path, row.folder = file.name, file.path, file.folder
+            row.mime_type, row.is_image = file.mime_type, file.digest_kind == "image"
+            row.sender = str(metadata.get("sender") or (file.provenance or {}).get("sender") or "")
+            row.date = file.created_at
+
+
+def library_file_for_user(user: Any, file_id: int) -> Path | None:
+    """The on-disk path of one of `user`'s library images (None for others' files, non-images, escapes)."""
+    from apps.organization.fsops import LibraryPathError, resolve_inside
+    from apps.organization.models import LibraryFile
+
+    file = (
+        LibraryFile.objects.select_related("library")
+        .filter(pk=file_id, library__owner=user, digest_kind="image")
+        .exclude(status="missing")
+        .first()
+    )
+    if file is None:
+        return None
+    try:
+        path = resolve_inside(file.library.root_path, file.path)
+    except LibraryPathError:
+        return None
+    return path if path.is_file() else None

@@ -7,5 +7,6 @@ from apps.search import views
 app_name = "search"
 urlpatterns = [
     path("", views.search_results, name="results"),
+    path("files/<int:file_id>/thumbnail/", views.file_thumbnail, name="file_thumbnail"),
     path("progress/", views.progress, name="progress"),
 ]

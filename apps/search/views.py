@@ -1,66 +1,110 @@
-"""The search page, the results partial the mailbox search box swaps in (htmx), and the
-embedding-progress partial the diagnostics page polls."""
+"""The search page, the results partial the mailbox search box swaps in (htmx), a library file's thumbnail for
+file results, and the embedding-progress partial the diagnostics page polls."""
 
 from __future__ import annotations
 
-from dataclasses import asdict
+import io
 from typing import Any
+from urllib.parse import urlencode
 
 from django.contrib.admin.views.decorators import staff_member_required
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 
 from apps.search.backends.base import MODES, Mode
+from apps.search.query import OPERATORS
 from apps.search.selectors import (
-    MessageResult,
-    account_ids_for_user,
-    build_filters,
+    PER_PAGE,
+    ResultRow,
+    SearchPage,
     embedding_progress,
+    library_file_for_user,
     normalize_mode,
-    search_messages,
+    search_page,
 )
 
 # Results open the message inside its thread on the mailbox pages.
 THREAD_URL_NAME = "mail:thread"
+THUMBNAIL_PIXELS = 160
 
 
-def _message_url(result: MessageResult) -> str | None:
-    if result.thread_id is None:
+def _message_url(row: ResultRow) -> str | None:
+    if row.thread_id is None:
         return None
     try:
-        return f"{reverse(THREAD_URL_NAME, args=[result.thread_id])}#message-{result.pk}"
+        return f"{reverse(THREAD_URL_NAME, args=[row.thread_id])}#message-{row.pk}"
     except NoReverseMatch:
         return None
+
+
+def _page_url(query: str, mode: str, account: str | None, page: int) -> str:
+    params = {"q": query, "mode": mode, "page": page, **({"account": account} if account else {})}
+    return f"{reverse('search:results')}?{urlencode(params)}"
 
 
 def search_results(request: HttpRequest) -> HttpResponse:
     query = request.GET.get("q", "").strip()
     is_htmx = bool(getattr(request, "htmx", False))
     account = request.GET.get("account") or None
-    context: dict[str, Any] = {"query": query, "results": [], "error": "", "modes": MODES, "account": account}
+    context: dict[str, Any] = {
+        "query": query,
+        "results": [],
+        "error": "",
+        "modes": MODES,
+        "account": account,
+        "operators": OPERATORS,
+    }
     mode: Mode = "hybrid"
     try:
         mode = normalize_mode(request.GET.get("mode"))
-        filters = build_filters(
-            account_ids=account_ids_for_user(request.user, account),
-            folder=request.GET.get("folder"),
-            date_from=request.GET.get("date_from"),
-            date_to=request.GET.get("date_to"),
-            from_address=request.GET.get("from"),
-            to_address=request.GET.get("to"),
-            has_attachment=True if request.GET.get("has_attachment") in {"1", "true", "on"} else None,
-        )
+        page_number = int(request.GET.get("page") or 1)
+        if page_number < 1:
+            raise ValueError("page must be 1 or more")
+        if query:
+            result: SearchPage = search_page(
+                query[:1000],
+                user=request.user,
+                mode=mode,
+                page=page_number,
+                per_page=PER_PAGE,
+                account=account,
+                prefix_last=is_htmx,  # typing in the box searches as you type: the last word is a prefix
+            )
+            context["page"] = result
+            context["results"] = [
+                {"row": row, "url": _message_url(row) if row.kind == "mail" else None} for row in result.rows
+            ]
+            if result.suggestion:
+                context["suggestion_url"] = _page_url(result.suggestion, mode, account, 1)
+            if result.page > 1:
+                context["previous_url"] = _page_url(query, mode, account, result.page - 1)
+            if result.has_next:
+                context["next_url"] = _page_url(query, mode, account, result.page + 1)
     except ValueError as exc:
-        context["error"] = str(exc)
-        filters = None
+        context["error"] = str(exc) if "invalid literal" not in str(exc) else "page must be a number"
     context["mode"] = mode
-    if query and filters is not None:
-        # Typing in the box searches as you type: the last word counts as a prefix.
-        results = search_messages(query, mode=mode, limit=20, filters=filters, prefix_last=is_htmx)
-        context["results"] = [{**asdict(result), "url": _message_url(result)} for result in results]
     template = "search/partials/results.html" if is_htmx else "search/pages/results.html"
     return render(request, template, context)
+
+
+def file_thumbnail(request: HttpRequest, file_id: int) -> HttpResponse:
+    """A small PNG of one of the user's library images (404 for other users' files and non-images)."""
+    from PIL import Image, UnidentifiedImageError
+
+    path = library_file_for_user(request.user, file_id)
+    if path is None:
+        raise Http404("No such image")
+    try:
+        with Image.open(path) as image:
+            image.thumbnail((THUMBNAIL_PIXELS, THUMBNAIL_PIXELS))
+            output = io.BytesIO()
+            image.convert("RGBA" if image.mode in {"RGBA", "LA", "P"} else "RGB").save(output, format="PNG")
+    except (OSError, UnidentifiedImageError) as exc:
+        raise Http404("The image cannot be read") from exc
+    response = HttpResponse(output.getvalue(), content_type="image/png")
+    response["Cache-Control"] = "private, max-age=300"
+    return response
 
 
 @staff_member_required

@@ -23,7 +23,7 @@ from django.db.models.functions import Substr
 
 from apps.search.documents import IndexDocument, chunk_texts
 from apps.search.embedders import Embedder, embed_query_cached, get_embedder
-from apps.search.folding import SNIPPET_SCAN_CHARS, ParsedQuery, QueryTerm, highlight, parse_query
+from apps.search.folding import SNIPPET_SCAN_CHARS, ParsedQuery, QueryTerm, fold_tokens, highlight, parse_query
 from apps.search.models import SearchChunk, SearchDocument, SearchIndexState
 from mailagent.bulk import insert_values
 
@@ -47,10 +47,17 @@ class SearchFilters:
     to_address: str | None = None
     has_attachment: bool | None = None
     kinds: tuple[str, ...] | None = None
+    # With account_ids: also this user's own documents that belong to no account (library files).
+    owner_id: int | None = None
+    # SQL conditions over search_document (written with "{d}" for its alias) and their parameters: the search
+    # operators that need the message table (is:unread, subject:, filename:, …), built in selectors.
+    conditions: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    # Words or phrases (as typed) a document must not contain: `-word` in the search syntax.
+    exclude_words: tuple[str, ...] = ()
 
     @property
     def matches_nothing(self) -> bool:
-        return self.account_ids is not None and not self.account_ids
+        return self.account_ids is not None and not self.account_ids and self.owner_id is None
 
     def sql(self, alias: str = "d") -> tuple[str, list[Any]]:
         """A WHERE fragment (starting with " AND ") over search_document aliased `alias`."""
@@ -58,11 +65,15 @@ class SearchFilters:
         params: list[Any] = []
         ops = connection.ops
         if self.account_ids is not None:
+            owned = f"({alias}.account_id IS NULL AND {alias}.owner_id = %s)" if self.owner_id is not None else ""
             if not self.account_ids:
-                clauses.append("1 = 0")
+                clauses.append(owned or "1 = 0")
             else:
-                clauses.append(f"{alias}.account_id IN ({', '.join(['%s'] * len(self.account_ids))})")
+                accounts = f"{alias}.account_id IN ({', '.join(['%s'] * len(self.account_ids))})"
+                clauses.append(f"({accounts} OR {owned})" if owned else accounts)
                 params.extend(self.account_ids)
+            if owned:
+                params.append(self.owner_id)
         if self.kinds:
             clauses.append(f"{alias}.kind IN ({', '.join(['%s'] * len(self.kinds))})")
             params.extend(self.kinds)
@@ -84,11 +95,32 @@ class SearchFilters:
         if self.has_attachment is not None:
             clauses.append(f"{alias}.has_attachments = %s")
             params.append(self.has_attachment)
+        for template, values in self.conditions:
+            clauses.append(template.replace("{d}", alias))
+            params.extend(values)
+        for words in self.exclude_words:
+            clause, value = _exclusion(words, alias)
+            if clause:
+                clauses.append(clause)
+                params.append(value)
         return "".join(f" AND {clause}" for clause in clauses), params
 
     def needs_sql_for_vectors(self) -> bool:
         """Filters that in-memory vector metadata does not carry (resolved to document ids by SQL)."""
-        return bool(self.folder or self.from_address or self.to_address)
+        return bool(self.folder or self.from_address or self.to_address or self.conditions or self.exclude_words)
+
+
+def _exclusion(words: str, alias: str) -> tuple[str, str]:
+    """`NOT (document contains these words in this order)` for the current database's full-text index."""
+    tokens = fold_tokens(words)
+    if not tokens:
+        return "", ""
+    if connection.vendor == "postgresql":
+        return f"NOT ({alias}.tsv @@ to_tsquery('simple', %s))", " <-> ".join(tokens)
+    return (
+        f"{alias}.id NOT IN (SELECT rowid FROM search_fts WHERE search_fts MATCH %s)",  # noqa: S608 (an alias)
+        '"' + " ".join(tokens) + '"',
+    )
 
 
 def _like_pattern(value: str) -> str:
@@ -153,6 +185,16 @@ DEFAULT_OPTIONS: dict[str, Any] = {
     "KEYWORD_MAX_DF": 0.5,
     # Below this many documents ranking every match is cheap, and every typed word keeps its matches.
     "KEYWORD_PRUNE_MIN_DOCUMENTS": 1000,
+    # Search pages, the API and the CLI keep a document found only by meaning when its cosine similarity
+    # reaches this (universal-sentence-encoder multilingual v3). Measured with bench/search_floor.py on the
+    # 50 Enron questions of bench/data/search_questions.json: answers only the semantic side finds sit at
+    # 0.24-0.53 (2 of 4 kept at 0.25-0.40 alike), the best hit of a gibberish query at 0.15-0.31 (0 of 50
+    # pass 0.35, 3 pass 0.30), of a misspelt question at 0.14-0.49 (6 of 50 pass 0.35).
+    "SEMANTIC_FLOOR": 0.35,
+    # "Did you mean" looks at words found in at most SUGGEST_MAX_DF documents and proposes a spelling found in
+    # SUGGEST_MIN_RATIO times as many.
+    "SUGGEST_MAX_DF": 2,
+    "SUGGEST_MIN_RATIO": 20,
 }
 
 TERM_STATS_SECONDS = 600.0
@@ -383,8 +425,12 @@ class BaseSearchBackend:
         prefix_last: bool = False,
         embedder: Embedder | None = None,
         snippets: bool = True,
+        semantic_floor: float | None = None,
     ) -> list[SearchHit]:
-        """Keyword and semantic candidates fused by weighted reciprocal rank (KEYWORD_WEIGHT, SEMANTIC_WEIGHT)."""
+        """Keyword and semantic candidates fused by weighted reciprocal rank (KEYWORD_WEIGHT, SEMANTIC_WEIGHT).
+
+        With `semantic_floor`, a document found only by meaning is kept only when its similarity reaches the
+        floor (see SEMANTIC_FLOOR): the list is not padded with mail that merely resembles the query."""
         filters = filters or SearchFilters()
         parsed = parse_query(query, prefix_last=prefix_last)
         candidates = max(limit, int(self.options["CANDIDATES"]))
@@ -403,9 +449,77 @@ class BaseSearchBackend:
 
         fused = self.fuse(
             [(keyword_hits, keyword_hit_weight), (semantic_hits, lambda hit: semantic_weight)],
-            limit=limit,
+            limit=len(keyword_hits) + len(semantic_hits) if semantic_floor is not None else limit,
         )
+        if semantic_floor is not None:
+            similarity = {hit.document_id: hit.score for hit in semantic_hits}
+            fused = [
+                hit for hit in fused if "fts" in hit.sources or similarity.get(hit.document_id, 0.0) >= semantic_floor
+            ][:limit]
         return self._finish(fused, informative, with_snippets=snippets)
+
+    def keyword_count(self, query: str, *, filters: SearchFilters | None = None) -> int:
+        """How many messages (an attachment's text counts for its message) and other documents the keyword
+        side matches: every match, not only the ranked page."""
+        parsed = parse_query(query)
+        filters = filters or SearchFilters()
+        if parsed.is_empty or filters.matches_nothing:
+            return 0
+        return self._keyword_count(self.informative_query(parsed), filters)
+
+    def browse(self, *, filters: SearchFilters, limit: int, offset: int = 0) -> tuple[list[SearchHit], int]:
+        """Documents passing `filters`, newest first, and how many messages and files that is (a query of
+        operators only)."""
+        if filters.matches_nothing:
+            return [], 0
+        where, params = filters.sql("d")
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT count(DISTINCT COALESCE(d.message_id, -d.id)) FROM search_document d WHERE 1 = 1{where}",  # noqa: S608
+                params,
+            )
+            total = int(cursor.fetchone()[0])
+            cursor.execute(
+                f"SELECT d.id FROM search_document d WHERE 1 = 1{where}"  # noqa: S608
+                " ORDER BY d.date DESC, d.id DESC LIMIT %s OFFSET %s",
+                [*params, limit, offset],
+            )
+            hits = [SearchHit(document_id=row[0], score=0.0, sources=[]) for row in cursor.fetchall()]
+        return self._finish(hits, None, with_snippets=False), total
+
+    def snippets(self, hits: list[SearchHit], query: str) -> list[SearchHit]:
+        """Fill in the highlighted snippets of `hits` (ranked without them) for `query`."""
+        return self._finish(hits, parse_query(query) if query.strip() else None, with_snippets=True)
+
+    def suggest(self, words: Sequence[str]) -> dict[str, str]:
+        """ "Did you mean": for each folded word the index does not (or hardly) contain, the indexed word
+        closest in spelling (Damerau-Levenshtein; at most 1 edit for words up to 4 letters, else 2) that
+        starts with the same letter (Lucene's DirectSpellChecker minPrefix), most documents first."""
+        from rapidfuzz.distance import OSA
+
+        candidates = [w for w in dict.fromkeys(words) if len(w) >= 3 and not w.isdigit()]
+        if not candidates:
+            return {}
+        _total, frequencies = self.document_frequencies(candidates)
+        suggestions: dict[str, str] = {}
+        for word in candidates:
+            seen = frequencies.get(word, 0)
+            if seen > int(self.options["SUGGEST_MAX_DF"]):
+                continue
+            max_edits = 1 if len(word) <= 4 else 2
+            best: tuple[int, int, str] | None = None
+            for term, documents in self._vocabulary(word[0], len(word) - max_edits, len(word) + max_edits):
+                if term == word or documents < max(1, seen * int(self.options["SUGGEST_MIN_RATIO"])):
+                    continue
+                distance = OSA.distance(word, term, score_cutoff=max_edits)
+                if distance > max_edits:
+                    continue
+                key = (distance, -documents, term)
+                if best is None or key < best:
+                    best = key
+            if best is not None:
+                suggestions[word] = best[2]
+        return suggestions
 
     def search(self, query: str, *, mode: Mode = "hybrid", **kwargs: Any) -> list[SearchHit]:
         if mode == "keyword":
@@ -592,6 +706,17 @@ class BaseSearchBackend:
     def _term_document_counts(self, words: Sequence[str]) -> dict[str, int]:
         """How many documents contain each folded word (full-text index)."""
         raise NotImplementedError
+
+    def _keyword_count(self, parsed: ParsedQuery, filters: SearchFilters) -> int:
+        raise NotImplementedError
+
+    def _vocabulary(self, first: str, shortest: int, longest: int) -> list[tuple[str, int]]:
+        """Indexed words starting with `first` of that length range, with their document counts."""
+        raise NotImplementedError
+
+    def refresh_vocabulary(self, *, force: bool = False) -> bool:
+        """Vendor work to bring the word list behind `suggest` up to date (PostgreSQL); True when done."""
+        return False
 
     def _on_embedder_changed(self, dimension: int) -> None:
         """Vendor work when the vector dimension may have changed (PostgreSQL rebuilds its HNSW index)."""

@@ -5,6 +5,7 @@ over chunk embeddings."""
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,6 +19,8 @@ from apps.search.folding import ParsedQuery, QueryTerm, fold_for_index
 from apps.search.models import encode_vector
 
 HNSW_INDEX = "search_chunk_embedding_hnsw"
+VOCABULARY_SECONDS = 60.0
+_vocabulary_refreshed: dict[str, tuple[int, float]] = {}  # database -> (newest document id, monotonic time)
 # D, C, B, A weights: body is C, people B, subject A.
 RANK_WEIGHTS = "{0.1, 0.3, 0.5, 1.0}"
 
@@ -124,6 +127,50 @@ class PostgresSearchBackend(BaseSearchBackend):
         with connection.cursor() as cursor:
             cursor.execute(sql, [*score_params, tsquery(parsed, match), *params, limit])
             return [(int(pk), float(rank)) for pk, rank in cursor.fetchall()]
+
+    def _keyword_count(self, parsed: ParsedQuery, filters: SearchFilters) -> int:
+        where, params = filters.sql("d")
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT count(DISTINCT COALESCE(d.message_id, -d.id)) FROM search_document d"  # noqa: S608
+                f" WHERE d.tsv @@ to_tsquery('simple', %s){where}",
+                [tsquery(parsed, "any"), *params],
+            )
+            return int(cursor.fetchone()[0])
+
+    def _vocabulary(self, first: str, shortest: int, longest: int) -> list[tuple[str, int]]:
+        self.refresh_vocabulary()
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT word, ndoc FROM search_vocabulary WHERE word >= %s AND word < %s"
+                " AND length(word) BETWEEN %s AND %s",
+                [first, chr(ord(first) + 1), shortest, longest],
+            )
+            return [(str(word), int(ndoc)) for word, ndoc in cursor.fetchall()]
+
+    def refresh_vocabulary(self, *, force: bool = False) -> bool:
+        """search_vocabulary is a materialized view of ts_stat over every document's tsvector. It is refreshed
+        after each embedding backfill (so after every indexing) at most once per VOCABULARY_SECONDS, and here
+        when it was never filled or documents arrived since and the interval passed."""
+        global _vocabulary_refreshed
+        now = time.monotonic()
+        newest = self._newest_document_id()
+        key = f"{connection.alias}:{connection.settings_dict['NAME']}"
+        refreshed = _vocabulary_refreshed.get(key)
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT relispopulated FROM pg_class WHERE relname = 'search_vocabulary'")
+            row = cursor.fetchone()
+            populated = bool(row and row[0])
+            if populated and not force:
+                if refreshed is None:
+                    # Another process filled it; count from now.
+                    _vocabulary_refreshed[key] = (newest, now)
+                    return False
+                if refreshed[0] == newest or now - refreshed[1] < VOCABULARY_SECONDS:
+                    return False
+            cursor.execute("REFRESH MATERIALIZED VIEW search_vocabulary")
+        _vocabulary_refreshed[key] = (newest, now)
+        return True
 
     def _term_document_counts(self, words: Sequence[str]) -> dict[str, int]:
         counts: dict[str, int] = {}

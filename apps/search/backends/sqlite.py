@@ -66,6 +66,7 @@ class VectorMatrix:
     document_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     chunk_nos: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
     account_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    owner_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     kinds: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
     dates: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     attachments: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
@@ -74,7 +75,7 @@ class VectorMatrix:
     compactions: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    COLUMNS = ("chunk_ids", "document_ids", "chunk_nos", "account_ids", "kinds", "dates", "attachments")
+    COLUMNS = ("chunk_ids", "document_ids", "chunk_nos", "account_ids", "owner_ids", "kinds", "dates", "attachments")
 
     def reset(self, dimension: int, embedder: str) -> None:
         self.dimension, self.embedder, self.size, self.max_id = dimension, embedder, 0, 0
@@ -122,7 +123,8 @@ class VectorMatrix:
             return
         self._reserve(self.size + expected)
         cursor.execute(
-            "SELECT c.id, c.document_id, c.chunk_no, c.embedding, d.account_id, d.kind, d.date, d.has_attachments"
+            "SELECT c.id, c.document_id, c.chunk_no, c.embedding, d.account_id, d.kind, d.date, d.has_attachments,"
+            " d.owner_id"
             " FROM search_chunk c JOIN search_document d ON d.id = c.document_id"
             " WHERE c.id > %s ORDER BY c.id",
             [self.max_id],
@@ -144,6 +146,7 @@ class VectorMatrix:
             dates = np.array([row[6] if row[6] else "NaT" for row in rows], dtype="datetime64[us]")
             self.dates[start:end] = dates.astype("datetime64[s]").astype(np.int64)  # NaT becomes NO_DATE
             self.attachments[start:end] = [bool(row[7]) for row in rows]
+            self.owner_ids[start:end] = [row[8] if row[8] is not None else -1 for row in rows]
             self.size = end
             self.max_id = int(rows[-1][0])
             self.appended_rows += count
@@ -172,9 +175,12 @@ class VectorMatrix:
         if filters.account_ids is not None:
             accounts = self.account_ids[:size]
             if len(filters.account_ids) == 1:
-                mask = both(mask, accounts == filters.account_ids[0])
+                allowed = accounts == filters.account_ids[0]
             else:
-                mask = both(mask, np.isin(accounts, np.array(filters.account_ids, dtype=np.int64)))
+                allowed = np.isin(accounts, np.array(filters.account_ids, dtype=np.int64))
+            if filters.owner_id is not None:
+                allowed |= (accounts == -1) & (self.owner_ids[:size] == filters.owner_id)
+            mask = both(mask, allowed)
         if filters.kinds and set(filters.kinds) != set(KIND_CODES):
             codes = np.array([KIND_CODES.get(kind, -2) for kind in filters.kinds], dtype=np.int8)
             mask = both(mask, np.isin(self.kinds[:size], codes))
@@ -339,6 +345,31 @@ class SQLiteSearchBackend(BaseSearchBackend):
             [expression, *params, limit],
         )
         return [(int(pk), -float(score)) for pk, score in cursor.fetchall()]
+
+    def _keyword_count(self, parsed: ParsedQuery, filters: SearchFilters) -> int:
+        where, params = filters.sql("d")
+        try:
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT count(DISTINCT COALESCE(d.message_id, -d.id)) FROM search_fts"  # noqa: S608
+                    f" JOIN search_document d ON d.id = search_fts.rowid WHERE search_fts MATCH %s{where}",
+                    [fts5_query(parsed, "any"), *params],
+                )
+                return int(cursor.fetchone()[0])
+        except Exception as exc:
+            if "fts5" in str(exc).lower() or "syntax" in str(exc).lower():
+                return 0
+            raise
+
+    def _vocabulary(self, first: str, shortest: int, longest: int) -> list[tuple[str, int]]:
+        # search_fts_vocab is an fts5vocab table: it reads the words straight from the full-text index.
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT term, doc FROM search_fts_vocab WHERE term >= %s AND term < %s"
+                " AND length(term) BETWEEN %s AND %s",
+                [first, chr(ord(first) + 1), shortest, longest],
+            )
+            return [(str(term), int(doc)) for term, doc in cursor.fetchall()]
 
     def _term_document_counts(self, words: Sequence[str]) -> dict[str, int]:
         counts: dict[str, int] = {}
