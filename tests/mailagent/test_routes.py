@@ -32,8 +32,9 @@ from apps.ask.actions import create_ask_run
 from apps.orchestration.actions import RunRequest, create_director, create_runs
 from apps.orchestration.config_actions import create_agent, create_api_config
 from apps.orchestration.models import Memory
+from apps.replies.actions import create_draft_from_item
 from apps.routing.actions import create_filter
-from apps.workspaces.actions import add_item, create_user_workspace, push_inbox_entry
+from apps.workspaces.actions import add_item, create_user_workspace, open_workspace, push_inbox_entry
 from mailagent.api import api
 
 pytestmark = pytest.mark.django_db
@@ -120,6 +121,16 @@ EXPECTED_URL_PATTERNS = {
     "organize/suggestions/<int:suggestion_id>/respond/",
     "organize/suggestions/bulk-accept/",
     "organize/upload/",
+    "replies/",
+    "replies/new/item/<int:item_id>/",
+    "replies/new/ask-draft/<int:ask_draft_id>/",
+    "replies/<int:draft_id>/",
+    "replies/<int:draft_id>/mode/",
+    "replies/<int:draft_id>/confirm/",
+    "replies/<int:draft_id>/send/",
+    "replies/<int:draft_id>/consent/",
+    "replies/<int:draft_id>/discard/",
+    "replies/accounts/<int:account_id>/smtp/",
     "results/",
     "results/tree/",
     "results/emails/<int:message_id>/",
@@ -363,6 +374,11 @@ def world(staff_user: Any) -> dict[str, Any]:
     workspace = create_user_workspace(owner=staff_user, label="Claude Desktop")
     add_item(workspace=workspace, data="# Notes\n", label="notes", mime_type="text/markdown", path="notes.md")
     push_inbox_entry(workspace=workspace, docs=[{"path": "notes.md"}], comments="Summary of the week.")
+    # A reply draft from a run's item (the Drafts page, its editor and confirmation page).
+    run_workspace = open_workspace(
+        owner=staff_user, run_id=None, message_id=message.pk, director_id=None, director_name="Clients", title="x"
+    )
+    create_draft_from_item(owner=staff_user, item=add_item(workspace=run_workspace, data="Thanks, noted."))
     # An attachment whose cached copy is gone and whose archive keeps none: its download explains the error.
     attachment = Attachment.objects.filter(message__account=demo).order_by("pk").first()
     assert attachment is not None

@@ -28,9 +28,12 @@ from apps.accounts.providers.base import RemoteMessage
 from apps.accounts.store import store_remote_messages
 from apps.ask import actions as ask_actions
 from apps.ask.models import AskRun
+from apps.ask.models import Draft as AskDraft
 from apps.orchestration import actions as orchestration_actions
 from apps.orchestration import models as orchestration_models
 from apps.orchestration.models import Conversation, Memory, OrchLog, Run, ThreadKind
+from apps.replies import actions as reply_actions
+from apps.replies.models import ReplyDraft
 from apps.routing import actions as routing_actions
 from apps.routing.models import FetchCycle, Filter
 from apps.workspaces import actions as workspace_actions
@@ -107,6 +110,8 @@ def _tenant(label: str) -> Tenant:
     memory = Memory.objects.create(owner=user, director=director, content=f"{label}-secret memory", scope="global")
     ask = ask_actions.create_ask_run(owner=user, question=f"{label}-secret question")
     cycle = FetchCycle.objects.create(owner=user, trigger="fetch", error=f"{label}-secret cycle")
+    reply = reply_actions.create_draft_from_item(owner=user, item=item)
+    ask_draft = AskDraft.objects.create(owner=user, account=account, subject=f"{label}-secret ask draft", body="x")
     ids: dict[str, Any] = {
         "account_id": account.pk,
         "message_id": message.pk,
@@ -124,6 +129,8 @@ def _tenant(label: str) -> Tenant:
         "node_id": f"log:{log.pk}",
         "cycle_id": cycle.pk,
         "ask_run_id": ask.pk,
+        "draft_id": reply.pk,
+        "ask_draft_id": ask_draft.pk,
         "orchestration_run_id": run.pk,
     }
     for provider in ("gmail", "outlook"):  # the provider-specific connection tests need their kind of account
@@ -223,6 +230,7 @@ def _snapshot(tenant: Tenant) -> dict[str, Any]:
             orchestration_models.Agent.objects.filter(director__owner=user).values_list("pk", "name", "order")
         ),
         "ask_runs": list(AskRun.objects.filter(owner=user).values_list("pk", "status")),
+        "reply_drafts": list(ReplyDraft.objects.filter(owner=user).values_list("pk", "body", "status", "revision")),
     }
 
 
