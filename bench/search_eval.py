@@ -107,7 +107,7 @@ def baseline_ranking(question: str, limit: int = TOP) -> list[int]:
 
 def ranking(mode: str, question: str, account_id: int) -> list[int]:
     from apps.search.backends.base import SearchFilters
-    from apps.search.selectors import search_page
+    from apps.search.selectors import normalize_mode, search_page
 
     if mode == "baseline":
         return baseline_ranking(question)
@@ -115,10 +115,10 @@ def ranking(mode: str, question: str, account_id: int) -> list[int]:
     # relevance floor, one entry per message.
     result = search_page(
         question,
-        mode=mode,
+        mode=normalize_mode(mode),
         per_page=TOP,
         group=False,
-        base=SearchFilters(account_ids=(account_id,)),  # type: ignore[arg-type]
+        base=SearchFilters(account_ids=(account_id,)),
     )
     return [row.pk for row in result.rows if row.kind == "mail"]
 
