@@ -308,12 +308,11 @@ def preference_for(*, user: Any) -> NotificationPreference:
 
 def events_since(*, user: Any, since: dt.datetime | None) -> tuple[int, list[ResultEvent]]:
     """(the next cursor, events from database state): runs that completed or failed and Inbox entries since
-    the cursor (minus the overlap window), oldest first. Without a cursor: no events, just the cursor."""
+    the cursor (minus the overlap window), oldest first. Without a cursor, the events of the overlap window
+    before now: a new client records them as already known, so its next poll does not announce them."""
     now = timezone.now()
     cursor = int((now - EPOCH).total_seconds() * 1000)
-    if since is None:
-        return cursor, []
-    start = since - CURSOR_OVERLAP
+    start = (since or now) - CURSOR_OVERLAP
     runs = (
         Run.objects.filter(director__owner=user, finished_at__gte=start, status__in=list(NOTIFIED_RUN_STATUSES))
         .values_list("pk", "status", "message_id", "message__subject", "director__name", "finished_at")

@@ -116,10 +116,12 @@ def events(request: HttpRequest) -> JsonResponse:
         return JsonResponse({"error": str(exc)}, status=400)
     cursor, found = selectors.events_since(user=request.user, since=since)
     preference = selectors.preference_for(user=request.user)
+    # A first request (no cursor) gets only the ids of what just happened: already known, not news.
     return JsonResponse(
         {
             "cursor": str(cursor),
-            "events": found,
+            "events": found if since is not None else [],
+            "known": [event["id"] for event in found] if since is None else [],
             "browserNotifications": preference.browser_notifications,
             "promptDismissed": preference.prompt_dismissed,
         }

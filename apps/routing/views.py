@@ -90,7 +90,7 @@ def director_add(request: HttpRequest) -> HttpResponse:
     except orchestration_actions.DirectorNameTaken as exc:
         form.add_error("name", str(exc))
         return _filters_page(request, director_form=form, status=400)
-    messages.success(request, f"Director “{director.name}” added. Configure it further in the admin.")
+    messages.success(request, f"Director “{director.name}” added. Give it a model and agents in Settings → Directors.")
     return redirect("routing:filters")
 
 

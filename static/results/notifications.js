@@ -14,7 +14,7 @@
   const MAX_CURSOR_AGE_MS = 60 * 60 * 1000;
   // Without a shared channel layer the database is the only path from a worker: poll often. With one, the
   // socket carries events and the poll only catches what a reconnect missed.
-  const POLL_MS = config.sharedLayer === "1" ? 60000 : 10000;
+  const POLL_MS = config.sharedLayer === "1" ? 60000 : 5000;
   let preference = { browserNotifications: false, promptDismissed: true };
   let socket = null;
   let socketDelay = 1000;
@@ -105,6 +105,10 @@
       const body = await response.json();
       preference = { browserNotifications: body.browserNotifications, promptDismissed: body.promptDismissed };
       storage.set(CURSOR_KEY, { cursor: body.cursor, savedAt: Date.now() });
+      (body.known || []).forEach((id) => {
+        heardHere.add(id);
+        firstTime(id);
+      });
       (body.events || []).forEach(handle);
       offerPermission();
       describePermission();
