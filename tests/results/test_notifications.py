@@ -74,7 +74,9 @@ def test_polling_rebuilds_the_events_from_the_database(
     before = make_result(subject="Already done")
     first = logged_in_client.get("/results/events/").json()
     assert first["events"] == [] and first["cursor"].isdigit()
-    assert first["known"] == [f"run:{before.run.pk}:completed:{int(before.run.finished_at.timestamp() * 1000)}"]
+    finished = before.run.finished_at
+    assert finished is not None
+    assert first["known"] == [f"run:{before.run.pk}:completed:{int(finished.timestamp() * 1000)}"]
     assert first["browserNotifications"] is True and first["promptDismissed"] is False
     done = make_result(subject="Contract", items=[{}])
     failed = make_result(subject="Lunch", director="Social", status=RunStatus.FAILED)

@@ -56,7 +56,8 @@ def test_tree_copy_and_a_worker_run_raises_a_notification(
         stderr=subprocess.DEVNULL,
     )
     try:
-        with FakeOpenAI() as llm:
+        llm = FakeOpenAI()
+        with llm:
             llm.script(
                 Reply.calls(
                     (
