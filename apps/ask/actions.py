@@ -14,7 +14,7 @@ from django.utils import timezone
 from apps.accounts.models import Attachment
 from apps.ask.events import AskEvent, Emit, discard, make_event
 from apps.ask.llm import ask_llm_config
-from apps.ask.models import AskConversation, AskRun, Draft, RunStatus
+from apps.ask.models import AskConversation, AskRun, AskSettings, Draft, RunStatus
 from apps.ask.selectors import accounts_for_run, previous_turns
 
 if TYPE_CHECKING:
@@ -94,7 +94,7 @@ def execute_ask_run(*, run_id: Any, emit: Emit = discard, now: dt.datetime | Non
         accounts=accounts_for_run(owner=run.owner, account_name=run.account_name),
         now=now or timezone.now(),
         emit=emit,
-        llm=ask_llm_config(),
+        llm=ask_llm_config(run.owner),
         history=history,
         history_answers=answers,
         ask_run_id=run.pk,
@@ -224,3 +224,15 @@ def create_follow_up_drafts(
             target.has_draft = False
             created.append(draft)
     return created, skipped
+
+
+def choose_ask_model(*, owner: Any, api_config_id: int | None) -> AskSettings:
+    """Ask answers with this ApiConfig of the owner's (None: the environment fallback or no model).
+    Another user's config is a 404, like any object that is not yours."""
+    from apps.orchestration.selectors import access_api_config
+
+    api_config = access_api_config(user=owner, config_id=api_config_id) if api_config_id is not None else None
+    chosen, _ = AskSettings.objects.update_or_create(
+        owner=owner, defaults={"api_config": api_config, "updated_at": timezone.now()}
+    )
+    return chosen

@@ -1,15 +1,30 @@
-"""Which language model Ask answers with. One function, so the lookup can later move to an ApiConfig row
-chosen for Ask without touching the pipeline."""
+"""Which language model Ask answers with: the ApiConfig the user picked on the Ask settings page
+(/ask/settings/); when none is picked, the server-wide MAILAGENT_ASK_LLM_* environment variables as a
+fallback; otherwise none (extractive answers)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any, Literal
+
 from django.conf import settings
 
+from mailagent.crypto import SecretDecryptionError
 from mailagent.llm import LLMConfig
 
 
-def ask_llm_config() -> LLMConfig | None:
-    """settings.ASK_LLM (MAILAGENT_ASK_LLM_BASE_URL / _API_KEY / _MODEL); None → extractive answers."""
+@dataclass(frozen=True, slots=True)
+class AskModel:
+    """The model Ask uses for one user and where that choice comes from (shown on the page)."""
+
+    source: Literal["api_config", "environment", "none"]
+    config: LLMConfig | None
+    label: str  # "Work GPT (gpt-4o-mini)", "gpt-4o-mini at http://… (environment)", ""
+    api_config_id: int | None = None
+
+
+def environment_llm_config() -> LLMConfig | None:
+    """settings.ASK_LLM (MAILAGENT_ASK_LLM_BASE_URL / _API_KEY / _MODEL), the fallback."""
     options = dict(getattr(settings, "ASK_LLM", {}) or {})
     model = str(options.get("model") or "").strip()
     base_url = str(options.get("base_url") or "").strip()
@@ -24,3 +39,35 @@ def ask_llm_config() -> LLMConfig | None:
         max_retries=int(options.get("max_retries") or 2),
         name="Ask Inbox",
     )
+
+
+def ask_model(owner: Any) -> AskModel:
+    from apps.ask.models import AskSettings
+    from apps.orchestration.engine import llm_config
+
+    chosen = (
+        AskSettings.objects.filter(owner_id=getattr(owner, "pk", owner)).select_related("api_config").first()
+        if owner is not None
+        else None
+    )
+    if chosen is not None and chosen.api_config is not None:
+        api_config = chosen.api_config
+        label = f"{api_config.name} ({api_config.model})"
+        try:
+            config: LLMConfig | None = llm_config(api_config)
+        except SecretDecryptionError:
+            config = None  # answered extractively; the page says why
+            label += " — its API key cannot be decrypted with this server's VX_MAILAGENT_KEY; enter it again"
+        return AskModel(source="api_config", config=config, label=label, api_config_id=api_config.pk)
+    fallback = environment_llm_config()
+    if fallback is not None:
+        return AskModel(
+            source="environment",
+            config=fallback,
+            label=f"{fallback.model} at {fallback.base_url} (MAILAGENT_ASK_LLM_* environment variables)",
+        )
+    return AskModel(source="none", config=None, label="")
+
+
+def ask_llm_config(owner: Any = None) -> LLMConfig | None:
+    return ask_model(owner).config

@@ -106,3 +106,17 @@ class Draft(models.Model):
 
     def __str__(self) -> str:
         return self.subject or f"draft {self.pk}"
+
+
+class AskSettings(models.Model):
+    """Per user: the language model Ask answers with (an ApiConfig from Settings → Models). None: the
+    server-wide MAILAGENT_ASK_LLM_* environment fallback if set, else extractive answers."""
+
+    owner = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="ask_settings")
+    api_config = models.ForeignKey(
+        "orchestration.ApiConfig", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"Ask settings of {self.owner_id}"

@@ -122,3 +122,10 @@ def run_json(run: AskRun) -> dict[str, Any]:
         "createdAt": run.created_at.isoformat(),
         "finishedAt": run.finished_at.isoformat() if run.finished_at else None,
     }
+
+
+def api_configs(*, owner: Any) -> Any:
+    """The owner's models (Settings → Models), for the Ask settings choice."""
+    from apps.orchestration.selectors import api_configs_for_user
+
+    return api_configs_for_user(user=owner).only("pk", "name", "model", "base_url")

@@ -9,4 +9,6 @@ urlpatterns = [
     path("", views.panel, name="panel"),
     path("runs/", views.ask_run_create, name="run_create"),
     path("runs/<uuid:run_id>/", views.run_item, name="run"),
+    path("settings/", views.ask_settings, name="settings"),
+    path("settings/test/", views.ask_settings_test, name="settings_test"),
 ]

@@ -9,10 +9,11 @@ from django.core.handlers.asgi import ASGIRequest
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.accounts import selectors as mail_selectors
 from apps.ask import actions, selectors
+from apps.ask.llm import ask_model
 from apps.ask.models import AskRun
 from apps.ask.presentation import run_context
 from apps.ask.runner import start_ask_run
@@ -31,6 +32,7 @@ def panel(request: HttpRequest) -> HttpResponse:
         "items": [run_context(run) for run in runs],
         "conversations": selectors.recent_conversations(user=request.user),
         "accounts": selectors.accounts_for_run(owner=request.user),
+        "model": ask_model(request.user),
         "error": "",
     }
     if request.GET.get("thread"):  # "Ask about this thread" on a mail thread page
@@ -73,6 +75,7 @@ def ask_run_create(request: HttpRequest) -> HttpResponse:
             "items": [run_context(run) for run in runs],
             "conversations": selectors.recent_conversations(user=request.user),
             "accounts": selectors.accounts_for_run(owner=request.user),
+            "model": ask_model(request.user),
             "error": str(exc),
             "question": request.POST.get("question", "")[:5000],
         }
@@ -100,3 +103,43 @@ def ask_run_create(request: HttpRequest) -> HttpResponse:
 def run_item(request: HttpRequest, run_id: str) -> HttpResponse:
     run = selectors.access_run(user=request.user, run_id=run_id)
     return render(request, "ask/partials/run.html", {"item": run_context(run)})
+
+
+@require_http_methods(["GET", "POST"])
+def ask_settings(request: HttpRequest) -> HttpResponse:
+    """Which of the user's models (Settings → Models) Ask answers with."""
+    error = ""
+    status = 200
+    if request.method == "POST":
+        raw = request.POST.get("api_config", "").strip()
+        if raw and not raw.isdigit():
+            error, status = "Choose one of your models from the list.", 422
+        else:
+            actions.choose_ask_model(owner=request.user, api_config_id=int(raw) if raw else None)
+            return redirect(f"{reverse('ask:settings')}?saved=1")
+    context = {
+        "model": ask_model(request.user),
+        "configs": selectors.api_configs(owner=request.user),
+        "saved": request.GET.get("saved") == "1",
+        "error": error,
+    }
+    return render(request, "ask/pages/settings.html", context, status=status)
+
+
+@require_POST
+def ask_settings_test(request: HttpRequest) -> HttpResponse:
+    """ "Test connection" for the model Ask uses now: one real one-token call (mailagent.llm.probe)."""
+    from mailagent.llm.probe import test_connection
+
+    model = ask_model(request.user)
+    if model.config is None:
+        reason = model.label or "Ask has no model: choose one above, or add one under Settings → Models first."
+        return render(request, "setup/partials/probe_result.html", {"error": reason})
+    result = test_connection(
+        base_url=model.config.base_url,
+        api_key=model.config.api_key,
+        model=model.config.model,
+        timeout=model.config.timeout,
+        name=model.config.name,
+    )
+    return render(request, "setup/partials/probe_result.html", {"result": result})

@@ -29,9 +29,9 @@ from apps.accounts.actions import create_imap_account, fetch_attachment_bytes
 from apps.accounts.demo_mailbox import DEMO_ACCOUNT_NAME, import_demo_mailbox
 from apps.accounts.models import Attachment, MailAccount, Message
 from apps.ask.actions import create_ask_run
-from apps.orchestration.actions import RunRequest, create_director, create_runs
-from apps.orchestration.config_actions import create_agent, create_api_config
-from apps.orchestration.models import Memory
+from apps.orchestration.actions import RunRequest, create_director, create_runs, request_calendar_approval
+from apps.orchestration.config_actions import create_agent, create_api_config, create_prompt
+from apps.orchestration.models import Memory, Run
 from apps.replies.actions import create_draft_from_item
 from apps.routing.actions import create_filter
 from apps.workspaces.actions import add_item, create_user_workspace, open_workspace, push_inbox_entry
@@ -87,6 +87,7 @@ EXPECTED_URL_PATTERNS = {
     "mail/oauth/outlook/connect/",
     "mail/oauth/outlook/callback/",
     "search/",
+    "search/files/<int:file_id>/thumbnail/",
     "search/progress/",
     "routing/filters/",
     "routing/filters/add/",
@@ -106,12 +107,24 @@ EXPECTED_URL_PATTERNS = {
     "runs/items/<int:item_id>/download/",
     "runs/diagnostics/",
     "runs/diagnostics/node/",
+    "runs/approvals/<int:approval_id>/",
+    "runs/approvals/<int:approval_id>/approve/",
+    "runs/approvals/<int:approval_id>/reject/",
     "runs/memory/",
+    "prompts/",
+    "prompts/new/",
+    "prompts/<int:prompt_id>/",
+    "prompts/<int:prompt_id>/save/",
+    "prompts/<int:prompt_id>/preview/",
+    "prompts/<int:prompt_id>/try/",
+    "prompts/<int:prompt_id>/duplicate/",
     "runs/memory/<int:memory_id>/edit/",
     "runs/memory/<int:memory_id>/delete/",
     "ask/",
     "ask/runs/",
     "ask/runs/<uuid:run_id>/",
+    "ask/settings/",
+    "ask/settings/test/",
     "organize/",
     "organize/guideline/",
     "organize/moves/<int:move_id>/undo/",
@@ -369,6 +382,19 @@ def world(staff_user: Any) -> dict[str, Any]:
     message = Message.objects.filter(account=demo).order_by("pk").first()
     assert message is not None
     create_runs(requests=[RunRequest(message_id=message.pk, director_id=director.pk)], fetch_cycle_id=None)
+    create_prompt(owner=staff_user, name="Support", messages=[("system", "Answer {{email.from}} politely.")])
+    # A calendar invitation waiting for approval (run page card, Inbox entry, approval page).
+    (run,) = Run.objects.filter(director=director)
+    request_calendar_approval(
+        run=run,
+        workspace=open_workspace(
+            owner=staff_user, run_id=run.pk, message_id=message.pk, director_id=director.pk, director_name="Clients",
+            title="Invoice",
+        ),
+        account=demo,
+        request={"method": "POST", "api": "graph", "path": "/me/events", "params": {}, "json": {"subject": "Call"}},
+        attendees=["client@example.com"],
+    )  # fmt: skip
     Memory.objects.create(owner=staff_user, director=director, content="The client prefers mornings.")
     create_ask_run(owner=staff_user, question="When is the statement due?")
     workspace = create_user_workspace(owner=staff_user, label="Claude Desktop")
