@@ -549,21 +549,21 @@ def _fill(rows: list[ResultRow], hits: list[SearchHit], text: str) -> None:
             row.date = file.created_at
 
 
-def library_file_for_user(user: Any, file_id: int) -> Path | None:
-    """The on-disk path of one of `user`'s library images (None for others' files, non-images, escapes)."""
+def library_file_for_user(user: Any, file_id: int) -> tuple[Any, Path | None]:
+    """(one of `user`'s library files or None, its on-disk path when it is an image that is there)."""
     from apps.organization.fsops import LibraryPathError, resolve_inside
     from apps.organization.models import LibraryFile
 
     file = (
         LibraryFile.objects.select_related("library")
-        .filter(pk=file_id, library__owner=user, digest_kind="image")
+        .filter(pk=file_id, library__owner=user)
         .exclude(status="missing")
         .first()
     )
-    if file is None:
-        return None
+    if file is None or file.digest_kind != "image":
+        return file, None
     try:
         path = resolve_inside(file.library.root_path, file.path)
     except LibraryPathError:
-        return None
-    return path if path.is_file() else None
+        return file, None
+    return file, path if path.is_file() else None

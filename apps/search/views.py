@@ -4,6 +4,7 @@ file results, and the embedding-progress partial the diagnostics page polls."""
 from __future__ import annotations
 
 import io
+from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import urlencode
 
@@ -11,6 +12,7 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
+from django.utils.html import escape
 
 from apps.search.backends.base import MODES, Mode
 from apps.search.query import OPERATORS
@@ -89,22 +91,37 @@ def search_results(request: HttpRequest) -> HttpResponse:
 
 
 def file_thumbnail(request: HttpRequest, file_id: int) -> HttpResponse:
-    """A small PNG of one of the user's library images (404 for other users' files and non-images)."""
+    """A small PNG of one of the user's library images; for other files (or an unreadable image) an icon with
+    the file's extension. Another user's file is a 404."""
     from PIL import Image, UnidentifiedImageError
 
-    path = library_file_for_user(request.user, file_id)
-    if path is None:
-        raise Http404("No such image")
-    try:
-        with Image.open(path) as image:
-            image.thumbnail((THUMBNAIL_PIXELS, THUMBNAIL_PIXELS))
-            output = io.BytesIO()
-            image.convert("RGBA" if image.mode in {"RGBA", "LA", "P"} else "RGB").save(output, format="PNG")
-    except (OSError, UnidentifiedImageError) as exc:
-        raise Http404("The image cannot be read") from exc
-    response = HttpResponse(output.getvalue(), content_type="image/png")
+    file, path = library_file_for_user(request.user, file_id)
+    if file is None:
+        raise Http404("No such file")
+    if path is not None:
+        try:
+            with Image.open(path) as image:
+                image.thumbnail((THUMBNAIL_PIXELS, THUMBNAIL_PIXELS))
+                output = io.BytesIO()
+                image.convert("RGBA" if image.mode in {"RGBA", "LA", "P"} else "RGB").save(output, format="PNG")
+            response = HttpResponse(output.getvalue(), content_type="image/png")
+            response["Cache-Control"] = "private, max-age=300"
+            return response
+        except (OSError, UnidentifiedImageError):
+            pass
+    extension = escape(PurePosixPath(file.path).suffix.lstrip(".").upper()[:5] or "FILE")
+    icon = ICON_SVG.replace("EXT", extension)
+    response = HttpResponse(icon, content_type="image/svg+xml")
     response["Cache-Control"] = "private, max-age=300"
     return response
+
+
+ICON_SVG = (
+    '<svg xmlns="http://www.w3.org/2000/svg" width="48" height="48" viewBox="0 0 48 48">'
+    '<path d="M10 3h20l10 10v32H10z" fill="#eef1f5" stroke="#8a94a6" stroke-width="2"/>'
+    '<path d="M30 3v10h10" fill="none" stroke="#8a94a6" stroke-width="2"/>'
+    '<text x="25" y="35" font-family="sans-serif" font-size="9" text-anchor="middle" fill="#44506a">EXT</text></svg>'
+)
 
 
 @staff_member_required

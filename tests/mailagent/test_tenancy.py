@@ -152,7 +152,7 @@ def _organization(user: Any, label: str) -> dict[str, Any]:
         reason="accept",
     )  # fmt: skip
     proposal = GuidelineProposal.objects.create(library=library, text=f"{label}-secret guideline")
-    return {"suggestion_id": suggestion.pk, "move_id": move.pk, "proposal_id": proposal.pk}
+    return {"suggestion_id": suggestion.pk, "move_id": move.pk, "proposal_id": proposal.pk, "file_id": file.pk}
 
 
 def _param_value(name: str, route: str, tenant: Tenant) -> Any:

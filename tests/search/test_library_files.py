@@ -77,7 +77,8 @@ def test_files_are_found_by_name_and_content_with_mail(
     thumbnail = logged_in_client.get(f"/search/files/{image.pk}/thumbnail/")
     assert thumbnail.status_code == 200 and thumbnail["Content-Type"] == "image/png"
     assert max(Image.open(io.BytesIO(thumbnail.content)).size) <= 160
-    assert logged_in_client.get(f"/search/files/{lease.pk}/thumbnail/").status_code == 404  # not an image
+    icon = logged_in_client.get(f"/search/files/{lease.pk}/thumbnail/")  # not an image: an icon
+    assert icon.status_code == 200 and icon["Content-Type"] == "image/svg+xml" and b">TXT<" in icon.content
 
 
 def test_files_stay_private(client: Any, library_files: dict[str, LibraryFile], django_user_model: Any) -> None:
