@@ -116,3 +116,47 @@ def test_every_page_loads_the_notifications_client(logged_in_client: Client, cli
     assert 'src="/static/results/notifications.js"' in html and 'data-events-url="/results/events/"' in html
     client.logout()
     assert "notifications.js" not in client.get("/accounts/login/").content.decode()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.usefixtures("close_sync_thread_connections")
+async def test_the_notifications_socket_delivers_the_event_to_its_owner_only(
+    user: Any, make_result: MakeResult
+) -> None:
+    """Through the real ASGI application: a signed-in socket at /ws/notifications/ receives the typed event of
+    its own run when the run's final write commits; a stranger's socket receives nothing."""
+    from channels.db import database_sync_to_async
+    from channels.testing import WebsocketCommunicator
+    from django.conf import settings
+
+    from mailagent.asgi import application
+
+    result = await database_sync_to_async(make_result)(subject="Refund request", status=RunStatus.QUEUED)
+    stranger = await database_sync_to_async(get_user_model().objects.create_user)(
+        username="stranger", email="stranger@example.com", password="x" * 12
+    )
+
+    async def socket_for(who: Any) -> WebsocketCommunicator:
+        client = Client()
+        await database_sync_to_async(client.force_login)(who)
+        cookie = f"{settings.SESSION_COOKIE_NAME}={client.cookies[settings.SESSION_COOKIE_NAME].value}"
+        headers = [(b"origin", b"http://localhost"), (b"host", b"localhost"), (b"cookie", cookie.encode())]
+        communicator = WebsocketCommunicator(application, "/ws/notifications/", headers=headers)
+        connected, _ = await communicator.connect()
+        assert connected
+        return communicator
+
+    mine, theirs = await socket_for(user), await socket_for(stranger)
+
+    def finish() -> None:
+        run = Run.objects.get(pk=result.run.pk)
+        Run.objects.filter(pk=run.pk).update(status=RunStatus.RUNNING)
+        finish_run(run=run, status=RunStatus.COMPLETED)
+
+    await database_sync_to_async(finish)()
+    event = await mine.receive_json_from(timeout=10)
+    assert event["type"] == "run_completed"
+    assert event["title"] == "Processing complete: Refund request — Clients"
+    assert await theirs.receive_nothing(timeout=0.5)
+    await mine.disconnect()
+    await theirs.disconnect()
