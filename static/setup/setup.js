@@ -116,7 +116,15 @@
     });
   }
 
+  // Deleting a director, an agent or a model asks first (its runs or its users' settings go with it).
+  function initConfirm(form) {
+    form.addEventListener("submit", function (event) {
+      if (!window.confirm(form.getAttribute("data-confirm"))) event.preventDefault();
+    });
+  }
+
   function init(root) {
+    root.querySelectorAll("form[data-confirm]").forEach(initConfirm);
     root.querySelectorAll(".api-config-form").forEach(initProviderPresets);
     root.querySelectorAll("[data-testid=template-form]").forEach(initTemplateNames);
     root.querySelectorAll("[data-sortable]").forEach(initSortable);
