@@ -32,6 +32,7 @@ urlpatterns = [
     path("search/", include("apps.search.urls")),
     path("routing/", include("apps.routing.urls")),
     path("runs/", include("apps.orchestration.urls")),
+    path("prompts/", include("apps.orchestration.prompt_urls")),
     path("ask/", include("apps.ask.urls")),
     path("inbox/", include("apps.workspaces.urls")),
     path("organize/", include("apps.organization.urls")),

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Sum
+from django.template.defaultfilters import filesizeformat
 
 from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, Thread
 from apps.accounts.signals import account_removal_inventory, account_removing
@@ -54,9 +54,9 @@ def removal_inventory(*, account: MailAccount) -> list[RemovalItem]:
     messages = Message.objects.filter(account=account)
     attachments = Attachment.objects.filter(message__account=account)
     cached = attachments.exclude(cache_path="")
-    cached_bytes = cached.aggregate(total=Sum("size"))["total"] or 0
     shared = _shared_cache_paths(account=account)
-    own_files = cached.exclude(cache_path__in=shared).values("cache_path").distinct().count()
+    own_sizes = dict(cached.exclude(cache_path__in=shared).values_list("cache_path", "size"))
+    own_files, cached_bytes = len(own_sizes), sum(own_sizes.values())
     items = [
         RemovalItem("messages", "Messages", messages.count()),
         RemovalItem("threads", "Conversations", Thread.objects.filter(account=account).count()),
@@ -67,8 +67,8 @@ def removal_inventory(*, account: MailAccount) -> list[RemovalItem]:
             "Attachment files on disk",
             own_files,
             note=(
-                f"cached copies in the attachment store ({cached_bytes} bytes before sharing)"
-                + (f"; {len(shared)} file(s) are also used by other mail and stay" if shared else "")
+                f"cached copies, {filesizeformat(cached_bytes)} in all"
+                + (f"; {len(shared)} more are also used by other mail and stay" if shared else "")
             ),
         ),
     ]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -11,7 +12,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from apps.orchestration.models import Director, Memory, MemoryScope, Run, RunStatus
+from apps.orchestration.models import Approval, ApprovalStatus, Director, Memory, MemoryScope, Run, RunStatus
 
 logger = logging.getLogger(__name__)
 
@@ -212,3 +213,230 @@ def reenqueue_queued_runs(*, older_than_seconds: int | None = None) -> list[int]
         _enqueue_runs(waiting)
         logger.warning("re-enqueued %d runs still queued after %d s", len(waiting), limit)
     return waiting
+
+
+# --- approvals: what would reach other people waits for the user --------------------------------------
+
+STALE_ATTEMPT_SECONDS = 120
+
+
+class ApprovalError(ValueError):
+    pass
+
+
+def approval_comments(approval: Approval, request: dict[str, Any]) -> str:
+    """The Inbox entry's markdown: what would be sent, to whom, and where to decide."""
+    from django.urls import reverse
+
+    body = json.dumps(request.get("json"), indent=2, ensure_ascii=False)
+    people = ", ".join(approval.attendees)
+    return (
+        f"**Approval needed:** add “{approval.summary}” to the {approval.calendar} calendar of "
+        f"{approval.account.name} and send invitations to {people}.\n\n"
+        f"Nothing has been sent. [Review, approve or reject]({reverse('runs:approval', args=[approval.pk])}).\n\n"
+        f"Request: `{request['method']} {request['path']}`\n\n```json\n{body}\n```\n"
+    )
+
+
+def request_calendar_approval(
+    *, run: Run, workspace: Any, account: Any, request: dict[str, Any], attendees: Sequence[str]
+) -> Approval:
+    """Store the exact calendar request a tool would make, unperformed, and tell the user in the Inbox."""
+    from apps.workspaces import actions as workspace_actions
+    from apps.workspaces.models import EntrySource
+
+    calendar = "primary" if request.get("api") == "calendar" else "default"
+    with transaction.atomic():
+        approval = Approval.objects.create(
+            owner_id=workspace.owner_id,
+            run=run,
+            account=account,
+            kind="calendar_event",
+            provider=account.provider,
+            calendar=calendar,
+            summary=str((request.get("json") or {}).get("subject") or (request.get("json") or {}).get("summary"))[:300],
+            attendees=list(attendees),
+            request=request,
+        )
+        entry = workspace_actions.push_inbox_entry(
+            workspace=workspace,
+            comments=approval_comments(approval, request),
+            source=EntrySource.DIRECTOR,
+            run_id=run.pk,
+        )
+        approval.inbox_entry_id = entry.pk
+        approval.save(update_fields=["inbox_entry_id"])
+    return approval
+
+
+def reject_approval(*, approval: Approval) -> Approval:
+    with transaction.atomic():
+        locked = Approval.objects.select_for_update().get(pk=approval.pk)
+        if locked.status == ApprovalStatus.REJECTED:
+            return locked
+        if locked.status != ApprovalStatus.PENDING:
+            raise ApprovalError(f"it can no longer be rejected: it is {locked.get_status_display().lower()}")
+        locked.status, locked.decided_at = ApprovalStatus.REJECTED, timezone.now()
+        locked.save(update_fields=["status", "decided_at"])
+    return locked
+
+
+def _claim_approval(approval_id: int) -> Approval | None:
+    """pending/failed (or an attempt that died) → sending, once: the returned row is ours to perform; None
+    when it is already performed or being performed (a double click performs once)."""
+    now = timezone.now()
+    with transaction.atomic():
+        locked = Approval.objects.select_for_update().select_related("account").get(pk=approval_id)
+        if locked.status == ApprovalStatus.DONE:
+            return None
+        if locked.status == ApprovalStatus.REJECTED:
+            raise ApprovalError("it was rejected; nothing will be sent")
+        if locked.status == ApprovalStatus.SENDING:
+            started = locked.attempt_started_at
+            if started and (now - started).total_seconds() < STALE_ATTEMPT_SECONDS:
+                return None
+        locked.status, locked.attempt_started_at = ApprovalStatus.SENDING, now
+        locked.decided_at = locked.decided_at or now
+        locked.attempts += 1
+        locked.save(update_fields=["status", "attempt_started_at", "decided_at", "attempts"])
+    return locked
+
+
+def approve(*, approval: Approval) -> Approval:
+    """Perform the stored request exactly as shown. Idempotent: a performed approval is not performed again.
+    A provider failure is kept with its reason and the approval can be retried."""
+    from apps.orchestration.tools.calendar import perform_request
+    from mailagent.llm import ToolFailure
+
+    claimed = _claim_approval(approval.pk)
+    if claimed is None:
+        return Approval.objects.get(pk=approval.pk)
+    request = dict(claimed.request or {})
+    if request.get("api") == "calendar":
+        request["params"] = {**(request.get("params") or {}), "sendUpdates": "all"}  # approved: invite them
+    try:
+        created = perform_request(claimed.account, request)  # slow I/O, outside any transaction
+    except ToolFailure as exc:
+        claimed.status, claimed.error = ApprovalStatus.FAILED, str(exc)[:2000]
+        claimed.save(update_fields=["status", "error"])
+        return claimed
+    except Exception as exc:  # never leave it "sending": the user sees the reason and may retry
+        logger.exception("approval %s failed", claimed.pk)
+        claimed.status, claimed.error = ApprovalStatus.FAILED, f"{type(exc).__name__}: {exc}"[:2000]
+        claimed.save(update_fields=["status", "error"])
+        return claimed
+    claimed.status, claimed.error, claimed.performed_at = ApprovalStatus.DONE, "", timezone.now()
+    claimed.result = {"id": created.get("id"), "link": created.get("webLink") or created.get("htmlLink") or ""}
+    claimed.save(update_fields=["status", "error", "performed_at", "result"])
+    return claimed
+
+
+# --- the prompt playground ---------------------------------------------------------------------------
+
+MAX_PROMPT_MESSAGES = 50
+MAX_MESSAGE_CHARS = 50_000
+
+
+class PromptInvalid(ValueError):
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def check_prompt_messages(messages: Sequence[tuple[str, str]]) -> list[str]:
+    """What is wrong with a message list, in words (empty when it can be saved)."""
+    from apps.orchestration.models import ROLE_CHOICES
+    from apps.orchestration.prompts import unknown_variables
+
+    roles = {value for value, _label in ROLE_CHOICES}
+    problems: list[str] = []
+    if len(messages) > MAX_PROMPT_MESSAGES:
+        problems.append(f"a prompt has at most {MAX_PROMPT_MESSAGES} messages")
+    for number, (role, content) in enumerate(messages, start=1):
+        if role not in roles:
+            problems.append(f"message {number}: unknown role {role!r}")
+        if not content.strip():
+            problems.append(f"message {number} is empty")
+        if len(content) > MAX_MESSAGE_CHARS:
+            problems.append(f"message {number} is longer than {MAX_MESSAGE_CHARS} characters")
+        unknown = unknown_variables(content)
+        if unknown:
+            names = ", ".join("{{" + name + "}}" for name in unknown)
+            problems.append(f"message {number}: unknown variable{'s' if len(unknown) > 1 else ''} {names}")
+    return problems
+
+
+def save_prompt(*, prompt: Any, name: str, is_template: bool, messages: Sequence[tuple[str, str]]) -> Any:
+    """Replace a prompt's messages (in the given order) and its name; nothing is stored when any is invalid."""
+    from apps.orchestration.models import PromptMessage
+
+    problems = check_prompt_messages(messages)
+    if not name.strip():
+        problems.insert(0, "the prompt needs a name")
+    if problems:
+        raise PromptInvalid(problems)
+    with transaction.atomic():
+        prompt.name, prompt.is_template = name.strip()[:150], is_template
+        prompt.save(update_fields=["name", "is_template"])
+        PromptMessage.objects.filter(prompt=prompt).delete()
+        PromptMessage.objects.bulk_create(
+            [
+                PromptMessage(prompt=prompt, order=order, role=role, content=content)
+                for order, (role, content) in enumerate(messages)
+            ]
+        )
+    return prompt
+
+
+def duplicate_prompt(*, prompt: Any, as_template: bool) -> Any:
+    from apps.orchestration.config_actions import create_prompt
+
+    messages = [(m.role, m.content) for m in prompt.messages.order_by("order", "pk")]
+    name = f"{prompt.name} (template)" if as_template else f"Copy of {prompt.name}"
+    return create_prompt(owner=prompt.owner, name=name, messages=messages, is_template=as_template)
+
+
+@dataclass(slots=True)
+class TryResult:
+    reply: str
+    error: str
+    latency_ms: int | None
+    usage: dict[str, int]
+
+
+def try_prompt(*, prompt: Any, api_config: Any, messages: list[dict[str, Any]]) -> TryResult:
+    """Send the resolved messages once to the chosen model (no tools, no retries); every request, response
+    and error is stored as a ProviderEvent of the prompt."""
+    import dataclasses
+
+    from apps.orchestration.engine import llm_config
+    from apps.orchestration.models import ProviderEvent
+    from mailagent.llm import LLMError, ProviderEventData, chat
+
+    recorded: list[ProviderEvent] = []
+
+    def sink(event: ProviderEventData) -> None:
+        recorded.append(
+            ProviderEvent(
+                prompt=prompt,
+                kind=event.kind,
+                model=event.model[:200],
+                attempt=event.attempt,
+                status=event.status,
+                latency_ms=event.latency_ms,
+                usage=event.usage,
+                error=event.error,
+                category=event.category,
+                payload=event.payload,
+            )
+        )
+
+    config = dataclasses.replace(llm_config(api_config), max_retries=0)
+    try:
+        result = chat(config, messages, events=sink)
+    except LLMError as exc:
+        outcome = TryResult(reply="", error=str(exc), latency_ms=None, usage={})
+    else:
+        outcome = TryResult(reply=result.content or "", error="", latency_ms=result.latency_ms, usage=result.usage)
+    ProviderEvent.objects.bulk_create(recorded)
+    return outcome

@@ -263,8 +263,14 @@ class Conversation(models.Model):
 
 
 class ProviderEvent(models.Model):
-    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="provider_events")
-    thread = models.ForeignKey(Conversation, on_delete=models.CASCADE, related_name="provider_events")
+    """A provider request/response/error of a run's thread, or of a prompt tried in the playground (then
+    `prompt` is set and run/thread are empty)."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, null=True, blank=True, related_name="provider_events")
+    thread = models.ForeignKey(
+        Conversation, on_delete=models.CASCADE, null=True, blank=True, related_name="provider_events"
+    )
+    prompt = models.ForeignKey(Prompt, on_delete=models.CASCADE, null=True, blank=True, related_name="provider_events")
     kind = models.CharField(max_length=10)  # request | response | error
     model = models.CharField(max_length=200, blank=True)
     attempt = models.PositiveIntegerField(default=1)
@@ -340,3 +346,44 @@ class Memory(models.Model):
 
     def __str__(self) -> str:
         return f"[{self.scope}] {self.content[:60]}"
+
+
+class ApprovalStatus(models.TextChoices):
+    PENDING = "pending", "Waiting for your decision"
+    SENDING = "sending", "Being performed"
+    DONE = "done", "Approved and performed"
+    FAILED = "failed", "Approved, but performing it failed"
+    REJECTED = "rejected", "Rejected"
+
+
+class Approval(models.Model):
+    """Something a tool would do that reaches other people (today: a calendar event with attendees, whose
+    invitations the provider sends). The tool stores exactly the request it would make and does nothing;
+    only the user's approval performs it (apps.orchestration.actions.approve)."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="approvals")
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, null=True, blank=True, related_name="approvals")
+    account = models.ForeignKey("mail.MailAccount", on_delete=models.CASCADE, related_name="+")
+    kind = models.CharField(max_length=30, default="calendar_event")
+    provider = models.CharField(max_length=20)
+    calendar = models.CharField(max_length=200, help_text="Which calendar the event goes to.")
+    summary = models.CharField(max_length=300)
+    attendees = models.JSONField(default=list)
+    # The exact request: {"method", "path", "params", "json"}; the event is mail-derived, so encrypted.
+    request = EncryptedJSONField()
+    status = models.CharField(max_length=10, choices=ApprovalStatus.choices, default=ApprovalStatus.PENDING)
+    error = models.TextField(blank=True)
+    result = models.JSONField(default=dict, blank=True)
+    attempts = models.PositiveIntegerField(default=0)
+    inbox_entry_id = models.UUIDField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+    decided_at = models.DateTimeField(null=True, blank=True)
+    attempt_started_at = models.DateTimeField(null=True, blank=True)
+    performed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["owner", "status"], name="approval_owner_status")]
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.summary} ({self.status})"

@@ -86,3 +86,48 @@ def mentions_email(prompt: Prompt | None) -> bool:
     if prompt is None:
         return False
     return any("{{" in m.content and "email" in m.content for m in prompt.messages.all())
+
+
+# Every variable the engine resolves (prompt messages of directors and agents), with what it holds: the
+# playground's "Insert variable" menu and its unknown-variable check use this list.
+KNOWN_VARIABLES: dict[str, str] = {
+    "email": "the whole email: headers and body",
+    "email.subject": "subject",
+    "email.from": "sender",
+    "email.to": "recipients",
+    "email.cc": "copy recipients",
+    "email.date": "date (ISO 8601)",
+    "email.body": "plain-text body",
+    "email.id": "the message id",
+    "today": "today's date",
+    "director.name": "the director's name",
+    "agent.name": "the agent's name (agent prompts)",
+    "memories": "the memories the director/agent may read",
+    "workspace.id": "the run's workspace id (director prompts)",
+    "workspace.label": "the run's workspace label (director prompts)",
+}
+
+
+def unknown_variables(text: str) -> list[str]:
+    """`{{names}}` in text that the engine does not resolve (they would reach the model verbatim)."""
+    found: list[str] = []
+    for match in VARIABLE.finditer(text):
+        name = match.group(1)
+        if name not in KNOWN_VARIABLES and name not in found:
+            found.append(name)
+    return found
+
+
+def preview_variables(message: Message | None, *, director_name: str = "") -> dict[str, str]:
+    """Values for a playground preview: the picked email's fields, and stand-ins for what only a run knows."""
+    values = {
+        "today": timezone.localdate().isoformat(),
+        "director.name": director_name or "(the director's name)",
+        "agent.name": "(the agent's name)",
+        "memories": "(the memories visible to the director or agent at run time)",
+        "workspace.id": "(the run's workspace id)",
+        "workspace.label": "(the run's workspace label)",
+    }
+    if message is not None:
+        values.update(email_variables(message))
+    return values

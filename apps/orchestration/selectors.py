@@ -10,15 +10,18 @@ from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Q, QuerySet
+from django.db.models import Count, Q, QuerySet
 from django.http import Http404
 
 from apps.orchestration.models import (
+    ApiConfig,
+    Approval,
     Conversation,
     Director,
     FilesystemRoot,
     Memory,
     OrchLog,
+    Prompt,
     ProviderEvent,
     Run,
     ThreadKind,
@@ -316,3 +319,85 @@ def access_memory(*, user: Any, memory_id: int) -> Memory:
 
 def directors_for_user(*, user: Any) -> QuerySet[Director]:
     return Director.objects.filter(owner=user).order_by("name")
+
+
+def access_approval(*, user: Any, approval_id: int) -> Approval:
+    approval = (
+        Approval.objects.filter(pk=approval_id, owner=user).select_related("account", "run", "run__message").first()
+    )
+    if approval is None:
+        raise Http404("No such approval")
+    return approval
+
+
+def approvals_for_run(*, run: Run) -> list[Approval]:
+    return list(Approval.objects.filter(run=run).select_related("account").order_by("created_at", "pk"))
+
+
+def approval_is_stale(approval: Approval) -> bool:
+    """A "sending" attempt older than the claim window died with its process: its outcome is unknown."""
+    from django.utils import timezone
+
+    from apps.orchestration.actions import STALE_ATTEMPT_SECONDS
+
+    started = approval.attempt_started_at
+    return (
+        approval.status == "sending"
+        and started is not None
+        and (timezone.now() - started).total_seconds() >= STALE_ATTEMPT_SECONDS
+    )
+
+
+# --- the prompt playground ---------------------------------------------------------------------------
+
+
+def prompts_for_user(*, user: Any) -> QuerySet[Prompt]:
+    return Prompt.objects.filter(owner=user).annotate(message_count=Count("messages")).order_by("-is_template", "name")
+
+
+def access_prompt(*, user: Any, prompt_id: int) -> Prompt:
+    prompt = Prompt.objects.filter(pk=prompt_id, owner=user).prefetch_related("messages").first()
+    if prompt is None:
+        raise Http404("No such prompt")
+    return prompt
+
+
+def preview_emails(*, user: Any, limit: int = 40) -> list[Any]:
+    from apps.accounts.models import Message
+
+    return list(
+        Message.objects.filter(account__owner=user)
+        .only("pk", "subject", "from_address", "date")
+        .order_by("-date", "-pk")[:limit]
+    )
+
+
+def preview_email(*, user: Any, message_id: int | None) -> Any:
+    """The email a preview resolves against: the user's own (404 for another user's), or none."""
+    from apps.accounts.models import Message
+
+    if message_id is None:
+        return None
+    message = Message.objects.filter(pk=message_id, account__owner=user).prefetch_related("attachments").first()
+    if message is None:
+        raise Http404("No such email")
+    return message
+
+
+def api_configs_for_user(*, user: Any) -> QuerySet[ApiConfig]:
+    return ApiConfig.objects.filter(owner=user).order_by("name")
+
+
+def access_api_config(*, user: Any, config_id: int) -> ApiConfig:
+    config = ApiConfig.objects.filter(pk=config_id, owner=user).first()
+    if config is None:
+        raise Http404("No such model configuration")
+    return config
+
+
+def director_name_for_prompt(*, prompt: Prompt) -> str:
+    return Director.objects.filter(prompt=prompt).values_list("name", flat=True).first() or ""
+
+
+def prompt_try_events(*, prompt: Prompt, limit: int = 10) -> list[ProviderEvent]:
+    return list(ProviderEvent.objects.filter(prompt=prompt).order_by("-created_at", "-pk")[:limit])

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 from typing import Any
 
 from django.contrib import messages
@@ -68,6 +69,7 @@ def _run_context(request: HttpRequest, run_id: int) -> dict[str, Any]:
         "events": selectors.provider_event_summary(run=run),
         "active": run.status in ACTIVE,
         "inbox_entries": workspace_selectors.entries_for_run(run_id=run.pk),
+        "approvals": _approval_rows(selectors.approvals_for_run(run=run)),
     }
 
 
@@ -154,3 +156,55 @@ def memory_delete(request: HttpRequest, memory_id: int) -> HttpResponse:
     actions.delete_memory(memory=selectors.access_memory(user=request.user, memory_id=memory_id))
     messages.success(request, "Memory deleted.")
     return redirect("runs:memories")
+
+
+def _approval_rows(approvals: list[Any]) -> list[dict[str, Any]]:
+    return [
+        {
+            "approval": a,
+            "request_json": json.dumps((a.request or {}).get("json"), indent=2, ensure_ascii=False),
+            "stale": selectors.approval_is_stale(a),
+        }
+        for a in approvals
+    ]
+
+
+@require_GET
+def approval_detail(request: HttpRequest, approval_id: int) -> HttpResponse:
+    approval = selectors.access_approval(user=request.user, approval_id=approval_id)
+    return render(request, "orchestration/pages/approval.html", {"row": _approval_rows([approval])[0]})
+
+
+def _back(request: HttpRequest, approval: Any) -> HttpResponse:
+    if request.POST.get("back") == "run" and approval.run_id:
+        return redirect("runs:detail", run_id=approval.run_id)
+    return redirect("runs:approval", approval_id=approval.pk)
+
+
+@require_POST
+def approval_approve(request: HttpRequest, approval_id: int) -> HttpResponse:
+    approval = selectors.access_approval(user=request.user, approval_id=approval_id)
+    try:
+        done = actions.approve(approval=approval)
+    except actions.ApprovalError as exc:
+        messages.error(request, f"Not performed: {exc}.")
+    else:
+        if done.status == "done":
+            messages.success(request, "Approved: the event was created and the invitations were sent.")
+        elif done.status == "failed":
+            messages.error(request, f"Approved, but the provider refused: {done.error} You can try again.")
+        else:
+            messages.info(request, "It is already being performed.")
+    return _back(request, approval)
+
+
+@require_POST
+def approval_reject(request: HttpRequest, approval_id: int) -> HttpResponse:
+    approval = selectors.access_approval(user=request.user, approval_id=approval_id)
+    try:
+        actions.reject_approval(approval=approval)
+    except actions.ApprovalError as exc:
+        messages.error(request, f"Not rejected: {exc}.")
+    else:
+        messages.success(request, "Rejected: nothing was sent.")
+    return _back(request, approval)

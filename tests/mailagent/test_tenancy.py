@@ -31,7 +31,16 @@ from apps.ask.models import AskRun
 from apps.ask.models import Draft as AskDraft
 from apps.orchestration import actions as orchestration_actions
 from apps.orchestration import models as orchestration_models
-from apps.orchestration.models import Conversation, Memory, OrchLog, Run, ThreadKind
+from apps.orchestration.models import (
+    Approval,
+    Conversation,
+    Memory,
+    OrchLog,
+    Prompt,
+    PromptMessage,
+    Run,
+    ThreadKind,
+)
 from apps.replies import actions as reply_actions
 from apps.replies.models import ReplyDraft
 from apps.routing import actions as routing_actions
@@ -108,6 +117,13 @@ def _tenant(label: str) -> Tenant:
         owner=user, workspace=workspace, workspace_label=f"{label}-secret label", comments=f"{label}-secret comment"
     )
     memory = Memory.objects.create(owner=user, director=director, content=f"{label}-secret memory", scope="global")
+    prompt = Prompt.objects.create(owner=user, name=f"{label}-secret prompt")
+    PromptMessage.objects.create(prompt=prompt, role="system", content=f"{label}-secret prompt text")
+    approval = Approval.objects.create(
+        owner=user, run=run, account=account, provider="outlook", calendar="default", summary=f"{label}-secret meeting",
+        attendees=[f"{label}-secret@example.com"],
+        request={"method": "POST", "api": "graph", "path": "/me/events", "json": {"subject": f"{label}-secret"}},
+    )  # fmt: skip
     ask = ask_actions.create_ask_run(owner=user, question=f"{label}-secret question")
     cycle = FetchCycle.objects.create(owner=user, trigger="fetch", error=f"{label}-secret cycle")
     reply = reply_actions.create_draft_from_item(owner=user, item=item)
@@ -126,6 +142,8 @@ def _tenant(label: str) -> Tenant:
         "token_id": token.pk,
         "entry_id": entry.pk,
         "memory_id": memory.pk,
+        "approval_id": approval.pk,
+        "prompt_id": prompt.pk,
         "node_id": f"log:{log.pk}",
         "cycle_id": cycle.pk,
         "ask_run_id": ask.pk,
@@ -229,6 +247,8 @@ def _snapshot(tenant: Tenant) -> dict[str, Any]:
         "agents": list(
             orchestration_models.Agent.objects.filter(director__owner=user).values_list("pk", "name", "order")
         ),
+        "approvals": list(Approval.objects.filter(owner=user).values_list("pk", "status", "attempts")),
+        "prompts": list(PromptMessage.objects.filter(prompt__owner=user).values_list("pk", "content")),
         "ask_runs": list(AskRun.objects.filter(owner=user).values_list("pk", "status")),
         "reply_drafts": list(ReplyDraft.objects.filter(owner=user).values_list("pk", "body", "status", "revision")),
     }

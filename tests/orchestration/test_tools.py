@@ -171,7 +171,6 @@ def test_calendar_and_todo_use_graph_and_refuse_what_cannot_work(
                     "title": "Call Client Seven",
                     "start": "2026-12-02T10:00:00Z",
                     "end": "2026-12-02T10:30:00Z",
-                    "attendees": ["client7@domain.com"],
                 },
             }
         ),

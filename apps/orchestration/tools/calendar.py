@@ -167,45 +167,75 @@ def calendar_read(ctx: RunContext, actor: Actor, args: CalendarReadArgs) -> dict
     return {"accountId": account.pk, "events": events}
 
 
-def calendar_add(ctx: RunContext, actor: Actor, args: CalendarAddArgs) -> dict[str, Any]:
-    account = _account(ctx, args.accountId)
+def event_request(account: MailAccount, args: CalendarAddArgs) -> dict[str, Any]:
+    """The provider request that creates the event: {"method", "path", "params", "json"}, path relative to
+    the provider's API base. Google gets sendUpdates=none: it mails attendees only on an approved request."""
     event = args.event
     start, end = _iso(event.start), _iso(event.end)
     if end <= start:
         raise ToolFailure("event.end must be after event.start")
+    if account.provider == Provider.OUTLOOK:
+        body: dict[str, Any] = {
+            "subject": event.title,
+            "body": {"contentType": "text", "content": event.description},
+            "start": {"dateTime": start.strftime("%Y-%m-%dT%H:%M:%S"), "timeZone": "UTC"},
+            "end": {"dateTime": end.strftime("%Y-%m-%dT%H:%M:%S"), "timeZone": "UTC"},
+            "location": {"displayName": event.location},
+            "attendees": [{"emailAddress": {"address": address}, "type": "required"} for address in event.attendees],
+        }
+        return {"method": "POST", "api": "graph", "path": "/me/events", "params": {}, "json": body}
+    body = {
+        "summary": event.title,
+        "description": event.description,
+        "location": event.location,
+        "start": {"dateTime": start.isoformat()},
+        "end": {"dateTime": end.isoformat()},
+        "attendees": [{"email": address} for address in event.attendees],
+    }
+    return {
+        "method": "POST",
+        "api": "calendar",
+        "path": "/calendars/primary/events",
+        "params": {"sendUpdates": "none"},
+        "json": body,
+    }
+
+
+def perform_request(account: MailAccount, request: dict[str, Any]) -> dict[str, Any]:
+    """Make a stored provider request for the account; ToolFailure carries the provider's reason."""
     http = _Http(account)
     try:
-        if account.provider == Provider.OUTLOOK:
-            created = http.call(
-                "POST",
-                f"{http.base('graph')}/me/events",
-                json={
-                    "subject": event.title,
-                    "body": {"contentType": "text", "content": event.description},
-                    "start": {"dateTime": start.strftime("%Y-%m-%dT%H:%M:%S"), "timeZone": "UTC"},
-                    "end": {"dateTime": end.strftime("%Y-%m-%dT%H:%M:%S"), "timeZone": "UTC"},
-                    "location": {"displayName": event.location},
-                    "attendees": [
-                        {"emailAddress": {"address": address}, "type": "required"} for address in event.attendees
-                    ],
-                },
+        return dict(
+            http.call(
+                request["method"],
+                f"{http.base(request['api'])}{request['path']}",
+                params=request.get("params") or None,
+                json=request.get("json"),
             )
-        else:
-            created = http.call(
-                "POST",
-                f"{http.base('calendar')}/calendars/primary/events",
-                json={
-                    "summary": event.title,
-                    "description": event.description,
-                    "location": event.location,
-                    "start": {"dateTime": start.isoformat()},
-                    "end": {"dateTime": end.isoformat()},
-                    "attendees": [{"email": address} for address in event.attendees],
-                },
-            )
+            or {}
+        )
     finally:
         http.close()
-    return {"accountId": account.pk, "event": {"id": created.get("id"), "title": event.title}}
+
+
+def calendar_add(ctx: RunContext, actor: Actor, args: CalendarAddArgs) -> dict[str, Any]:
+    account = _account(ctx, args.accountId)
+    request = event_request(account, args)
+    if args.event.attendees:
+        # Invitations reach other people: nothing is sent until the user approves this exact request.
+        from apps.orchestration.actions import request_calendar_approval
+
+        approval = request_calendar_approval(
+            run=ctx.run, workspace=ctx.workspace, account=account, request=request, attendees=args.event.attendees
+        )
+        return {
+            "accountId": account.pk,
+            "approval": {"id": approval.pk, "status": approval.status},
+            "note": "The event has attendees, so it waits for the user's approval: nothing was created or sent. "
+            "Do not add it again; the user approves or rejects it.",
+        }
+    created = perform_request(account, request)
+    return {"accountId": account.pk, "event": {"id": created.get("id"), "title": args.event.title}}
 
 
 def todo_add(ctx: RunContext, actor: Actor, args: TodoAddArgs) -> dict[str, Any]:

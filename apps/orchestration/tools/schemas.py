@@ -175,7 +175,11 @@ DESCRIPTIONS: dict[str, tuple[str, type[Args]]] = {
     "filesystem_search": ("Find files in the user's document folder by name or text.", FilesystemSearchArgs),
     "filesystem_retrieve": ("Read a file from the user's document folder (text extracted).", FilesystemRetrieveArgs),
     "calendar_read": ("Read calendar events of a mail account in a date range.", CalendarReadArgs),
-    "calendar_add": ("Add an event to a mail account's calendar.", CalendarAddArgs),
+    "calendar_add": (
+        "Add an event to a mail account's calendar. With attendees it is not created at once: invitations reach "
+        "other people, so it waits for the user's approval.",
+        CalendarAddArgs,
+    ),
     "todo_add": ("Add a task to a mail account's to-do list.", TodoAddArgs),
 }
 AGENT_TOOL_DESCRIPTION = "Delegate to the agent “{name}”: {summary}"

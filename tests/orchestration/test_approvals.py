@@ -1,0 +1,145 @@
+"""Approval for anything that reaches other people: a director's calendar_add with attendees stores the
+exact request and sends nothing; the user sees it on the run page and in the Inbox; only approval
+performs it (once, however often it is clicked); rejection sends nothing; other users get 404."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.urls import reverse
+
+from apps.orchestration.models import Approval, ApprovalStatus, Director, Run
+from apps.workspaces.models import InboxEntry
+from tests.fakes.graph_server import FakeGraphServer, connect_outlook
+from tests.fakes.openai_server import FakeOpenAI, Reply
+
+pytestmark = pytest.mark.django_db
+
+EVENTS = "/v1.0/me/events"
+
+
+def invite(account_id: int, title: str) -> Reply:
+    return Reply.calls(
+        (
+            "calendar_add",
+            {
+                "accountId": account_id,
+                "event": {
+                    "title": title,
+                    "start": "2026-12-02T10:00:00Z",
+                    "end": "2026-12-02T10:30:00Z",
+                    "attendees": ["client7@domain.com", "boss@domain.com"],
+                },
+            },
+        )
+    )
+
+
+def director_invites(
+    fake_llm: FakeOpenAI, store_mail: Any, account_id: int, title: str, sender: str
+) -> tuple[Run, Approval]:
+    fake_llm.script(invite(account_id, title), Reply.text("Proposed the meeting."))
+    run = Run.objects.get(message=store_mail(subject=title, sender=sender))
+    assert run.status == "completed"
+    return run, Approval.objects.get(run=run)
+
+
+def test_invitations_wait_for_approval_and_are_sent_once(
+    client_manager: Director, fake_llm: FakeOpenAI, store_mail: Any, graph: FakeGraphServer, logged_in_client: Any
+) -> None:
+    outlook = connect_outlook(logged_in_client, graph)
+    run, approval = director_invites(fake_llm, store_mail, outlook.pk, "Call Client Seven", "client7@domain.com")
+
+    # Nothing reached Graph's events endpoint: no event, no invitation.
+    assert graph.calls("POST", EVENTS) == 0 and graph.events == []
+    assert approval.status == ApprovalStatus.PENDING
+    assert approval.attendees == ["client7@domain.com", "boss@domain.com"]
+    assert approval.request["path"] == "/me/events"
+    assert approval.request["json"]["attendees"][0] == {
+        "emailAddress": {"address": "client7@domain.com"},
+        "type": "required",
+    }
+    # The model was told it waits, not that it was done.
+    tool_answer = next(
+        m for m in fake_llm.chat_requests()[-1]["messages"] if m["role"] == "tool" and "approval" in m["content"]
+    )
+    assert "nothing was created or sent" in tool_answer["content"]
+
+    # The user sees exactly what would be sent: in the Inbox and on the run page.
+    assert approval.inbox_entry_id is not None
+    entry = InboxEntry.objects.get(pk=approval.inbox_entry_id)
+    assert entry.run_id == run.pk and "client7@domain.com" in entry.comments
+    assert reverse("runs:approval", args=[approval.pk]) in entry.comments
+    page = logged_in_client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    assert 'data-testid="approval"' in page and "boss@domain.com" in page and "Approve and send" in page
+    assert logged_in_client.get(reverse("runs:approval", args=[approval.pk])).status_code == 200
+    assert graph.calls("POST", EVENTS) == 0
+
+    approve_url = reverse("runs:approval_approve", args=[approval.pk])
+    response = logged_in_client.post(approve_url, {"back": "run"})
+    assert response.status_code == 302 and response["Location"] == reverse("runs:detail", args=[run.pk])
+    assert graph.calls("POST", EVENTS) == 1
+    assert graph.events[0]["subject"] == "Call Client Seven"
+    assert [a["emailAddress"]["address"] for a in graph.events[0]["attendees"]] == [
+        "client7@domain.com",
+        "boss@domain.com",
+    ]
+    approval.refresh_from_db()
+    assert approval.status == ApprovalStatus.DONE and approval.result["id"] == graph.events[0]["id"]
+
+    logged_in_client.post(approve_url)  # a second click (or a replayed form) performs nothing
+    assert graph.calls("POST", EVENTS) == 1
+    assert logged_in_client.post(reverse("runs:approval_reject", args=[approval.pk])).status_code == 302
+    approval.refresh_from_db()
+    assert approval.status == ApprovalStatus.DONE
+
+
+def test_reject_sends_nothing_and_a_failure_is_retryable(
+    client_manager: Director, fake_llm: FakeOpenAI, store_mail: Any, graph: FakeGraphServer, logged_in_client: Any
+) -> None:
+    outlook = connect_outlook(logged_in_client, graph)
+    _run, rejected = director_invites(fake_llm, store_mail, outlook.pk, "Kick-off", "client1@domain.com")
+    logged_in_client.post(reverse("runs:approval_reject", args=[rejected.pk]))
+    logged_in_client.post(reverse("runs:approval_approve", args=[rejected.pk]))  # too late: rejected
+    rejected.refresh_from_db()
+    assert rejected.status == ApprovalStatus.REJECTED and graph.calls("POST", EVENTS) == 0
+
+    _run, failing = director_invites(fake_llm, store_mail, outlook.pk, "Review", "client2@domain.com")
+    graph.tools_forbidden = True  # the account lost its calendar permission
+    logged_in_client.post(reverse("runs:approval_approve", args=[failing.pk]))
+    failing.refresh_from_db()
+    assert failing.status == ApprovalStatus.FAILED and "without calendar/to-do permission" in failing.error
+    page = logged_in_client.get(reverse("runs:approval", args=[failing.pk])).content.decode()
+    assert 'data-testid="approval-error"' in page and "Try again" in page
+    graph.tools_forbidden = False
+    logged_in_client.post(reverse("runs:approval_approve", args=[failing.pk]))
+    failing.refresh_from_db()
+    assert failing.status == ApprovalStatus.DONE and failing.attempts == 2
+    assert [e["subject"] for e in graph.events] == ["Review"]
+
+
+def test_events_without_attendees_are_created_at_once(
+    client_manager: Director, fake_llm: FakeOpenAI, store_mail: Any, graph: FakeGraphServer, logged_in_client: Any
+) -> None:
+    outlook = connect_outlook(logged_in_client, graph)
+    alone = {"title": "Focus time", "start": "2026-12-02T10:00:00Z", "end": "2026-12-02T11:00:00Z"}
+    fake_llm.script(Reply.calls(("calendar_add", {"accountId": outlook.pk, "event": alone})), Reply.text("ok"))
+    run = Run.objects.get(message=store_mail(subject="Block time", sender="client3@domain.com"))
+    assert run.status == "completed" and not Approval.objects.filter(run=run).exists()
+    assert [e["subject"] for e in graph.events] == ["Focus time"]
+
+
+def test_approvals_of_other_users_are_404(
+    client_manager: Director, fake_llm: FakeOpenAI, store_mail: Any, graph: FakeGraphServer, logged_in_client: Any
+) -> None:
+    outlook = connect_outlook(logged_in_client, graph)
+    _run, approval = director_invites(fake_llm, store_mail, outlook.pk, "Private", "client4@domain.com")
+    intruder = get_user_model().objects.create_user(username="intruder", email="intruder@example.com")
+    logged_in_client.force_login(intruder)
+    assert logged_in_client.get(reverse("runs:approval", args=[approval.pk])).status_code == 404
+    assert logged_in_client.post(reverse("runs:approval_approve", args=[approval.pk])).status_code == 404
+    assert logged_in_client.post(reverse("runs:approval_reject", args=[approval.pk])).status_code == 404
+    approval.refresh_from_db()
+    assert approval.status == ApprovalStatus.PENDING and graph.calls("POST", EVENTS) == 0
