@@ -24,8 +24,9 @@ def settings_index(request: HttpRequest) -> HttpResponse:
         "config_count": selectors.list_api_configs_for_user(user=request.user).count(),
         "director_count": selectors.list_directors_for_user(user=request.user).count(),
         "ask_settings_url": selectors.optional_url("ask:settings"),
-        "organization_settings_url": selectors.optional_url("organization:settings"),
-        "notifications_url": selectors.optional_url("results:notifications"),
+        # The pages that hold these forms (organization:settings and results:notifications only take POSTs).
+        "organization_settings_url": selectors.optional_url("organization:page"),
+        "notifications_url": selectors.optional_url("results:page"),
     }
     return render(request, "setup/pages/settings_index.html", context)
 
