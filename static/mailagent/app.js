@@ -84,4 +84,56 @@
       target.append(" ", link);
     }
   }
+
+  // The top bar's menu button (narrow screens, see app.css): shows and hides the sections and the session.
+  // A real <button>, so Enter and Space work; aria-expanded tells assistive technology; Escape closes the
+  // menu and gives the focus back to the button. Without this script the sections stay visible inline.
+  var menuToggle = document.querySelector(".nav-toggle[aria-controls]");
+  var menu = menuToggle ? document.getElementById(menuToggle.getAttribute("aria-controls")) : null;
+  if (menuToggle && menu) {
+    var setMenuOpen = function (open) {
+      menuToggle.setAttribute("aria-expanded", open ? "true" : "false");
+      menu.classList.toggle("is-open", open);
+    };
+    menuToggle.hidden = false;
+    document.documentElement.classList.add("has-menu-toggle");
+    menuToggle.addEventListener("click", function () {
+      setMenuOpen(menuToggle.getAttribute("aria-expanded") !== "true");
+    });
+    document.addEventListener("keydown", function (event) {
+      if (event.key === "Escape" && menuToggle.getAttribute("aria-expanded") === "true") {
+        setMenuOpen(false);
+        menuToggle.focus();
+      }
+    });
+  }
+
+  // Tables become stacked cards on narrow screens (app.css): each cell shows its column's header, taken
+  // from <thead> into a data-label attribute here (templates may set their own), also after htmx swaps.
+  function labelTableCells(root) {
+    var scope = root && root.querySelectorAll ? root : document;
+    var tables = Array.prototype.slice.call(scope.querySelectorAll("table.table"));
+    var enclosing = scope.closest ? scope.closest("table.table") : null;  // rows swapped into a table
+    if (enclosing) tables.push(enclosing);
+    tables.forEach(function (table) {
+      var headRow = table.tHead && table.tHead.rows[0];
+      if (!headRow) return;
+      var labels = [];
+      Array.prototype.forEach.call(headRow.cells, function (cell) {
+        var text = cell.textContent.replace(/\s+/g, " ").trim();
+        for (var span = 0; span < (cell.colSpan || 1); span++) labels.push(text);
+      });
+      Array.prototype.forEach.call(table.tBodies, function (body) {
+        Array.prototype.forEach.call(body.rows, function (row) {
+          var column = 0;
+          Array.prototype.forEach.call(row.cells, function (cell) {
+            if (!cell.hasAttribute("data-label") && labels[column]) cell.setAttribute("data-label", labels[column]);
+            column += cell.colSpan || 1;
+          });
+        });
+      });
+    });
+  }
+  labelTableCells(document);
+  document.addEventListener("htmx:afterSettle", function (event) { labelTableCells(event.detail.elt); });
 })();
