@@ -121,6 +121,16 @@ def _client(config: LLMConfig) -> openai.OpenAI:
         return client
 
 
+def forget_client(config: LLMConfig) -> None:
+    """Close and drop the cached client and limit of a one-off config (a connection test with a typed key),
+    so trying many keys or URLs does not keep a connection pool for each."""
+    with _registry_lock:
+        client = _clients.pop((config.base_url, config.api_key, float(config.timeout)), None)
+        _semaphores.pop(config.key, None)
+    if client is not None:
+        client.close()
+
+
 def _semaphore(config: LLMConfig) -> threading.BoundedSemaphore:
     limit = max(1, int(config.max_concurrency))
     with _registry_lock:

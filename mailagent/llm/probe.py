@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from mailagent.llm.client import LLMConfig, LLMError, chat
+from mailagent.llm.client import LLMConfig, LLMError, chat, forget_client
 from mailagent.llm.errors import endpoint_name
 
 PROBE_TIMEOUT_SECONDS = 20.0
@@ -55,6 +55,7 @@ def test_connection(
     try:
         result = chat(config, [{"role": "user", "content": "Reply with the single word OK."}], max_tokens=1)
     except LLMError as exc:
+        forget_client(config)
         return ProbeResult(
             ok=False,
             message=str(exc),
@@ -64,6 +65,7 @@ def test_connection(
             status=exc.status,
             latency_ms=int((time.monotonic() - started) * 1000),
         )
+    forget_client(config)
     return ProbeResult(
         ok=True,
         message=f"{endpoint} answered with the model “{result.model}” in {result.latency_ms} ms.",

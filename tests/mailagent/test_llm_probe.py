@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from mailagent.llm import client as llm_client
 from mailagent.llm.errors import describe_failure, endpoint_name, provider_label
 from mailagent.llm.probe import test_connection as probe
 from tests.fakes.openai_server import FakeOpenAI, Reply
@@ -26,6 +27,8 @@ def test_a_working_endpoint_answers_one_token(fake: FakeOpenAI) -> None:
     [request] = fake.chat_requests()
     assert request["max_tokens"] == 1 and request["model"] == "fake-model"
     assert fake.api_keys == ["Bearer sk-probe"]
+    # A probe with a typed key keeps no client (and connection pool) around afterwards.
+    assert not [key for key in llm_client._clients if key[:2] == (fake.base_url, "sk-probe")]
 
 
 def test_a_closed_port_is_named_and_not_retried() -> None:
