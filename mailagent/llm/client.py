@@ -43,6 +43,9 @@ class LLMConfig:
     max_retries: int = 4
     backoff_base: float = 0.5
     name: str = ""
+    # False for one-off calls (a connection test with a typed key): a fresh client, closed afterwards,
+    # instead of one cached per (URL, key, timeout) for the life of the process.
+    cache_client: bool = True
 
 
 @dataclass(slots=True)
@@ -106,29 +109,23 @@ _semaphores: dict[str, tuple[int, threading.BoundedSemaphore]] = {}
 _registry_lock = threading.Lock()
 
 
+def _new_client(config: LLMConfig) -> openai.OpenAI:
+    return openai.OpenAI(
+        base_url=config.base_url or None,
+        api_key=config.api_key or "not-needed",
+        timeout=config.timeout,
+        max_retries=0,  # retries are ours: each attempt becomes an event
+    )
+
+
 def _client(config: LLMConfig) -> openai.OpenAI:
     cache_key = (config.base_url, config.api_key, float(config.timeout))
     with _registry_lock:
         client = _clients.get(cache_key)
         if client is None:
-            client = openai.OpenAI(
-                base_url=config.base_url or None,
-                api_key=config.api_key or "not-needed",
-                timeout=config.timeout,
-                max_retries=0,  # retries are ours: each attempt becomes an event
-            )
+            client = _new_client(config)
             _clients[cache_key] = client
         return client
-
-
-def forget_client(config: LLMConfig) -> None:
-    """Close and drop the cached client and limit of a one-off config (a connection test with a typed key),
-    so trying many keys or URLs does not keep a connection pool for each."""
-    with _registry_lock:
-        client = _clients.pop((config.base_url, config.api_key, float(config.timeout)), None)
-        _semaphores.pop(config.key, None)
-    if client is not None:
-        client.close()
 
 
 def _semaphore(config: LLMConfig) -> threading.BoundedSemaphore:
@@ -237,8 +234,12 @@ def chat(
             )
         started = time.monotonic()
         try:
-            with _semaphore(config):
-                completion = _client(config).chat.completions.create(**request)
+            if config.cache_client:
+                with _semaphore(config):
+                    completion = _client(config).chat.completions.create(**request)
+            else:  # a one-off call: its own client, no shared limit to keep per key
+                with _new_client(config) as client:
+                    completion = client.chat.completions.create(**request)
         except openai.OpenAIError as exc:
             latency = int((time.monotonic() - started) * 1000)
             category, status, retry_after = _categorize(exc)

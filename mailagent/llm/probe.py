@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from mailagent.llm.client import LLMConfig, LLMError, chat, forget_client
+from mailagent.llm.client import LLMConfig, LLMError, chat
 from mailagent.llm.errors import endpoint_name
 
 PROBE_TIMEOUT_SECONDS = 20.0
@@ -42,7 +42,7 @@ def test_connection(
             ok=False, message="Enter a model name first (e.g. gpt-4o-mini or llama3.2).", endpoint=endpoint, model=""
         )
     config = LLMConfig(
-        key=f"probe:{base_url}:{model}",
+        key="probe",
         base_url=base_url,
         api_key=api_key,
         model=model.strip(),
@@ -50,12 +50,12 @@ def test_connection(
         max_concurrency=1,
         max_retries=0,
         name=name,
+        cache_client=False,
     )
     started = time.monotonic()
     try:
         result = chat(config, [{"role": "user", "content": "Reply with the single word OK."}], max_tokens=1)
     except LLMError as exc:
-        forget_client(config)
         return ProbeResult(
             ok=False,
             message=str(exc),
@@ -65,7 +65,6 @@ def test_connection(
             status=exc.status,
             latency_ms=int((time.monotonic() - started) * 1000),
         )
-    forget_client(config)
     return ProbeResult(
         ok=True,
         message=f"{endpoint} answered with the model “{result.model}” in {result.latency_ms} ms.",

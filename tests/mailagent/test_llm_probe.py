@@ -27,8 +27,9 @@ def test_a_working_endpoint_answers_one_token(fake: FakeOpenAI) -> None:
     [request] = fake.chat_requests()
     assert request["max_tokens"] == 1 and request["model"] == "fake-model"
     assert fake.api_keys == ["Bearer sk-probe"]
-    # A probe with a typed key keeps no client (and connection pool) around afterwards.
+    # A probe with a typed key keeps no client (and connection pool) or limit around afterwards.
     assert not [key for key in llm_client._clients if key[:2] == (fake.base_url, "sk-probe")]
+    assert "probe" not in llm_client._semaphores
 
 
 def test_a_closed_port_is_named_and_not_retried() -> None:
