@@ -142,7 +142,8 @@ def update_draft(
 @transaction.atomic
 def set_reply_mode(*, draft: ReplyDraft, mode: str) -> ReplyDraft:
     """Recompute To/Cc from the original for reply or reply all (typed recipients are replaced)."""
-    locked = ReplyDraft.objects.select_for_update().select_related("account", "original").get(pk=draft.pk)
+    # Lock the draft row only: PostgreSQL cannot lock the nullable side of the join to the original.
+    locked = ReplyDraft.objects.select_for_update(of=("self",)).select_related("account", "original").get(pk=draft.pk)
     _editable(locked)
     if locked.original is None:
         raise SendRefused("The email this draft answers is gone, so its recipients cannot be recomputed.")
@@ -182,7 +183,10 @@ def _claim_for_sending(*, owner: Any, draft_id: int, token: str) -> ReplyDraft:
     finds it sending and is refused)."""
     with transaction.atomic():
         draft = (
-            ReplyDraft.objects.select_for_update().select_related("account").filter(pk=draft_id, owner=owner).first()
+            ReplyDraft.objects.select_for_update(of=("self",))
+            .select_related("account")
+            .filter(pk=draft_id, owner=owner)
+            .first()
         )
         if draft is None:
             raise Http404("No such draft")
