@@ -186,3 +186,17 @@ def test_the_dashboard_reads_in_three_queries_however_much_data(  # the counts, 
         dashboard = dashboard_for_user(user=user)
     assert len(dashboard.accounts) == 7 and len(dashboard.recent_runs) == 2
     assert [a.name for a in dashboard.reauth_accounts] == [f"work-{user.username}"]
+
+
+def test_skipping_the_setup_wizard_hides_the_checklist_and_the_wizard_stays_reachable(
+    logged_in_client: Client,
+) -> None:
+    html = logged_in_client.get("/").content.decode()
+    assert 'data-testid="setup-checklist"' in html and 'data-testid="skip-setup"' in html
+    skip = re.search(r'<form method="post" action="([^"]+)" class="checklist-skip">', html)
+    assert skip
+    assert logged_in_client.post(skip.group(1)).status_code == 302
+    html = logged_in_client.get("/").content.decode()
+    assert 'data-testid="setup-checklist"' not in html
+    wizard = re.search(r'<a class="button secondary" href="([^"]+)" data-testid="open-setup">Setup wizard</a>', html)
+    assert wizard and logged_in_client.get(wizard.group(1), follow=True).status_code == 200
