@@ -1,6 +1,8 @@
 """Ask Inbox benchmark over ../shared/data/enron: retrieval-to-answer latency without a language model
 (plan → keyword variants → semantic → rerank → read evidence → extractive answer), p50/p95, and
-recall@10 / MRR of the evidence list on our own labelled questions (paraphrased, not the mails' words).
+recall@10 / MRR of the evidence list (next to search's own ranking) and the expected value in the answer,
+per kind (fact / keyword / paraphrase), on the labelled questions of bench/data/ask_questions.json.
+`--empty-vocabulary` runs without apps/ask/data/vocabulary.json.
 
     .venv/bin/python bench/ask.py                          # builds a fresh SQLite corpus (import, index, embed)
     .venv/bin/python bench/ask.py --workdir /tmp/askbench  # reuse a corpus built by bench/search.py --workdir
@@ -14,6 +16,7 @@ Prints numbers, asserts nothing.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -27,75 +30,16 @@ sys.path.insert(0, str(REPO))
 
 from bench.search import extract_enron, percentiles, rss_mb, setup_django  # noqa: E402
 
-# (question, Message-IDs of the mails that answer it). Written for this benchmark from reading the mails.
-QUESTIONS: list[tuple[str, tuple[str, ...]]] = [
-    (
-        "are the free monthly bus passes for January available at the parking office?",
-        ("1152760.1075860843920.JavaMail.evans@thyme", "21471145.1075860844070.JavaMail.evans@thyme"),
-    ),
-    (
-        "a laid-off employee blames the chairman and fears losing his home",
-        ("10503566.1075860844379.JavaMail.evans@thyme",),
-    ),
-    (
-        "reminder that an unresolved invoice in the payables inbox is overdue",
-        ("32430719.1075845192540.JavaMail.evans@thyme", "10631077.1075852673267.JavaMail.evans@thyme"),
-    ),
-    ("who should they contact about our internal e-learning plans?", ("4917360.1075845192564.JavaMail.evans@thyme",)),
-    ("when did my TSC order ship to Kay Mann?", ("3041534.1075855245606.JavaMail.evans@thyme",)),
-    (
-        "how much did ENA pay General Electric under the letter agreement?",
-        ("6817705.1075861736211.JavaMail.evans@thyme",),
-    ),
-    ("when is the basics of risk management class I signed up for?", ("3742379.1075861737052.JavaMail.evans@thyme",)),
-    ("which lawyer is handling the Jode contract?", ("15662747.1075861737939.JavaMail.evans@thyme",)),
-    (
-        "how large will our trading line with Fimat become after the guarantee?",
-        ("26056216.1075863203328.JavaMail.evans@thyme",),
-    ),
-    ("what bid did we get for the MLMG shares at Bear Stearns?", ("26806487.1075855401196.JavaMail.evans@thyme",)),
-    (
-        "when is payment due on financial power trades shorter than a month?",
-        ("2431604.1075858815693.JavaMail.evans@thyme",),
-    ),
-    ("who is our credit contact for master netting agreements?", ("7760751.1075863200198.JavaMail.evans@thyme",)),
-    ("we must list every contract that is still being performed", ("18778021.1075861060450.JavaMail.evans@thyme",)),
-    ("settling the open deals with Kern Oil", ("2263820.1075861061975.JavaMail.evans@thyme",)),
-    (
-        "Great Lakes Chemical wants monthly mark-to-market reports and to end the contract",
-        ("22257974.1075861059649.JavaMail.evans@thyme",),
-    ),
-    ("when does open enrollment for the 2002 health benefits start?", ("21193179.1075851663810.JavaMail.evans@thyme",)),
-    (
-        "deadline for comments on El Paso's plan to allocate receipt point rights",
-        ("9844515.1075851647683.JavaMail.evans@thyme",),
-    ),
-    ("energy committee meeting hosted by AMD in Sunnyvale", ("18828962.1075851636503.JavaMail.evans@thyme",)),
-    (
-        "a customer asks whether we must hand over contracts signed after July 1",
-        ("22721694.1075859209929.JavaMail.evans@thyme",),
-    ),
-    ("imbalances left on the park and loan contracts", ("10222970.1075852113740.JavaMail.evans@thyme",)),
-    ("no interruptible transport capacity on Dominion's PL-1 line", ("3040832.1075840505107.JavaMail.evans@thyme",)),
-    ("someone wants a copy of my talk from the SIAM workshop", ("31513908.1075858458602.JavaMail.evans@thyme",)),
-    ("Vince cannot send his Paris presentation in time", ("11537139.1075863446251.JavaMail.evans@thyme",)),
-    ("register to vote before the November elections", ("21446155.1075852671316.JavaMail.evans@thyme",)),
-    ("two places left on the Navy fly away trip in December", ("12199176.1075861577060.JavaMail.evans@thyme",)),
-    ("night-time bicycle ride supporting Houston cyclists", ("12744676.1075852664568.JavaMail.evans@thyme",)),
-    (
-        "the bank asks if my brother may discuss my accounts",
-        ("13767726.1075852683810.JavaMail.evans@thyme",),
-    ),
-    (
-        "life insurance premium payment and congratulations on the marriage",
-        ("1848812.1075840160615.JavaMail.evans@thyme",),
-    ),
-    ("an employee thanks Skilling and wishes him well after he left", ("20775094.1075852680949.JavaMail.evans@thyme",)),
-    (
-        "big companies don't trust us to still be around in five years for bandwidth",
-        ("25031794.1075840152137.JavaMail.evans@thyme",),
-    ),
-]
+QUESTIONS_FILE = REPO / "bench" / "data" / "ask_questions.json"
+
+
+def load_questions(path: Path = QUESTIONS_FILE) -> list[dict[str, Any]]:
+    """[{kind, question, targets, expected?}]: see the file's "about"."""
+    return list(json.loads(path.read_text(encoding="utf-8"))["questions"])
+
+
+# (question, Message-IDs of the mails that answer it), as the debugging scripts and tests/ask use them.
+QUESTIONS: list[tuple[str, tuple[str, ...]]] = [(q["question"], tuple(q["targets"])) for q in load_questions()]
 
 
 def build(workdir: Path) -> None:
@@ -167,44 +111,106 @@ def is_relevant(message_id: str, relevant: tuple[str, ...], keys: set[str]) -> b
     return message is not None and content_key(message.subject, message.body_text) in keys
 
 
-def evaluate(account: Any, repeat: int) -> None:
+def value_in_answer(expected: str, answer: str) -> bool:
+    """The expected value, as the mail writes it, in the answer (bold markers and spacing ignored)."""
+
+    def flat(text: str) -> str:
+        return " ".join(text.replace("**", "").split()).lower()
+
+    return flat(expected) in flat(answer)
+
+
+def thread_of(message_ids: tuple[str, ...]) -> set[int]:
+    from apps.accounts.models import Message
+
+    return set(
+        Message.objects.filter(message_id__in=message_ids, thread_id__isnull=False).values_list("thread_id", flat=True)
+    )
+
+
+def first_rank(
+    rows: list[tuple[str, int | None]], relevant: tuple[str, ...], keys: set[str], threads: set[int]
+) -> tuple[int | None, int | None]:
+    """(strict, thread) rank of the first relevant row among (message id, thread id) rows: strict counts the
+    labelled mail or a copy of it; thread also counts a row standing for the thread that holds it."""
+    strict = thread = None
+    for rank, (message_id, thread_id) in enumerate(rows[:10], start=1):
+        hit = is_relevant(message_id, relevant, keys)
+        if hit and strict is None:
+            strict = rank
+        if (hit or (thread_id is not None and thread_id in threads)) and thread is None:
+            thread = rank
+    return strict, thread
+
+
+def recall_mrr(found: list[int | None]) -> tuple[float, float]:
+    if not found:
+        return 0.0, 0.0
+    recall = sum(1 for r in found if r is not None and r <= 10) / len(found)
+    mrr = sum(1.0 / r for r in found if r is not None and r <= 10) / len(found)
+    return recall, mrr
+
+
+def evaluate(account: Any, repeat: int, questions: list[dict[str, Any]]) -> None:
     from apps.search.backends.base import SearchFilters
     from apps.search.selectors import search_messages
 
     run_question("warm up the model and the vectors", account)
-    ranks: list[int | None] = []
-    baseline: list[int | None] = []
+    results: list[dict[str, Any]] = []
     latencies: list[float] = []
     steps: dict[str, list[int]] = {}
-    for question, relevant in QUESTIONS:
+    for item in questions:
+        question, relevant = item["question"], tuple(item["targets"])
         keys = relevant_keys(relevant)
+        threads = thread_of(relevant)
         outcome, seconds = run_question(question, account)
         latencies.append(seconds)
         for name, ms in outcome.timings.items():
             steps.setdefault(name, []).append(ms)
-        ids = [row["message_id"] for row in outcome.evidence]
-        rank = next((i for i, mid in enumerate(ids, start=1) if is_relevant(mid, relevant, keys)), None)
-        ranks.append(rank)
+        rows = [(row["message_id"], row.get("thread_id")) for row in outcome.evidence]
+        rank, thread_rank = first_rank(rows, relevant, keys, threads)
         hits = search_messages(question, limit=10, filters=SearchFilters(account_ids=(account.pk,)))
-        base = next((i for i, hit in enumerate(hits, start=1) if is_relevant(hit.message_id, relevant, keys)), None)
-        baseline.append(base)
+        base, base_thread = first_rank([(h.message_id, h.thread_id) for h in hits], relevant, keys, threads)
+        value = value_in_answer(item["expected"], outcome.answer) if item.get("expected") else None
+        results.append(
+            {"kind": item["kind"], "rank": rank, "thread": thread_rank, "base": base, "base_thread": base_thread,
+             "value": value, "tuned": "source" not in item}
+        )  # fmt: skip
         top = (outcome.evidence[0]["subject"][:50] if outcome.evidence else "-") if rank != 1 else ""
-        print(f"  {'✓' if rank == 1 else rank or '✗':>2} (search: {base or '✗'})  {question[:70]}  {top}")
+        mark = "" if value is None else ("  value ✓" if value else "  value ✗")
+        print(
+            f"  {'✓' if rank == 1 else rank or '✗':>2} (search: {base or '✗'}) [{item['kind'][:4]}]"
+            f" {question[:64]}  {top}{mark}"
+        )
     for _ in range(max(0, repeat - 1)):
-        for question, _relevant in QUESTIONS:
-            latencies.append(run_question(question, account)[1])
+        for item in questions:
+            latencies.append(run_question(item["question"], account)[1])
 
-    def recall_mrr(found: list[int | None]) -> tuple[float, float]:
-        recall = sum(1 for r in found if r is not None and r <= 10) / len(found)
-        mrr = sum(1.0 / r for r in found if r is not None and r <= 10) / len(found)
-        return recall, mrr
-
-    recall, mrr = recall_mrr(ranks)
-    base_recall, base_mrr = recall_mrr(baseline)
+    print(f"\nlabelled questions: {len(questions)} (a copy of a labelled mail in another inbox counts as relevant;")
+    print("'thread' also counts the row of the thread that holds the labelled mail)")
+    print(
+        f"{'':24} {'n':>3}  {'ask r@10':>8} {'MRR':>6}  {'thread r@10':>11} {'MRR':>6}"
+        f"  {'search r@10':>11} {'MRR':>6}  value"
+    )
+    groups: list[tuple[str, list[dict[str, Any]]]] = [("all", results)]
+    groups += [(kind, [r for r in results if r["kind"] == kind]) for kind in ("fact", "keyword", "paraphrase")]
+    groups += [
+        ("used for tuning", [r for r in results if r["tuned"]]),
+        ("never tuned on", [r for r in results if not r["tuned"]]),
+    ]
+    for name, group in groups:
+        if not group:
+            continue
+        recall, mrr = recall_mrr([r["rank"] for r in group])
+        t_recall, t_mrr = recall_mrr([r["thread"] for r in group])
+        b_recall, b_mrr = recall_mrr([r["base"] for r in group])
+        valued = [bool(r["value"]) for r in group if r["value"] is not None]
+        shown = f"{sum(valued)}/{len(valued)}" if valued else "-"
+        print(
+            f"{name:24} {len(group):>3}  {recall:>8.3f} {mrr:>6.3f}  {t_recall:>11.3f} {t_mrr:>6.3f}"
+            f"  {b_recall:>11.3f} {b_mrr:>6.3f}  {shown}"
+        )
     p50, p95 = percentiles(latencies)
-    print(f"\nlabelled questions: {len(QUESTIONS)} (a copy of a labelled mail in another inbox counts as relevant)")
-    print(f"ask evidence:        recall@10 {recall:.3f}   MRR {mrr:.3f}   (top-1 {ranks.count(1)}/{len(ranks)})")
-    print(f"hybrid search alone: recall@10 {base_recall:.3f}   MRR {base_mrr:.3f}")
     print(
         f"retrieval-to-answer latency without LLM ({len(latencies)} runs): p50 {p50:.0f} ms   p95 {p95:.0f} ms"
         f"   max {max(latencies) * 1000:.0f} ms"
@@ -218,9 +224,20 @@ def main() -> None:
     parser.add_argument("--workdir", help="Reuse (or build and keep) the corpus database here.")
     parser.add_argument("--postgres", action="store_true", help="Use an embedded PostgreSQL 18 + pgvector.")
     parser.add_argument("--repeat", type=int, default=3, help="Runs of the question set for the latency numbers.")
+    parser.add_argument("--questions", default=str(QUESTIONS_FILE), help="The labelled question file.")
+    parser.add_argument("--kind", choices=("fact", "keyword", "paraphrase"), help="Only questions of this kind.")
+    parser.add_argument(
+        "--empty-vocabulary",
+        action="store_true",
+        help="Run with apps/ask/data/vocabulary.json replaced by an empty one (MAILAGENT_ASK_VOCABULARY).",
+    )
     args = parser.parse_args()
     workdir = Path(args.workdir or tempfile.mkdtemp(prefix="mailagent-bench-ask-"))
     workdir.mkdir(parents=True, exist_ok=True)
+    if args.empty_vocabulary:
+        empty = workdir / "empty-vocabulary.json"
+        empty.write_text("{}", encoding="utf-8")
+        os.environ["MAILAGENT_ASK_VOCABULARY"] = str(empty)
     existing = (workdir / "data" / "db.sqlite3").exists() and not args.postgres
     os.environ.setdefault("DATA_DIR", str(workdir / "data"))
     setup_django(workdir, args.postgres)
@@ -237,7 +254,9 @@ def main() -> None:
         f"database: {connection.vendor}; {SearchDocument.objects.count()} documents,"
         f" {SearchChunk.objects.count()} vectors"
     )
-    evaluate(account, args.repeat)
+    questions = [q for q in load_questions(Path(args.questions)) if not args.kind or q["kind"] == args.kind]
+    print("vocabulary: " + ("empty" if args.empty_vocabulary else "apps/ask/data/vocabulary.json"))
+    evaluate(account, args.repeat, questions)
 
 
 if __name__ == "__main__":
