@@ -8,7 +8,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Prefetch, Q, QuerySet
+from django.db.models import Max, Prefetch, Q, QuerySet
 from django.http import Http404
 from django.utils import timezone
 
@@ -20,7 +20,7 @@ from apps.results.models import NotificationPreference
 from apps.workspaces.models import CreatedBy, InboxEntry, Workspace, WorkspaceItem, WorkspaceItemLog
 
 TREE_EMAILS = 50  # emails per tree page
-TREE_RUNS = 500  # newest runs considered for one tree page
+TREE_RUNS = 500  # newest runs scanned for one tree page under a tag filter
 # Tree rows never need an item's payload (up to 5 MB) or the message bodies.
 ITEM_ROW_FIELDS = ("pk", "workspace_id", "label", "mime_type", "encoding", "tags", "created_by", "created", "revision")
 MESSAGE_HEAVY_FIELDS = ("message__body_text", "message__body_html", "message__raw_headers", "message__references")
@@ -114,13 +114,28 @@ def _item_matches(item: WorkspaceItem, filters: ResultFilters) -> bool:
 
 
 def results_tree(*, user: Any, filters: ResultFilters, emails: int = TREE_EMAILS) -> Tree:
-    """Emails (newest run first) → their runs (newest first) → live items (newest first). Three queries."""
-    runs = list(
-        filtered_runs(user=user, filters=filters)
-        .select_related("message", "message__account", "director")
-        .defer(*MESSAGE_HEAVY_FIELDS)
-        .order_by("-created_at", "-pk")[:TREE_RUNS]
-    )
+    """Emails (newest run first) → their runs (newest first) → live items (newest first). Four queries (three
+    with a tag filter)."""
+    matching = filtered_runs(user=user, filters=filters)
+    if filters.author:
+        by_author = WorkspaceItem.objects.filter(workspace__owner=user, deleted=False, created_by=filters.author)
+        matching = matching.filter(pk__in=by_author.values("workspace__run_id"))
+    rows = matching.select_related("message", "message__account", "director").defer(*MESSAGE_HEAVY_FIELDS)
+    truncated = False
+    if filters.tag:
+        # Tags are JSON lists, matched in Python (portable across SQLite and PostgreSQL): scan the newest runs.
+        runs = list(rows.order_by("-created_at", "-pk")[:TREE_RUNS])
+        truncated = len(runs) == TREE_RUNS
+    else:
+        # The page's emails first (newest run first), then only their runs and items.
+        newest = list(
+            matching.values("message_id")
+            .annotate(latest=Max("created_at"))
+            .order_by("-latest", "-message_id")
+            .values_list("message_id", flat=True)[: emails + 1]
+        )
+        truncated = len(newest) > emails
+        runs = list(rows.filter(message_id__in=newest[:emails]).order_by("-created_at", "-pk"))
     workspaces: dict[int, Any] = dict(
         Workspace.objects.filter(owner=user, run_id__in=[run.pk for run in runs]).values_list("pk", "run_id")
     )
@@ -132,7 +147,6 @@ def results_tree(*, user: Any, filters: ResultFilters, emails: int = TREE_EMAILS
         if _item_matches(item, filters):
             items_by_run.setdefault(workspaces[item.workspace_id], []).append(item)
     grouped: OrderedDict[int, EmailNode] = OrderedDict()
-    truncated = len(runs) == TREE_RUNS
     for run in runs:
         items = items_by_run.get(run.pk, [])
         if filters.filters_items and not items:

@@ -26,15 +26,21 @@ def _build(make_result: MakeResult, emails: int) -> None:
         make_result(message=first.message, director="Bookkeeping", items=[{"mime_type": "application/json"}])
 
 
-def test_tree_reads_in_three_queries_whatever_its_size(
+def test_tree_reads_in_constant_queries_whatever_its_size(
     user: Any, make_result: MakeResult, django_assert_num_queries: Any
 ) -> None:
     _build(make_result, 1)
-    with django_assert_num_queries(3):
+    with django_assert_num_queries(4):  # the page's emails, their runs, workspaces, items
         small = selectors.results_tree(user=user, filters=ResultFilters())
     _build(make_result, 5)
-    with django_assert_num_queries(3):
+    with django_assert_num_queries(4):
         tree = selectors.results_tree(user=user, filters=ResultFilters())
+    with django_assert_num_queries(4):
+        selectors.results_tree(user=user, filters=ResultFilters(author="director", q="invoice"))
+    with django_assert_num_queries(3):  # runs, workspaces, items
+        selectors.results_tree(user=user, filters=ResultFilters(tag="urgent"))
+    paged = selectors.results_tree(user=user, filters=ResultFilters(), emails=4)
+    assert len(paged.emails) == 4 and paged.truncated and not tree.truncated
     assert len(small.emails) == 1
     assert [email.message.subject for email in tree.emails][:2] == ["Invoice 4", "Invoice 3"]  # newest first
     newest = tree.emails[0]
