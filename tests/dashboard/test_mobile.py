@@ -41,7 +41,7 @@ DESKTOP = {"width": 1280, "height": 900}
 NOT_WALKED = ("/accounts/logout/", "/admin/", "/api/", "/static/", "/mail/oauth/", "/ws/", "/mcp/")
 # One round trip per page: sideways overflow (the measure of tests/browser.py), whether table rows are stacked
 # cards, how the Ask composer is positioned, and the links to walk next.
-MEASURE = """() => {
+MEASURE = r"""() => {
   const rows = [...document.querySelectorAll('table.table > tbody > tr')];
   const composer = document.querySelector('.ask-composer');
   return {
@@ -50,6 +50,7 @@ MEASURE = """() => {
     stacked: rows.filter(row => getComputedStyle(row).display === 'block').length,
     composer: composer ? getComputedStyle(composer).position : null,
     links: [...document.querySelectorAll('a[href]')].map(a => a.getAttribute('href')),
+    rawTemplate: /\{[#%]|[#%]\}/.test(document.body.innerText),
   };
 }"""
 
@@ -175,6 +176,7 @@ def test_every_page_fits_a_phone_and_the_menu_works(world: Any, chromium: Any, a
     overflowing: dict[str, int] = {}
     unstacked: dict[str, int] = {}
     sticky_composers: list[str] = []
+    raw_template: list[str] = []
     failed: dict[str, int | str] = {}
     walked: list[str] = []
     seen_views: set[str] = set()
@@ -186,8 +188,8 @@ def test_every_page_fits_a_phone_and_the_menu_works(world: Any, chromium: Any, a
             continue
         seen_views.add(view)
         try:
-            # DOMContentLoaded comes after the stylesheet here (app.js is a deferred script, which waits for it).
-            response = page.goto(asgi_server + path, wait_until="domcontentloaded")
+            # "load": every stylesheet applied, also a page's own ones linked after the deferred app.js.
+            response = page.goto(asgi_server + path, wait_until="load")
         except PlaywrightError as exc:  # an error answer with an empty body: Chromium shows its error page
             failed[path] = str(exc).splitlines()[0]
             page.close()
@@ -208,6 +210,8 @@ def test_every_page_fits_a_phone_and_the_menu_works(world: Any, chromium: Any, a
             unstacked[path] = layout["rows"] - layout["stacked"]
         if layout["composer"] not in (None, "static", "relative"):
             sticky_composers.append(path)
+        if layout["rawTemplate"]:  # a Django comment or tag that did not parse shows as text
+            raw_template.append(path)
         if SCREENSHOTS:
             screenshot(page, f"mobile/{shot_name(path)}-390")
             page.set_viewport_size(DESKTOP)
@@ -224,6 +228,7 @@ def test_every_page_fits_a_phone_and_the_menu_works(world: Any, chromium: Any, a
         "pages that scroll sideways at 390 px (px)": overflowing,
         "pages whose table rows are not stacked cards at 390 px": unstacked,
         "pages whose Ask composer sticks over the text at 390 px": sticky_composers,
+        "pages showing template syntax as text": raw_template,
         "requests that tried to leave loopback": escaped,
     }
     assert not any(problems.values()), {name: found for name, found in problems.items() if found}
