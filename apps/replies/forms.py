@@ -68,7 +68,7 @@ class SmtpSettingsForm(forms.Form):
         max_length=1000,
         required=False,
         strip=False,
-        help_text="Stored encrypted and never shown again. Leave empty to keep the stored one.",
+        help_text="Never shown again. Leave empty to keep the stored one.",
     )
 
     def clean_host(self) -> str:

@@ -20,6 +20,7 @@ from apps.accounts.models import MailAccount, Provider
 from apps.replies import actions, compose, selectors
 from apps.replies.forms import DraftForm, SmtpSettingsForm, format_people
 from apps.replies.models import DraftStatus, ReplyDraft, ReplyMode
+from mailagent.crypto import get_keyring
 
 
 @require_GET
@@ -230,6 +231,7 @@ def smtp_settings(request: HttpRequest, account_id: int) -> HttpResponse:
         "form": form,
         "is_imap": is_imap,
         "has_password": bool(account.smtp_password),
+        "encrypted": get_keyring().enabled,
         "next": request.GET.get("next") or request.POST.get("next", ""),
     }
     return render(request, "replies/pages/smtp_settings.html", context, status=status)

@@ -1,6 +1,7 @@
 """A reply in Debian Chromium against the production web server: "Reply…" on a run's item opens the editor,
 Send… shows the confirmation with the signature, Confirm and send delivers it through a real SMTP server
-(aiosmtpd in this process) and lands on the conversation; at 1280 and 390 px, nothing scrolls sideways."""
+(aiosmtpd in this process) and lands on the conversation; the Drafts and SMTP settings pages; at 1280 and 390 px,
+nothing scrolls sideways."""
 
 from __future__ import annotations
 
@@ -81,6 +82,11 @@ def test_reply_editor_confirm_and_send_at_two_widths(
         page.goto(f"{asgi_server}/replies/")
         assert horizontal_overflow(page) == 0, f"drafts page scrolls sideways at {width}px"
         screenshot(page, f"replies-drafts-{width}")
+        page.goto(f"{asgi_server}/replies/accounts/{account.pk}/smtp/")
+        assert page.locator("[data-testid=smtp-password-stored]").is_visible()
+        assert "smtp-secret-42" not in page.content()  # the password is write-only
+        assert horizontal_overflow(page) == 0, f"SMTP settings scroll sideways at {width}px"
+        screenshot(page, f"replies-smtp-{width}")
         assert errors == []
         context.close()
     assert Message.objects.filter(account=account, folder="").exclude(pk=message.pk).count() == 2
