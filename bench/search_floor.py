@@ -81,7 +81,25 @@ def main() -> None:
             hits = backend.semantic(text, filters=filters, limit=1, snippets=False)
             if hits:
                 noise_top[label].append(hits[0].score)
+    # What ships: semantic-only rows among the first 20 of a hybrid search (search_page, with the floor).
+    from apps.search.selectors import search_page
+
+    rng = random.Random(7)
+    padding: dict[str, list[int]] = {"question": [], "misspelt": [], "gibberish": []}
+    for question in questions:
+        for label, text in (
+            ("question", question.text),
+            ("misspelt", misspell(question.text, rng)),
+            ("gibberish", gibberish(rng)),
+        ):
+            rows = search_page(text, per_page=20, group=False, base=filters).rows
+            padding[label].append(sum(1 for row in rows if row.sources == ["vector"]))
     print(f"questions: {len(questions)}; semantic top-10 finds the answer for {len(answers)}")
+    for label, counts in padding.items():
+        print(
+            f"  meaning-only rows in the first 20 of a hybrid search, {label:<9}: mean {statistics.mean(counts):.1f}"
+            f" max {max(counts)}, queries with any {sum(1 for c in counts if c)}/{len(counts)}"
+        )
     print(f"  answer similarity:                      {quantiles(answers)}")
     print(
         f"  answers only the semantic side finds:   {quantiles(answers_semantic_only)} (n={len(answers_semantic_only)})"

@@ -441,7 +441,7 @@ def search_page(
     rows = _group(hits, by_thread=group)
     start = (page - 1) * per_page
     shown = rows[start : start + per_page]
-    _fill(shown, hits, text)
+    _fill(shown, hits, text, prefix_last=prefix_last)
     suggestion = ""
     if text:
         suggestion = did_you_mean(parsed, backend)
@@ -514,7 +514,7 @@ def _group(hits: list[SearchHit], *, by_thread: bool = True) -> list[ResultRow]:
     return rows
 
 
-def _fill(rows: list[ResultRow], hits: list[SearchHit], text: str) -> None:
+def _fill(rows: list[ResultRow], hits: list[SearchHit], text: str, *, prefix_last: bool = False) -> None:
     """Titles, senders, dates and snippets for the shown rows only (a page costs the same at any depth)."""
     from apps.organization.models import LibraryFile
 
@@ -532,7 +532,8 @@ def _fill(rows: list[ResultRow], hits: list[SearchHit], text: str) -> None:
         key = ("file", hit.object_id) if hit.kind == DocumentKind.FILE.value else ("mail", hit.message_id or 0)
         best.setdefault(key, hit)
     shown = [best[(row.kind, row.pk)] for row in rows if (row.kind, row.pk) in best]
-    snippets = {hit.document_id: hit.snippet for hit in get_search_backend().snippets(shown, text)}
+    filled = get_search_backend().snippets(shown, text, prefix_last=prefix_last)
+    snippets = {hit.document_id: hit.snippet for hit in filled}
     for row in rows:
         top = best.get((row.kind, row.pk))
         row.snippet = snippets.get(top.document_id, "") if top else ""

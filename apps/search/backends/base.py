@@ -487,9 +487,10 @@ class BaseSearchBackend:
             hits = [SearchHit(document_id=row[0], score=0.0, sources=[]) for row in cursor.fetchall()]
         return self._finish(hits, None, with_snippets=False), total
 
-    def snippets(self, hits: list[SearchHit], query: str) -> list[SearchHit]:
+    def snippets(self, hits: list[SearchHit], query: str, *, prefix_last: bool = False) -> list[SearchHit]:
         """Fill in the highlighted snippets of `hits` (ranked without them) for `query`."""
-        return self._finish(hits, parse_query(query) if query.strip() else None, with_snippets=True)
+        parsed = parse_query(query, prefix_last=prefix_last) if query.strip() else None
+        return self._finish(hits, parsed, with_snippets=True)
 
     def suggest(self, words: Sequence[str]) -> dict[str, str]:
         """ "Did you mean": for each folded word the index does not (or hardly) contain, the indexed word

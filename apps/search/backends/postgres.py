@@ -149,26 +149,33 @@ class PostgresSearchBackend(BaseSearchBackend):
             return [(str(word), int(ndoc)) for word, ndoc in cursor.fetchall()]
 
     def refresh_vocabulary(self, *, force: bool = False) -> bool:
-        """search_vocabulary is a materialized view of ts_stat over every document's tsvector. It is refreshed
+        """search_vocabulary holds ts_stat over every document's tsvector (word, documents). It is refilled
         after each embedding backfill (so after every indexing) at most once per VOCABULARY_SECONDS, and here
-        when it was never filled or documents arrived since and the interval passed."""
-        global _vocabulary_refreshed
+        when it is empty while documents exist, or documents arrived since and the interval passed."""
         now = time.monotonic()
         newest = self._newest_document_id()
         key = f"{connection.alias}:{connection.settings_dict['NAME']}"
         refreshed = _vocabulary_refreshed.get(key)
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT relispopulated FROM pg_class WHERE relname = 'search_vocabulary'")
-            row = cursor.fetchone()
-            populated = bool(row and row[0])
-            if populated and not force:
-                if refreshed is None:
-                    # Another process filled it; count from now.
-                    _vocabulary_refreshed[key] = (newest, now)
+        with transaction.atomic(), connection.cursor() as cursor:
+            if not force:
+                cursor.execute("SELECT EXISTS (SELECT 1 FROM search_vocabulary)")
+                filled = bool(cursor.fetchone()[0])
+                if filled and refreshed is None:
+                    _vocabulary_refreshed[key] = (newest, now)  # filled by another process; count from now
                     return False
-                if refreshed[0] == newest or now - refreshed[1] < VOCABULARY_SECONDS:
+                if (
+                    filled
+                    and refreshed is not None
+                    and (refreshed[0] == newest or now - refreshed[1] < VOCABULARY_SECONDS)
+                ):
                     return False
-            cursor.execute("REFRESH MATERIALIZED VIEW search_vocabulary")
+                if not filled and not newest:
+                    return False
+            cursor.execute("DELETE FROM search_vocabulary")
+            cursor.execute(
+                "INSERT INTO search_vocabulary (word, ndoc)"
+                " SELECT word, ndoc FROM ts_stat('SELECT tsv FROM search_document WHERE tsv IS NOT NULL')"
+            )
         _vocabulary_refreshed[key] = (newest, now)
         return True
 

@@ -1,16 +1,16 @@
-"""The word list behind "did you mean": an fts5vocab table over search_fts on SQLite, a materialized view of
-ts_stat over the tsvectors on PostgreSQL (refreshed by the backend; created empty here)."""
+"""The word list behind "did you mean": an fts5vocab table over search_fts on SQLite; on PostgreSQL a table the
+backend refills from ts_stat over the tsvectors (a materialized view cannot: REFRESH runs with an empty
+search_path, where ts_stat's query does not find search_document)."""
 
 from django.db import migrations
 
 SQLITE_FORWARD = ["CREATE VIRTUAL TABLE IF NOT EXISTS search_fts_vocab USING fts5vocab(search_fts, row)"]
 SQLITE_BACKWARD = ["DROP TABLE IF EXISTS search_fts_vocab"]
 POSTGRES_FORWARD = [
-    "CREATE MATERIALIZED VIEW IF NOT EXISTS search_vocabulary AS"
-    " SELECT word, ndoc FROM ts_stat('SELECT tsv FROM search_document') WITH NO DATA",
+    "CREATE TABLE IF NOT EXISTS search_vocabulary (word text NOT NULL, ndoc integer NOT NULL)",
     "CREATE INDEX IF NOT EXISTS search_vocabulary_word ON search_vocabulary (word text_pattern_ops)",
 ]
-POSTGRES_BACKWARD = ["DROP MATERIALIZED VIEW IF EXISTS search_vocabulary"]
+POSTGRES_BACKWARD = ["DROP TABLE IF EXISTS search_vocabulary"]
 
 
 def _run(statements_by_vendor):
