@@ -128,19 +128,6 @@ def pending_ids(*, kind: str, message_ids: Iterable[int]) -> list[int]:
     return sorted(found)
 
 
-def route_regardless_of_date_ids(*, message_ids: Iterable[int]) -> set[int]:
-    """Those of these messages an import asked to route whatever their date (see MessageOutbox)."""
-    ids = list(message_ids)
-    found: set[int] = set()
-    for start in range(0, len(ids), 500):
-        found.update(
-            MessageOutbox.objects.filter(
-                message_id__in=ids[start : start + 500], route_regardless_of_date=True
-            ).values_list("message_id", flat=True)
-        )
-    return found
-
-
 def due_ids(*, kind: str, now: dt.datetime | None = None, limit: int = SWEEP_BATCH) -> list[tuple[int, int]]:
     """(message id, account id) of messages whose `kind` work is missing, past the grace period (or with a
     failure recorded) and not backing off after a failure; oldest first."""

@@ -78,6 +78,8 @@ class RoutableMessage:
     subject: str
     body: str
     date_iso: str
+    # Imported with "route through my filters" (MessageOutbox): filters apply whatever the mail's date.
+    route_regardless_of_date: bool = False
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> RoutableMessage:
@@ -93,6 +95,7 @@ class RoutableMessage:
             bcc=tuple(_person(p) for p in row.get("bcc") or () if p),
             subject=str(row.get("subject") or ""),
             body=str(row.get("body_text") or "")[:BODY_CHARS],
+            route_regardless_of_date=bool(row.get("outbox__route_regardless_of_date")),
             date_iso=timezone.localtime(date).isoformat() if date else "",
         )
 

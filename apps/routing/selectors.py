@@ -13,7 +13,6 @@ from django.http import Http404
 from django.utils import timezone
 from django_q.models import Schedule
 
-from apps.accounts import outbox
 from apps.accounts.models import Message
 from apps.orchestration.models import Director, Run
 from apps.routing.matching import (
@@ -39,6 +38,7 @@ ROUTABLE_FIELDS = (
     "bcc",
     "subject",
     "body_text",
+    "outbox__route_regardless_of_date",
 )
 
 _cache_lock = threading.Lock()
@@ -249,12 +249,11 @@ def evaluate_messages(
     outcome = RoutingOutcome()
     if not len(rules) or not message_ids:
         return outcome
-    # Mail imported with "route through my filters" is routed whatever its date, on every retry as well.
-    regardless = outbox.route_regardless_of_date_ids(message_ids=message_ids) if respect_creation else set()
     for message in routable_messages(message_ids):
+        # Mail imported with "route through my filters" is routed whatever its date, on every retry as well.
         result = rules.route(
             message,
-            respect_creation=respect_creation and message.message_id not in regardless,
+            respect_creation=respect_creation and not message.route_regardless_of_date,
             director_ids=director_ids,
         )
         outcome.messages += 1
