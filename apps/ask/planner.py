@@ -124,10 +124,13 @@ def content_keywords(question: str, *, skip: str = "") -> list[str]:
     return words
 
 
-def keyword_queries(question_words: list[str], entities: list[str], rewrites: list[str]) -> list[str]:
-    """bm25 queries, each an OR of its words: the question's words, its names alone (a name is the most
-    precise thing a question has), then any rewrites."""
-    queries = [" ".join(question_words), " ".join(entities), *rewrites]
+def keyword_queries(
+    question_words: list[str], entities: list[str], rewrites: list[str], *, question: str = ""
+) -> list[str]:
+    """bm25 queries, each an OR of its words: the question's words, the question as typed (what the search
+    box would run: it keeps numbers and codes such as "27496" or "PL-1"; the index drops its common words),
+    its names alone (a name is the most precise thing a question has), then any rewrites."""
+    queries = [" ".join(question_words), question.strip(), " ".join(entities), *rewrites]
     seen: set[str] = set()
     unique: list[str] = []
     for query in queries:
@@ -211,7 +214,7 @@ def plan_question(
     plan.keywords = keywords
     plan.date_range = date_range
     plan.rewrites = list(rewrites or [])
-    plan.keyword_queries = keyword_queries(keywords, entities, plan.rewrites)
+    plan.keyword_queries = keyword_queries(keywords, entities, plan.rewrites, question="" if is_follow_up else question)
     context = previous.question + " " if is_follow_up and previous is not None else ""
     plan.semantic_query = (context + question).strip()
     plan.provider_queries = provider_queries(plan)

@@ -38,7 +38,11 @@ def test_key_question_plan() -> None:
     plan = plan_question("when do I need to make a payment to QNB bank for my credit card", now=NOW)
     assert plan.entities == ["QNB"]
     assert plan.answer_type == "date"
-    assert plan.keyword_queries == ["need make payment qnb bank credit card", "QNB"]
+    assert plan.keyword_queries == [
+        "need make payment qnb bank credit card",
+        "when do I need to make a payment to QNB bank for my credit card",
+        "QNB",
+    ]
     assert plan.provider_queries == {"gmail": "QNB", "graph": "QNB"}
     assert plan.date_range.start is None and plan.date_range.end is None
 
