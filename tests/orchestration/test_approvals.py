@@ -143,3 +143,42 @@ def test_approvals_of_other_users_are_404(
     assert logged_in_client.post(reverse("runs:approval_reject", args=[approval.pk])).status_code == 404
     approval.refresh_from_db()
     assert approval.status == ApprovalStatus.PENDING and graph.calls("POST", EVENTS) == 0
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_approval_on_the_run_page_and_its_own_page_in_chromium(
+    asgi_server: str,
+    chromium: Any,
+    client_manager: Director,
+    fake_llm: FakeOpenAI,
+    store_mail: Any,
+    graph: FakeGraphServer,
+    logged_in_client: Any,
+) -> None:
+    from tests.browser import horizontal_overflow, login, screenshot
+
+    outlook = connect_outlook(logged_in_client, graph)
+    run, approval = director_invites(fake_llm, store_mail, outlook.pk, "Quarterly review", "client5@domain.com")
+    page = chromium.new_page(viewport={"width": 1280, "height": 900})
+    login(page, asgi_server, client_manager.owner)
+    page.goto(f"{asgi_server}/runs/{run.pk}/")
+    css = page.request.get(f"{asgi_server}/static/orchestration/orchestration.css")
+    app_css = page.request.get(f"{asgi_server}/static/mailagent/app.css")
+    assert (css.status, app_css.status) == (200, 200), (css.status, app_css.status, app_css.text()[:300])
+    card = page.locator("[data-testid=approval]")
+    assert "boss@domain.com" in card.inner_text() and "client7@domain.com" in page.inner_text(
+        "[data-testid=approval-json]"
+    )
+    screenshot(page, "approval-run-1280")
+    page.set_viewport_size({"width": 390, "height": 844})
+    card.get_by_role("link", name="Open").click()
+    page.wait_for_url(f"{asgi_server}/runs/approvals/{approval.pk}/")
+    assert horizontal_overflow(page) == 0
+    screenshot(page, "approval-390")
+    prompt = page.locator("#notify-prompt")
+    if prompt.is_visible():  # the one-time browser-notification offer floats over the page bottom
+        prompt.get_by_role("button", name="Not now").click()
+    page.click("[data-testid=reject]")
+    page.locator("[data-testid=approval-status]").filter(has_text="Rejected").wait_for()
+    assert graph.calls("POST", EVENTS) == 0
