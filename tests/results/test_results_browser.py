@@ -130,9 +130,8 @@ def test_tree_copy_and_a_worker_run_raises_a_notification(
             page.evaluate("window.__notifications[0].instance.dispatchEvent(new Event('click'))")
             page.wait_for_selector(f"[data-testid=run-pane][data-node=run-{run.pk}]")
             assert page.get_attribute(f"[role=treeitem][data-node=run-{run.pk}]", "aria-selected") == "true"
-            assert (
-                page.locator("[data-testid=run-pane] .tool-chip").first.inner_text().startswith("⚙ workspace_add_item")
-            )
+            chips = page.locator("[data-testid=run-pane] .tool-chip > summary").all_inner_texts()
+            assert chips[0] == "System prompt" and "⚙ workspace_add_item" in chips
             assert page.url.endswith(f"/results/?node=run-{run.pk}")
             assert errors == []
             context.close()
