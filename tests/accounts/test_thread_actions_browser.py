@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 from typing import Any
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
 from apps.accounts.demo_mailbox import DEMO_ACCOUNT_NAME, import_demo_mailbox
 from apps.accounts.models import MailAccount, Message, Thread
@@ -16,6 +18,15 @@ from tests.browser import horizontal_overflow, login, screenshot
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 SIZES = {"desktop": {"width": 1280, "height": 900}, "phone": {"width": 390, "height": 844}}
+
+
+def settle(page: Any) -> None:
+    """Once, right after a 1280 → 390 resize, a measurement caught the page 346 px wide while it was still
+    being laid out; a lasting overflow still fails the assertion after this wait."""
+    with contextlib.suppress(PlaywrightTimeout):  # measured and reported by the caller's assertion
+        page.wait_for_function(
+            "() => document.documentElement.scrollWidth <= document.documentElement.clientWidth", timeout=3000
+        )
 
 
 def test_thread_actions_and_account_removal_at_both_widths(asgi_server: str, chromium: Any, user: Any) -> None:
@@ -37,17 +48,19 @@ def test_thread_actions_and_account_removal_at_both_widths(asgi_server: str, chr
         page.set_viewport_size(viewport)
         page.goto(f"{asgi_server}/mail/threads/{thread.pk}/")
         page.wait_for_selector("[data-testid=thread-actions]")
-        page.wait_for_load_state("load")  # the message frames are laid out
+        settle(page)
         assert horizontal_overflow(page) == 0, size_name
         screenshot(page, f"accounts/thread-actions-{size_name}")
         page.click("[data-testid=run-director-link]")
         page.wait_for_selector("[data-testid=director-choice]")
         assert "Client support" in page.inner_text("[data-testid=director-choices]")
+        settle(page)
         assert horizontal_overflow(page) == 0, size_name
         screenshot(page, f"accounts/run-director-{size_name}")
         page.goto(f"{asgi_server}/mail/accounts/{account.pk}/remove/")
         page.wait_for_selector("[data-testid=removal-inventory]")
         assert page.get_attribute("[data-testid=removal-messages]", "data-count") == str(total)
+        settle(page)
         assert horizontal_overflow(page) == 0, size_name
         screenshot(page, f"accounts/account-remove-{size_name}")
     assert not Message.objects.filter(thread=thread, seen=False).exists()  # opened: read
