@@ -1,5 +1,5 @@
 """The learned folder classifier (one per library): TF-IDF word features over the file's text plus character
-n-grams over its name, sender and subject, a LogisticRegression with class_weight="balanced" (a folder
+n-grams over its name, sender and subject, a logistic-loss linear model (SGD) with class_weight="balanced" (a folder
 with 600 files does not drown one with 12), and temperature scaling fitted on out-of-fold predictions so
 that a confidence of 0.9 means about 90% right. Below the owner's threshold the caller abstains.
 
@@ -24,7 +24,7 @@ CALIBRATION_FOLDS = 3
 # An update keeps the vocabulary and the temperature of the last full fit until the library has grown by a
 # quarter since then (or a folder appeared or went away): then the next training is a full fit again.
 FULL_REFIT_GROWTH = 1.25
-FORMAT_VERSION = 2
+FORMAT_VERSION = 3
 WORD_PATTERN = r"(?u)\b\w\w+\b"
 
 
@@ -83,8 +83,8 @@ def fit_temperature(logits: np.ndarray, labels: np.ndarray) -> float:
 
 
 class FolderClassifier:
-    def __init__(self, *, c: float = 10.0, seed: int = 0) -> None:
-        self.c = c
+    def __init__(self, *, alpha: float = 5e-5, seed: int = 0) -> None:
+        self.alpha = alpha
         self.seed = seed
         self.words: Any = None
         self.chars: Any = None
@@ -123,9 +123,15 @@ class FolderClassifier:
         return hstack([self.words.transform(texts), self.chars.transform(headers)]).tocsr()
 
     def _estimator(self) -> Any:
-        from sklearn.linear_model import LogisticRegression
+        # Logistic loss by stochastic gradient descent, not LogisticRegression's lbfgs: on the Enron filing
+        # streams (bench/organize.py's six eligible users, first half as library, 513 decisions) it was as
+        # accurate (top-1 0.593 vs 0.589; precision at 0.8: 0.793 vs 0.779; calibration error 0.105 vs 0.119)
+        # and fitted 7x faster (8.7 s vs 61.7 s for all six), which is what retraining at 10,000 files needs.
+        from sklearn.linear_model import SGDClassifier
 
-        return LogisticRegression(C=self.c, class_weight="balanced", max_iter=400, tol=1e-3)
+        return SGDClassifier(
+            loss="log_loss", alpha=self.alpha, class_weight="balanced", max_iter=50, tol=1e-3, random_state=self.seed
+        )
 
     def fit(self, samples: Sequence[Sample]) -> FolderClassifier:
         started = time.perf_counter()
@@ -166,7 +172,7 @@ class FolderClassifier:
         model fits. Falls back to a full fit when the folders changed or the library grew by a quarter.
         This classifier is left untouched (other threads may be predicting with it)."""
         if self.needs_full_fit(samples):
-            return FolderClassifier(c=self.c, seed=self.seed).fit(samples)
+            return FolderClassifier(alpha=self.alpha, seed=self.seed).fit(samples)
         started = time.perf_counter()
         labelled = [s for s in samples if s.folder]
         updated = copy.copy(self)
