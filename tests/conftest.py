@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
+import os
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -24,6 +25,20 @@ from tests.fakes.loopback_https import plain_http_for
 from tests.services import free_port, redis_server, serve_web
 
 USER_PASSWORD = "correct horse battery staple 42"
+
+
+BROWSER_ONCE = (
+    "browser tests run once per make test, in the SQLite pass: they check pages and their JavaScript in Chromium; "
+    "the PostgreSQL pass runs the same views through the test client and the real web server without a browser"
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not os.environ.get("MAILAGENT_TEST_POSTGRES"):
+        return
+    for item in items:
+        if item.get_closest_marker("browser") is not None:
+            item.add_marker(pytest.mark.skip(reason=BROWSER_ONCE))
 
 
 @pytest.fixture(autouse=True)
