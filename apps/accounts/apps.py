@@ -10,7 +10,8 @@ class AccountsConfig(AppConfig):
     name = "apps.accounts"
     label = "mail"
     verbose_name = "Mail accounts"
-    nav_entries = [("Mailbox", "mail:mailbox"), ("Accounts", "mail:accounts")]
+    nav_entries = [("Mailbox", "mail:mailbox")]
+    settings_entries = [("Mail accounts", "mail:accounts")]
 
     def ready(self) -> None:
         from apps.accounts import demo

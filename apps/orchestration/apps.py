@@ -7,7 +7,8 @@ class OrchestrationConfig(AppConfig):
     name = "apps.orchestration"
     label = "orchestration"
     verbose_name = "Orchestration"
-    nav_entries = [("Runs", "runs:list"), ("Prompts", "prompts:list"), ("Memory", "runs:memories")]
+    nav_entries = [("Runs", "runs:list")]
+    settings_entries = [("Prompts", "prompts:list"), ("Memory", "runs:memories")]
 
     def ready(self) -> None:
         from apps.orchestration.inbox_replies import enqueue_reply

@@ -27,6 +27,9 @@ def settings_index(request: HttpRequest) -> HttpResponse:
         # The pages that hold these forms (organization:settings and results:notifications only take POSTs).
         "organization_settings_url": selectors.optional_url("organization:page"),
         "notifications_url": selectors.optional_url("results:page"),
+        "prompts_url": selectors.optional_url("prompts:list"),
+        "memory_url": selectors.optional_url("runs:memories"),
+        "fetcher_url": selectors.optional_url("routing:fetcher"),
     }
     return render(request, "setup/pages/settings_index.html", context)
 

@@ -18,16 +18,18 @@ LINK = re.compile(r'<a href="([^"]+)"([^>]*)>([^<]+)')
 PAGES = [
     ("/", "Home"),
     ("/mail/", "Mailbox"),
-    ("/mail/accounts/", "Accounts"),
+    ("/mail/accounts/", "Settings"),  # a configuration page: reached from Settings
     ("/search/", "Search"),
     ("/inbox/", "Inbox"),
     ("/runs/", "Runs"),
-    ("/runs/memory/", "Memory"),
-    ("/routing/filters/", "Filters"),
-    ("/routing/fetcher/", "Fetcher"),
+    ("/runs/memory/", "Settings"),  # a configuration page: reached from Settings
+    ("/routing/filters/", "Settings"),  # a configuration page: reached from Settings
+    ("/routing/fetcher/", "Settings"),  # a configuration page: reached from Settings
     ("/ask/", "Ask"),
     ("/organize/", "Organize"),
     ("/diagnostics/", "Diagnostics"),
+    ("/settings/", "Settings"),
+    ("/prompts/", "Settings"),
 ]
 
 
@@ -42,6 +44,17 @@ def test_exactly_one_nav_entry_is_lit(staff_client: Client, url: str, label: str
     response = staff_client.get(url)
     assert response.status_code == 200, url
     assert lit_entries(response.content.decode()) == [label]
+
+
+def test_the_bar_keeps_to_daily_sections_and_settings_links_the_rest(client: Client, user: Any) -> None:
+    client.force_login(user)
+    nav = NAV.search(client.get("/").content.decode())
+    assert nav
+    labels = [label.strip() for _, _, label in LINK.findall(nav.group(1))]
+    assert "Settings" in labels and not {"Accounts", "Prompts", "Memory", "Filters", "Fetcher"} & set(labels)
+    hub = client.get("/settings/").content.decode()
+    for url in ("/mail/accounts/", "/prompts/", "/runs/memory/", "/settings/filters/", "/routing/fetcher/"):
+        assert f'href="{url}"' in hub, url
 
 
 def test_pages_outside_every_section_light_nothing(staff_client: Client) -> None:
