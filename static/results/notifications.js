@@ -187,7 +187,10 @@
       savePreference({ prompt: "dismissed" });
     });
     bar.append(text, allow, later);
-    document.body.append(bar);
+    // In the page's flow at the top of the content, never floating over it (it covered buttons at the bottom).
+    const main = document.querySelector("main");
+    if (main) main.prepend(bar);
+    else document.body.prepend(bar);
   }
 
   // Where the Results page shows the notification switch, say what the browser itself allows.
