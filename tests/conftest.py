@@ -220,3 +220,9 @@ def chromium(monkeypatch: Any) -> Iterator[Any]:
 
     with launch_chromium() as browser:
         yield browser
+
+
+@pytest.fixture
+def browser_page(chromium: Any) -> Any:
+    """A fresh page in the `chromium` browser."""
+    return chromium.new_page()

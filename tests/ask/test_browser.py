@@ -9,7 +9,6 @@ import pytest
 
 from tests.ask.conftest import KEY_QUESTION, AskMailbox, build_ask_mailbox
 from tests.conftest import USER_PASSWORD
-from tests.mailagent.test_browser import browser_page  # noqa: F401 (fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -24,7 +23,7 @@ def mailbox(transactional_db: Any) -> AskMailbox:
 
 
 @pytest.fixture
-def session(mailbox: AskMailbox, asgi_server: str, browser_page: Any) -> tuple[str, Any]:  # noqa: F811
+def session(mailbox: AskMailbox, asgi_server: str, browser_page: Any) -> tuple[str, Any]:
     return asgi_server, browser_page
 
 

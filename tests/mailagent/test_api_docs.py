@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def test_api_docs_render_with_the_network_blocked(asgi_server: str, user: Any) -> None:
     from playwright.sync_api import Route, sync_playwright
 
-    from tests.mailagent.test_browser import CHROMIUM_ARGS
+    from tests.browser import CHROMIUM_ARGS
     from tests.services import find_executable, missing_service
 
     executable = find_executable("chromium")

@@ -2,40 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from tests.conftest import USER_PASSWORD
-from tests.services import find_executable, missing_service
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
-
-
-@pytest.fixture
-def browser_page() -> Iterator[Any]:
-    executable = find_executable("chromium")
-    if executable is None:
-        missing_service("Debian chromium is not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
-        try:
-            page = browser.new_page()
-            yield page
-        finally:
-            browser.close()
 
 
 def test_login_through_the_form_lands_on_home(user: Any, asgi_server: str, browser_page: Any) -> None:

@@ -509,7 +509,7 @@ def test_every_page_carries_a_content_security_policy(staff_client: Client) -> N
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
 def test_pages_work_in_chromium_under_the_policy(asgi_server: str, staff_user: Any) -> None:
-    from tests.mailagent.test_browser import CHROMIUM_ARGS
+    from tests.browser import CHROMIUM_ARGS
     from tests.services import find_executable, missing_service
 
     executable = find_executable("chromium")

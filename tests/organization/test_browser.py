@@ -12,7 +12,6 @@ import pytest
 from apps.organization import actions
 from apps.organization.models import Library
 from tests.conftest import USER_PASSWORD
-from tests.mailagent.test_browser import browser_page  # noqa: F401 (fixture)
 from tests.organization.conftest import SEED_FILES, write
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -30,7 +29,7 @@ def prepared(user: Any, tmp_path: Path) -> Library:
     return library
 
 
-def test_upload_suggest_choose_and_undo(prepared: Library, user: Any, asgi_server: str, browser_page: Any) -> None:  # noqa: F811
+def test_upload_suggest_choose_and_undo(prepared: Library, user: Any, asgi_server: str, browser_page: Any) -> None:
     page = browser_page
     page.set_viewport_size({"width": 1280, "height": 900})
     page.goto(f"{asgi_server}/accounts/login/?next=/organize/")

@@ -9,7 +9,6 @@ import pytest
 
 from tests.browser import horizontal_overflow, screenshot
 from tests.conftest import USER_PASSWORD
-from tests.mailagent.test_browser import browser_page  # noqa: F401 (fixture)
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -33,7 +32,7 @@ def server_with_mail(indexed_mail: None, asgi_server: str) -> str:
 
 
 @pytest.fixture
-def search_session(server_with_mail: str, browser_page: Any) -> tuple[str, Any]:  # noqa: F811
+def search_session(server_with_mail: str, browser_page: Any) -> tuple[str, Any]:
     return server_with_mail, browser_page
 
 

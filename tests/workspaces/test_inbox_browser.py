@@ -5,7 +5,6 @@ text when reopened, and the pages look right at 1280 and 390 px."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,46 +12,16 @@ import pytest
 
 from apps.workspaces import actions
 from apps.workspaces.models import InboxEntry
-from tests.conftest import USER_PASSWORD
-from tests.services import find_executable, missing_service
+from tests.browser import login
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 SHOTS = Path(__file__).resolve().parents[2] / "var" / "screenshots"
 
 
 @pytest.fixture
-def browser(monkeypatch: Any) -> Iterator[Any]:
-    # Playwright's sync API keeps an event loop in this thread; the test's own ORM calls run between its
-    # blocking calls, never concurrently, so Django's async-context guard does not apply here.
-    monkeypatch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-    executable = find_executable("chromium")
-    if executable is None:
-        missing_service("Debian chromium is not installed (apt-get install chromium)")
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=executable, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield launched
-        finally:
-            launched.close()
-
-
-def login(page: Any, base: str, user: Any) -> None:
-    page.goto(f"{base}/accounts/login/")
-    page.fill("input[name=login]", user.email)
-    page.fill("input[name=password]", USER_PASSWORD)
-    page.click("form button[type=submit]")
-    page.wait_for_url(f"{base}/")
+def browser(chromium: Any) -> Any:
+    return chromium
 
 
 def test_open_read_delete_with_undo_and_live_docs(asgi_server: str, browser: Any, user: Any) -> None:
