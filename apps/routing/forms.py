@@ -1,15 +1,17 @@
-"""Forms for the filters page. They validate input only (the regex through the same compile as the
-admin and the API); saving goes through actions."""
+"""Forms for the filter pages. They validate input (the regex through the same compile as the admin and the
+API); saving goes through actions."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django import forms
+from django.core.exceptions import ValidationError
 
 from apps.orchestration.models import Director
+from apps.routing import actions
 from apps.routing.matching import InvalidPattern, compile_pattern
-from apps.routing.models import FILTER_HELP, FilterField
+from apps.routing.models import FILTER_HELP, Filter, FilterField
 
 
 class FilterForm(forms.Form):
@@ -32,6 +34,28 @@ class FilterForm(forms.Form):
             except InvalidPattern as exc:
                 self.add_error("regex", str(exc))
         return data
+
+    def create_filter(self) -> Filter | None:
+        """Create the filter from this (valid) form; a model validation error lands on the form and None is
+        returned. The one place the filter pages (routing, settings, setup wizard) create filters."""
+        data = self.cleaned_data
+        try:
+            return actions.create_filter(
+                director=data["director"],
+                field_name=data["field"],
+                regex_text=data["regex"],
+                case_insensitive=data["case_insensitive"],
+                description=data["description"],
+            )
+        except ValidationError as exc:
+            add_validation_errors(self, exc)
+            return None
+
+
+def add_validation_errors(form: forms.Form, exc: ValidationError) -> None:
+    """A model ValidationError onto the form: per field where the form has that field, else non-field."""
+    for field, errors in exc.message_dict.items():
+        form.add_error(field if field in form.fields else None, errors)
 
 
 class DirectorForm(forms.Form):

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -46,18 +45,8 @@ def filter_add(request: HttpRequest) -> HttpResponse:
     form = FilterForm(request.POST, owner=request.user)
     if not form.is_valid():
         return _filters_page(request, filter_form=form, status=400)
-    data = form.cleaned_data
-    try:
-        item = actions.create_filter(
-            director=data["director"],
-            field_name=data["field"],
-            regex_text=data["regex"],
-            case_insensitive=data["case_insensitive"],
-            description=data["description"],
-        )
-    except ValidationError as exc:
-        for field, errors in exc.message_dict.items():
-            form.add_error(field if field in form.fields else None, errors)
+    item = form.create_filter()
+    if item is None:
         return _filters_page(request, filter_form=form, status=400)
     messages.success(request, f"Filter /{item.regex}/ on {item.get_field_display()} → {item.director.name} added.")
     return redirect("routing:filters")

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from apps.routing import actions as routing_actions
 from apps.routing import selectors as routing_selectors
-from apps.routing.forms import FilterForm, TestFiltersForm
+from apps.routing.forms import FilterForm, TestFiltersForm, add_validation_errors
 from apps.routing.models import Filter
 from apps.setup.director_views import move_in
 
@@ -33,31 +33,14 @@ def _filters_page(request: HttpRequest, form: FilterForm | None = None, status: 
     return render(request, "setup/pages/filters.html", context, status=status)
 
 
-def _save_errors(form: FilterForm, exc: ValidationError) -> None:
-    for field, errors in exc.message_dict.items():
-        form.add_error(field if field in form.fields else None, errors)
-
-
 @require_http_methods(["GET", "POST"])
 def filters(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
         return _filters_page(request)
     form = FilterForm(request.POST, owner=request.user)
-    if form.is_valid():
-        data = form.cleaned_data
-        try:
-            item = routing_actions.create_filter(
-                director=data["director"],
-                field_name=data["field"],
-                regex_text=data["regex"],
-                case_insensitive=data["case_insensitive"],
-                description=data["description"],
-            )
-        except ValidationError as exc:
-            _save_errors(form, exc)
-        else:
-            messages.success(request, f"Filter /{item.regex}/ → {item.director.name} added.")
-            return redirect("settings:filters")
+    if form.is_valid() and (item := form.create_filter()) is not None:
+        messages.success(request, f"Filter /{item.regex}/ → {item.director.name} added.")
+        return redirect("settings:filters")
     return _filters_page(request, form, status=400)
 
 
@@ -91,7 +74,7 @@ def filter_edit(request: HttpRequest, filter_id: int) -> HttpResponse:
                     enabled=data["enabled"],
                 )
             except ValidationError as exc:
-                _save_errors(form, exc)
+                add_validation_errors(form, exc)
             else:
                 messages.success(request, f"Filter /{item.regex}/ saved.")
                 return redirect("settings:filters")

@@ -14,7 +14,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from apps.orchestration import actions as orchestration_actions
 from apps.orchestration import config_actions
 from apps.orchestration.models import Director
-from apps.routing import actions as routing_actions
 from apps.routing import selectors as routing_selectors
 from apps.routing.forms import FilterForm, TestFiltersForm
 from apps.setup import actions, selectors
@@ -129,24 +128,11 @@ def _filter_step(request: HttpRequest) -> HttpResponse:
     filters = list(routing_selectors.list_filters_for_user(user=request.user))
     if request.method == "POST":
         form = FilterForm(request.POST, owner=request.user)
-        if form.is_valid():
-            data = form.cleaned_data
-            try:
-                item = routing_actions.create_filter(
-                    director=data["director"],
-                    field_name=data["field"],
-                    regex_text=data["regex"],
-                    case_insensitive=data["case_insensitive"],
-                    description=data["description"],
-                )
-            except ValidationError as exc:
-                for field, errors in exc.message_dict.items():
-                    form.add_error(field if field in form.fields else None, errors)
-            else:
-                messages.success(
-                    request, f"Filter /{item.regex}/ on {item.get_field_display()} → {item.director.name} added."
-                )
-                return redirect("setup:step", step="filter")
+        if form.is_valid() and (item := form.create_filter()) is not None:
+            messages.success(
+                request, f"Filter /{item.regex}/ on {item.get_field_display()} → {item.director.name} added."
+            )
+            return redirect("setup:step", step="filter")
         context = _context(request, "filter", form=form, filters=filters, test_form=TestFiltersForm(owner=request.user))
         return render(request, "setup/pages/wizard.html", context, status=400)
     form = FilterForm(owner=request.user, initial=_filter_initial(director))
