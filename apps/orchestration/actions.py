@@ -416,20 +416,7 @@ def try_prompt(*, prompt: Any, api_config: Any, messages: list[dict[str, Any]]) 
     recorded: list[ProviderEvent] = []
 
     def sink(event: ProviderEventData) -> None:
-        recorded.append(
-            ProviderEvent(
-                prompt=prompt,
-                kind=event.kind,
-                model=event.model[:200],
-                attempt=event.attempt,
-                status=event.status,
-                latency_ms=event.latency_ms,
-                usage=event.usage,
-                error=event.error,
-                category=event.category,
-                payload=event.payload,
-            )
-        )
+        recorded.append(ProviderEvent.from_data(event, prompt=prompt))
 
     config = dataclasses.replace(llm_config(api_config), max_retries=0)
     try:

@@ -167,21 +167,7 @@ class RunEngine:
 
     def provider_events(self, thread: Conversation) -> Any:
         def record(event: ProviderEventData) -> None:
-            self.pending_events.append(
-                ProviderEvent(
-                    run=self.run,
-                    thread=thread,
-                    kind=event.kind,
-                    model=event.model[:200],
-                    attempt=event.attempt,
-                    status=event.status,
-                    latency_ms=event.latency_ms,
-                    usage=event.usage,
-                    error=event.error,
-                    category=event.category,
-                    payload=event.payload,
-                )
-            )
+            self.pending_events.append(ProviderEvent.from_data(event, run=self.run, thread=thread))
 
         return record
 

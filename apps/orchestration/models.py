@@ -8,12 +8,14 @@ work. Run refers to its fetch cycle and matching filter by id only: orchestratio
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
 from mailagent.crypto import EncryptedJSONField, EncryptedTextField
+from mailagent.llm import ProviderEventData
 
 ROLE_CHOICES = [("system", "system"), ("user", "user"), ("assistant", "assistant"), ("tool", "tool")]
 
@@ -287,6 +289,22 @@ class ProviderEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.model} ({self.created_at:%H:%M:%S})"
+
+    @classmethod
+    def from_data(cls, event: ProviderEventData, **links: Any) -> ProviderEvent:
+        """An unsaved row for what mailagent.llm reported, linked to its run/thread or prompt (`links`)."""
+        return cls(
+            kind=event.kind,
+            model=event.model[:200],
+            attempt=event.attempt,
+            status=event.status,
+            latency_ms=event.latency_ms,
+            usage=event.usage,
+            error=event.error,
+            category=event.category,
+            payload=event.payload,
+            **links,
+        )
 
 
 class Phase(models.TextChoices):
