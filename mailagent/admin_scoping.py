@@ -4,7 +4,10 @@ Every user-owned model reaches its owner through a chain of foreign keys ending 
 (Message → account → owner, Run → director → owner). `owner_lookup()` finds the shortest such chain, so
 an admin needs no per-model configuration: `OwnerScopedAdmin` filters its changelist, its foreign-key and
 many-to-many choices (drop-downs, raw-id fields and their validation) and its related list filters.
-Superusers see everything. Models with no owner chain (global settings) are left unscoped.
+Superusers see everything. Models with no owner chain (global settings) are left unscoped. A model whose
+rows reach their owner through one of several nullable chains (a provider event belongs to a run, or to a
+prompt tried in the playground) lists them as `owner_lookups = ("run__director__owner", "prompt__owner")`:
+a row is the user's when any chain ends at them.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from typing import Any
 from django.contrib import admin
 from django.contrib.auth import get_user_model
 from django.db import models
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 from django.http import HttpRequest
 
 OWNER_FIELD = "owner"
@@ -49,13 +52,27 @@ def owner_lookup(model: type[models.Model]) -> str | None:
     return None
 
 
+def owner_lookups(model: type[models.Model]) -> tuple[str, ...]:
+    """Every ORM path from `model` to its owner: the model's declared `owner_lookups`, else the shortest chain."""
+    declared = getattr(model, "owner_lookups", None)
+    if declared:
+        return tuple(declared)
+    path = owner_lookup(model)
+    return () if path is None else (path,)
+
+
 def scoped_queryset(model: type[models.Model], user: Any, queryset: QuerySet[Any] | None = None) -> QuerySet[Any]:
     """`queryset` (default: all rows of `model`) limited to what `user` owns; the user model to themself."""
     rows = queryset if queryset is not None else model._default_manager.all()
     if model is get_user_model():
         return rows.filter(pk=user.pk)
-    path = owner_lookup(model)
-    return rows if path is None else rows.filter(**{path: user})
+    paths = owner_lookups(model)
+    if not paths:
+        return rows
+    owned = Q()
+    for path in paths:
+        owned |= Q(**{path: user})
+    return rows.filter(owned)
 
 
 def _unscoped(request: HttpRequest) -> bool:

@@ -284,6 +284,9 @@ class ProviderEvent(models.Model):
     payload = EncryptedJSONField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
 
+    # Owned through its run, or through the prompt it was tried with (admin scoping, mailagent/admin_scoping.py).
+    owner_lookups = ("run__director__owner", "prompt__owner")
+
     class Meta:
         ordering = ["created_at", "pk"]
 

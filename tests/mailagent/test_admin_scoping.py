@@ -12,7 +12,7 @@ from apps.accounts.actions import create_local_account
 from apps.accounts.models import Message
 from apps.orchestration.models import ApiConfig, Director, FilesystemRoot, Prompt, Run
 from apps.routing.models import FetchCycle
-from mailagent.admin_scoping import owner_lookup
+from mailagent.admin_scoping import owner_lookup, owner_lookups, scoped_queryset
 
 pytestmark = pytest.mark.django_db
 
@@ -47,8 +47,19 @@ def test_owner_paths_are_found_through_foreign_keys() -> None:
     assert owner_lookup(Run) == "director__owner"
     from apps.orchestration.models import OrchestrationSettings, ProviderEvent
 
-    assert owner_lookup(ProviderEvent) == "run__director__owner"
+    # A run's event or a playground try's: both chains count, each row is its owner's through either.
+    assert owner_lookups(ProviderEvent) == ("run__director__owner", "prompt__owner")
+    assert owner_lookups(Run) == ("director__owner",)
     assert owner_lookup(OrchestrationSettings) is None
+
+
+def test_provider_events_are_scoped_through_their_run_or_their_prompt(staff: Any) -> None:
+    from apps.orchestration.models import ProviderEvent
+
+    mine, theirs = _owned_by(staff), _owned_by(_user("other"))
+    mine_tried = ProviderEvent.objects.create(prompt=mine["prompt"], kind="response")
+    ProviderEvent.objects.create(prompt=theirs["prompt"], kind="response")
+    assert list(scoped_queryset(ProviderEvent, staff)) == [mine_tried]
 
 
 def test_choices_lists_and_pages_hold_only_the_staff_members_rows(client: Any, staff: Any) -> None:
