@@ -61,6 +61,7 @@ HINT_BOOST = 0.05
 # The best thread is only "related mail" when it holds less than this share of the question's (rarity
 # weighted) words and the semantic index did not find it either.
 MIN_COVERAGE = 0.25
+ENTITIES_FOUND = 0.8  # every named entity of the question found in the text (0.8 each) or as the sender (1.0)
 # How many more matching messages in one thread add to its score (a conversation about the subject).
 THREAD_BONUS_PER_MESSAGE = 0.03
 THREAD_BONUS_CAP = 0.12
@@ -266,8 +267,14 @@ def score_candidates(
 
 
 def is_weak(candidate: Candidate) -> bool:
-    """Too little of the question in the text, and the semantic index did not find it either."""
-    return candidate.semantic_rank is None and candidate.features.get("coverage", 0.0) < MIN_COVERAGE
+    """Too little of the question in the text, the question's named entities not all in it (as the sender, or
+    in the text), and the semantic index did not find it either. A mail from the very company the question
+    names is not weak because its words are in another language than the question's."""
+    return (
+        candidate.semantic_rank is None
+        and candidate.features.get("coverage", 0.0) < MIN_COVERAGE
+        and candidate.features.get("entity", 0.0) < ENTITIES_FOUND
+    )
 
 
 @dataclass(slots=True)
