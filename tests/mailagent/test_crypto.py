@@ -106,7 +106,7 @@ def test_rotation_old_key_still_decrypts_and_reencrypt_moves_everything(user: An
         assert new_id != old_id
         out = StringIO()
         call_command("reencrypt_secrets", stdout=out, stderr=StringIO())
-        # Two accounts × two secrets (IMAP credentials, SMTP password: an empty one is encrypted too, so a
+        # Two accounts, two secrets each (IMAP credentials, SMTP password: an empty one is encrypted too, so a
         # stored row does not reveal whether a password is set).
         assert "Re-encrypted 4 value(s)" in out.getvalue()
         assert stored_key_id(raw_credentials(first.pk)) == new_id
