@@ -44,11 +44,15 @@ lint: install-test
 typecheck: install-test
 	$(VENV)/bin/mypy
 
+# The kill -9 fault tests run in their own pytest process: after the rest of the suite, their SQLite pass failed
+# every later new database connection with "disk I/O error" (cause not yet found; alone they pass).
 pytest: install-test
-	$(VENV)/bin/pytest
+	$(VENV)/bin/pytest -m "not faults"
+	$(VENV)/bin/pytest -m faults
 
 pytest-postgres: install-test
-	MAILAGENT_TEST_POSTGRES=1 $(VENV)/bin/pytest
+	MAILAGENT_TEST_POSTGRES=1 $(VENV)/bin/pytest -m "not faults"
+	MAILAGENT_TEST_POSTGRES=1 $(VENV)/bin/pytest -m faults
 
 test: lint typecheck pytest pytest-postgres
 
