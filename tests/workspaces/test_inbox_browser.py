@@ -51,7 +51,7 @@ def test_open_read_delete_with_undo_and_live_docs(asgi_server: str, browser: Any
     page.wait_for_selector(f"#row-{keep.pk}.is-read")
     opacity = page.evaluate(f"getComputedStyle(document.querySelector('#row-{keep.pk}')).opacity")
     assert float(opacity) == 1.0  # the selected row stands out; it dims once another is selected
-    page.wait_for_function("document.querySelector('[data-testid=inbox-unread]').innerText.trim() === '1'")
+    page.wait_for_function("() => document.querySelector('[data-testid=inbox-unread]').innerText.trim() === '1'")
     page.screenshot(path=str(SHOTS / "inbox-1280.png"), full_page=True)
     assert InboxEntry.objects.get(pk=keep.pk).read_at is not None
 
