@@ -1,5 +1,5 @@
 """PostgreSQL: a tsvector column over folded text ('simple' configuration, GIN index) ranked over every
-match with a bm25-like sum of idf-weighted, saturated ts_rank_cd per word, and pgvector HNSW (cosine)
+match with Okapi bm25 (column-weighted occurrence counts from ts_rank_cd), and pgvector HNSW (cosine)
 over chunk embeddings."""
 
 from __future__ import annotations
@@ -21,8 +21,12 @@ from apps.search.models import encode_vector
 HNSW_INDEX = "search_chunk_embedding_hnsw"
 VOCABULARY_SECONDS = 60.0
 _vocabulary_refreshed: dict[str, tuple[int, float]] = {}  # database -> (newest document id, monotonic time)
-# D, C, B, A weights: body is C, people B, subject A.
-RANK_WEIGHTS = "{0.1, 0.3, 0.5, 1.0}"
+_average_lengths: dict[str, tuple[int, float, float]] = {}  # database -> (newest document id, avgdl, monotonic time)
+# D, C, B, A weights: body is C, people B, subject A; times RANK_SCALE they are the SQLite backend's bm25
+# column weights (ts_rank_cd refuses weights above 1).
+RANK_WEIGHTS = "{0.5, 0.5, 0.5, 1.0}"
+RANK_SCALE = 2.0
+BM25_K1, BM25_B = 1.2, 0.75
 
 TSVECTOR_SQL = (
     "setweight(to_tsvector('simple', v.title), 'A') || setweight(to_tsvector('simple', v.people), 'B')"
@@ -102,8 +106,9 @@ class PostgresSearchBackend(BaseSearchBackend):
     def _keyword_ids(
         self, parsed: ParsedQuery, match: KeywordMatch, filters: SearchFilters, limit: int
     ) -> list[tuple[int, float]]:
-        """A bm25-like score over every match: Σ idf(word) · s/(s+1), where s is ts_rank_cd of that word
-        alone (weighted occurrences over 1 + log length; normalisation 1|32 saturates it like bm25's tf)."""
+        """Okapi bm25 over every match, like FTS5's: Σ idf(word) · tf·(k1+1) / (tf + k1·(1 - b + b·dl/avgdl)),
+        where tf is the column-weighted count of the word's occurrences (ts_rank_cd of the word alone, no
+        normalisation) and dl the document's distinct words (length of its tsvector)."""
         where, params = filters.sql("d")
         # (tsquery, words, any variant matches: their counts add up | a phrase: at most its rarest word's)
         parts = [(tsquery_term(term), list(term.variants), True) for term in parsed.terms]
@@ -111,22 +116,40 @@ class PostgresSearchBackend(BaseSearchBackend):
         if not parts:
             return []
         total, frequencies = self.document_frequencies([w for _q, words, _any in parts for w in words])
+        average = self._average_length()
         scores: list[str] = []
         score_params: list[Any] = []
         for query, words, variants in parts:
             counts = [frequencies.get(w, 0) for w in words]
             frequency = min(sum(counts) if variants else min(counts), total)
             idf = max(math.log((total - frequency + 0.5) / (frequency + 0.5)), 1e-6) if total else 1.0
-            scores.append(f"%s * ts_rank_cd('{RANK_WEIGHTS}', d.tsv, to_tsquery('simple', %s), 33)")
-            score_params += [idf, query]
+            tf = f"{RANK_SCALE} * ts_rank_cd('{RANK_WEIGHTS}', d.tsv, to_tsquery('simple', %s), 0)"
+            scores.append(f"%s * {tf} * {BM25_K1 + 1} / ({tf} + {BM25_K1} * (1 - {BM25_B} + {BM25_B} * dl.n))")
+            score_params += [idf, query, query]
         sql = (
             f"SELECT d.id, {' + '.join(scores)} AS rank"  # noqa: S608 (filters and words are placeholders)
-            f" FROM search_document d WHERE d.tsv @@ to_tsquery('simple', %s){where}"
+            " FROM search_document d CROSS JOIN LATERAL (SELECT length(d.tsv) / %s::float AS n) dl"
+            f" WHERE d.tsv @@ to_tsquery('simple', %s){where}"
             " ORDER BY rank DESC, d.id DESC LIMIT %s"
         )
         with connection.cursor() as cursor:
-            cursor.execute(sql, [*score_params, tsquery(parsed, match), *params, limit])
+            cursor.execute(sql, [*score_params, average, tsquery(parsed, match), *params, limit])
             return [(int(pk), float(rank)) for pk, rank in cursor.fetchall()]
+
+    def _average_length(self) -> float:
+        """Mean distinct words per document, cached per database until a document is added or
+        VOCABULARY_SECONDS pass (bm25's avgdl)."""
+        key = f"{connection.alias}:{connection.settings_dict['NAME']}"
+        newest = self._newest_document_id()
+        cached = _average_lengths.get(key)
+        if cached and cached[0] == newest and time.monotonic() - cached[2] < VOCABULARY_SECONDS:
+            return cached[1]
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT avg(length(tsv)) FROM search_document")
+            row = cursor.fetchone()
+        average = max(float(row[0] or 1.0), 1.0) if row else 1.0
+        _average_lengths[key] = (newest, average, time.monotonic())
+        return average
 
     def _keyword_count(self, parsed: ParsedQuery, filters: SearchFilters) -> int:
         where, params = filters.sql("d")
