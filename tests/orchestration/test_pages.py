@@ -9,7 +9,8 @@ import pytest
 from django.urls import reverse
 
 from apps.orchestration.models import Memory, Run, RunStatus
-from apps.workspaces.models import WorkspaceItem
+from apps.workspaces.actions import push_inbox_entry
+from apps.workspaces.models import Workspace, WorkspaceItem
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.orchestration.conftest import is_agent, is_director
 
@@ -70,6 +71,15 @@ def test_runs_list_and_detail_render_results_and_transcript(logged_in_client: An
     download = logged_in_client.get(reverse("runs:item_download", args=[zip_item.pk]))
     assert download.content == b"PK\x03\x04" and download["Content-Type"] == "application/zip"
     assert download["Content-Disposition"].startswith("attachment;")
+
+
+def test_inbox_comments_on_the_run_page_are_rendered_markdown(logged_in_client: Any, finished_run: Run) -> None:
+    workspace = Workspace.objects.get(run_id=finished_run.pk)
+    comments = "**Refund** approved:\n\n- order <b>ER-1</b>"
+    push_inbox_entry(workspace=workspace, comments=comments, run_id=finished_run.pk)
+    page = logged_in_client.get(reverse("runs:detail", args=[finished_run.pk])).content.decode()
+    shown = page.split('data-testid="run-inbox-comments"')[1].split("</div>")[0]
+    assert "<strong>Refund</strong> approved:" in shown and "<li>order &lt;b&gt;ER-1&lt;/b&gt;</li>" in shown
 
 
 def test_pages_and_items_of_other_users_are_404(client: Any, django_user_model: Any, finished_run: Run) -> None:
