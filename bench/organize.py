@@ -4,6 +4,9 @@
 the existing library; each later message arrives in the inbox, gets a suggestion (or an abstention below the
 threshold), and is then filed where the user filed it, which teaches the classifier (retrained every
 --retrain-every decisions here (default 20); the app retrains after each decision in the background).
+When a confident suggestion is wrong, the simulated user first rejects it (as the app's Reject, or Choose
+another folder): the rejection is remembered at once and lowers that folder for similar files
+(--ignore-rejections replays the same stream without that memory, for a before/after comparison).
 
 taylor-m, motley-m and mccarty-d are never read: their filing is kept for an independent evaluation.
 
@@ -53,6 +56,7 @@ class StreamResult:
     correct: int = 0
     abstained: int = 0
     confident_correct: int = 0
+    rejected: int = 0  # confident suggestions the simulated user rejected (wrong folder)
     outcomes: list[tuple[float, bool]] = field(default_factory=list)  # (top confidence, top was right)
 
 
@@ -86,9 +90,17 @@ def filing_streams(by_user: dict[str, list[Mail]]) -> dict[str, list[Mail]]:
 
 
 def replay(
-    user: str, mails: list[Mail], *, threshold: float, retrain_every: int, workdir: Path, latencies: list[float]
+    user: str,
+    mails: list[Mail],
+    *,
+    threshold: float,
+    retrain_every: int,
+    workdir: Path,
+    latencies: list[float],
+    learn_rejections: bool = True,
+    rejection_penalty: float | None = None,
 ) -> StreamResult:
-    from apps.organization.classifier import FolderClassifier, make_sample
+    from apps.organization.classifier import FolderClassifier, Sample, make_sample
     from apps.organization.digest import digest_file
 
     samples = []
@@ -110,10 +122,17 @@ def replay(
         library.append(sample)
     result = StreamResult(user=user, folders=dict(Counter(m.folder for m in mails)))
     classifier = FolderClassifier().fit(library)
+    if rejection_penalty is not None:
+        classifier.rejection_penalty = rejection_penalty
+    rejections: list[Sample] = []
     since_training = 0
     for mail, sample, digest_seconds in samples[half:]:
         if since_training >= retrain_every:
             classifier = classifier.update(library)
+            if rejection_penalty is not None:
+                classifier.rejection_penalty = rejection_penalty
+            if learn_rejections:
+                classifier.set_rejections(rejections)
             since_training = 0
         started = time.perf_counter()
         prediction = classifier.predict(sample)
@@ -124,6 +143,12 @@ def replay(
             result.abstained += 1
         elif top[0] == mail.folder:
             result.confident_correct += 1
+        else:
+            result.rejected += 1
+            if learn_rejections:
+                rejected = Sample(header=sample.header, body=sample.body, folder=top[0])
+                rejections.append(rejected)
+                classifier.add_rejection(rejected)
         if top is not None:
             result.outcomes.append((top[1], top[0] == mail.folder))
             result.correct += int(top[1] >= threshold and top[0] == mail.folder)
@@ -192,6 +217,10 @@ def main() -> None:
     parser.add_argument("--users", default="", help="Comma-separated users (default: every eligible one)")
     parser.add_argument("--retrain-size", type=int, default=10_000, help="0 skips the retrain timing")
     parser.add_argument("--no-streams", action="store_true", help="Only time the retrain")
+    parser.add_argument(
+        "--ignore-rejections", action="store_true", help="Replay without the rejection memory (the 'before' numbers)"
+    )
+    parser.add_argument("--rejection-penalty", type=float, default=None, help="Override REJECTION_PENALTY")
     args = parser.parse_args()
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mailagent.settings")
     import django
@@ -208,8 +237,15 @@ def main() -> None:
     latencies: list[float] = []
     outcomes: list[tuple[float, bool]] = []
     total = StreamResult(user="all", folders={})
-    print(f"\nthreshold {args.threshold}, retrain every {args.retrain_every} decisions, first half = library\n")
-    print(f"{'user':16} {'folders':>7} {'decisions':>9} {'online acc':>10} {'abstain':>8} {'precision':>9}")
+    memory = "ignored" if args.ignore_rejections else "learned"
+    print(
+        f"\nthreshold {args.threshold}, retrain every {args.retrain_every} decisions, first half = library, "
+        f"rejections of wrong suggestions {memory}\n"
+    )
+    print(
+        f"{'user':16} {'folders':>7} {'decisions':>9} {'online acc':>10} {'abstain':>8} {'precision':>9} "
+        f"{'rejected':>8}"
+    )
     with tempfile.TemporaryDirectory() as tmp:
         workdir = Path(tmp)
         for user, mails in streams.items():
@@ -220,23 +256,27 @@ def main() -> None:
                 retrain_every=args.retrain_every,
                 workdir=workdir,
                 latencies=latencies,
+                learn_rejections=not args.ignore_rejections,
+                rejection_penalty=args.rejection_penalty,
             )
             outcomes += result.outcomes
             total.decisions += result.decisions
             total.correct += result.correct
             total.abstained += result.abstained
+            total.rejected += result.rejected
             answered = result.decisions - result.abstained
             accuracy = result.correct / max(1, result.decisions)
             abstention = result.abstained / max(1, result.decisions)
             precision = result.confident_correct / answered if answered else float("nan")
             print(
                 f"{user:16} {len(result.folders):>7} {result.decisions:>9} "
-                f"{accuracy:>10.3f} {abstention:>8.3f} {precision:>9.3f}"
+                f"{accuracy:>10.3f} {abstention:>8.3f} {precision:>9.3f} {result.rejected:>8}"
             )
         answered = total.decisions - total.abstained
         print(
             f"{'all':16} {'':>7} {total.decisions:>9} {total.correct / max(1, total.decisions):>10.3f} "
-            f"{total.abstained / max(1, total.decisions):>8.3f} {total.correct / max(1, answered):>9.3f}"
+            f"{total.abstained / max(1, total.decisions):>8.3f} {total.correct / max(1, answered):>9.3f} "
+            f"{total.rejected:>8}"
         )
         print("\ncalibration (top suggestion, all streams)")
         print(f"{'confidence':>12} {'n':>6} {'mean conf':>10} {'accuracy':>9}")

@@ -3,6 +3,13 @@ n-grams over its name, sender and subject, a logistic-loss linear model (SGD) wi
 with 600 files does not drown one with 12), and temperature scaling fitted on out-of-fold predictions so
 that a confidence of 0.9 means about 90% right. Below the owner's threshold the caller abstains.
 
+Rejections ("not folder X for this file") are a memory next to the model: each rejected file is kept as its
+feature vector with the folder it was rejected for, and a new file's logit for X is lowered by
+REJECTION_PENALTY times the summed cosine similarity of its REJECTION_NEIGHBOURS nearest files rejected for X.
+A file like one rejected for X moves away from X; one rejection is a nudge, several rejections of X for the
+same kind of file push X below the threshold (abstain) or below the next folder. The penalty was chosen on
+bench/organize.py's replay with simulated rejections (never on the held-out users).
+
 Pure scikit-learn + numpy: no Django here, so the benchmark and the app share exactly this code."""
 
 from __future__ import annotations
@@ -20,11 +27,13 @@ import numpy as np
 
 MAX_BODY_CHARS = 6000
 MIN_CALIBRATION_SAMPLES = 30
+REJECTION_PENALTY = 2.0
+REJECTION_NEIGHBOURS = 3
 CALIBRATION_FOLDS = 3
 # An update keeps the vocabulary and the temperature of the last full fit until the library has grown by a
 # quarter since then (or a folder appeared or went away): then the next training is a full fit again.
 FULL_REFIT_GROWTH = 1.25
-FORMAT_VERSION = 3
+FORMAT_VERSION = 4
 WORD_PATTERN = r"(?u)\b\w\w+\b"
 
 
@@ -41,6 +50,8 @@ class Prediction:
     evidence: list[str] = field(default_factory=list)  # the words that pointed to the top folder
     known_words: int = 0  # distinct words of the file that occur in the filed files' vocabulary
     calibrated: bool = False  # a temperature was fitted on held-out folds (enough filed files)
+    # Folders lowered because similar files were rejected for them: {folder: summed similarity}.
+    rejected_like: dict[str, float] = field(default_factory=dict)
 
     @property
     def top(self) -> tuple[str, float] | None:
@@ -98,6 +109,9 @@ class FolderClassifier:
         self.train_seconds = 0.0
         self.incremental = False  # the last training was an update (warm start), not a full fit
         self.version = FORMAT_VERSION
+        self.rejected_features: Any = None  # L2-normalised rows, one per rejection
+        self.rejected_folders: list[str] = []
+        self.rejection_penalty = REJECTION_PENALTY
 
     @property
     def ready(self) -> bool:
@@ -202,12 +216,55 @@ class FolderClassifier:
             logits[np.ix_(test, model.classes_)] = _logits(model, features[test])
         return fit_temperature(logits, labels)
 
+    def set_rejections(self, rejections: Sequence[Sample]) -> FolderClassifier:
+        """Remember rejected (file, folder) pairs (`Sample.folder` = the rejected folder) in this classifier's
+        feature space; replaces the previous memory. Called after every (re)training, which may change the
+        vocabulary."""
+        from sklearn.preprocessing import normalize
+
+        kept = [s for s in rejections if s.folder in self.folders] if self.ready else []
+        self.rejected_folders = [s.folder for s in kept]
+        self.rejected_features = normalize(self._features(kept)) if kept else None
+        return self
+
+    def add_rejection(self, rejection: Sample) -> None:
+        """One more rejected (file, folder) pair, without re-vectorising the others."""
+        from scipy.sparse import vstack
+        from sklearn.preprocessing import normalize
+
+        if not self.ready or rejection.folder not in self.folders:
+            return
+        row = normalize(self._features([rejection]))
+        current = getattr(self, "rejected_features", None)
+        self.rejected_features = row if current is None else vstack([current, row]).tocsr()
+        self.rejected_folders = [*getattr(self, "rejected_folders", []), rejection.folder]
+
+    def rejection_pressure(self, features: Any) -> np.ndarray:
+        """Per folder: the summed cosine similarity of the file to its nearest files rejected for that folder."""
+        pressure = np.zeros(len(self.folders))
+        rejected = getattr(self, "rejected_features", None)
+        if rejected is None:
+            return pressure
+        from sklearn.preprocessing import normalize
+
+        similarities = np.asarray((rejected @ normalize(features).T).todense()).ravel()
+        by_folder: dict[str, list[float]] = {}
+        for folder, similarity in zip(self.rejected_folders, similarities, strict=True):
+            if similarity > 0:
+                by_folder.setdefault(folder, []).append(float(similarity))
+        index = {folder: i for i, folder in enumerate(self.folders)}
+        for folder, values in by_folder.items():
+            pressure[index[folder]] = sum(sorted(values, reverse=True)[:REJECTION_NEIGHBOURS])
+        return pressure
+
     def predict(self, sample: Sample, *, exclude: Sequence[str] = (), only: Sequence[str] = ()) -> Prediction:
         if not self.ready:
             return Prediction(ranked=[])
         features = self._features([sample])
-        logits = _logits(self.model, features)[0]
-        probabilities = _softmax((logits / self.temperature)[None, :])[0]
+        logits = _logits(self.model, features)[0] / self.temperature
+        pressure = self.rejection_pressure(features)
+        logits = logits - getattr(self, "rejection_penalty", REJECTION_PENALTY) * pressure
+        probabilities = _softmax(logits[None, :])[0]
         allowed = np.ones(len(self.folders), dtype=bool)
         for i, folder in enumerate(self.folders):
             if folder in exclude or (only and not any(folder == o or folder.startswith(o + "/") for o in only)):
@@ -221,11 +278,15 @@ class FolderClassifier:
         order = np.argsort(-probabilities)
         ranked = [(self.folders[i], float(probabilities[i])) for i in order if allowed[i]]
         known = int(self.words.transform([f"{sample.header}\n{sample.body}"]).nnz)
+        rejected_like = {
+            self.folders[i]: round(float(pressure[i]), 3) for i in np.flatnonzero(pressure > 0) if allowed[i]
+        }
         return Prediction(
             ranked=ranked,
             evidence=self._evidence(features, int(order[0])),
             known_words=known,
             calibrated=getattr(self, "calibrated", False),
+            rejected_like=rejected_like,
         )
 
     def _evidence(self, features: Any, class_index: int, limit: int = 5) -> list[str]:

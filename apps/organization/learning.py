@@ -1,6 +1,8 @@
 """The owner's classifier as the app uses it: trained on the files already filed in library folders (which
-include every accepted or chosen suggestion, since those files now live there), kept as a file under
-DATA_DIR, reloaded in every process when it changes, and asked for ranked folders for an inbox file."""
+include every accepted or chosen suggestion, since those files now live there) and on every rejection (a
+rejected suggestion, or a suggestion the owner overrode by choosing another folder: "not folder X for this
+file", kept in the classifier's rejection memory), stored as a file under DATA_DIR, reloaded in every process
+when it changes, and asked for ranked folders for an inbox file."""
 
 from __future__ import annotations
 
@@ -8,10 +10,11 @@ import threading
 from pathlib import Path
 
 from django.conf import settings
+from django.db.models import F, Q
 from django.utils import timezone
 
 from apps.organization.classifier import FolderClassifier, Prediction, Sample, make_sample
-from apps.organization.models import ClassifierState, FileStatus, Library, LibraryFile
+from apps.organization.models import ClassifierState, FileStatus, Library, LibraryFile, Suggestion, SuggestionStatus
 
 _cache: dict[Path, tuple[float, FolderClassifier]] = {}
 _lock = threading.Lock()
@@ -38,12 +41,37 @@ def training_samples(library: Library, *, exclude: list[str]) -> list[Sample]:
     return samples
 
 
+def rejection_samples(library: Library) -> list[Sample]:
+    """One sample per (file, rejected folder): rejected suggestions and suggestions overridden by a choice of
+    another folder. A decision withdrawn by undo is expired and no longer counts."""
+    rejected = (
+        Suggestion.objects.filter(file__library=library)
+        .exclude(target_folder="")
+        .filter(
+            Q(status=SuggestionStatus.REJECTED)
+            | (Q(status=SuggestionStatus.ACCEPTED, action="choose") & ~Q(final_folder=F("target_folder")))
+        )
+        .select_related("file")
+        .only("target_folder", "file__path", "file__digest_text", "file__metadata")
+        .order_by("pk")
+    )
+    seen: set[tuple[int, str]] = set()
+    samples = []
+    for suggestion in rejected.iterator(chunk_size=500):
+        key = (suggestion.file_id, suggestion.target_folder)
+        if key not in seen:
+            seen.add(key)
+            samples.append(sample_for(suggestion.file, folder=suggestion.target_folder))
+    return samples
+
+
 def train(library: Library, *, exclude: list[str]) -> ClassifierState:
     """Retrain on every filed file: an update from the current weights when there is a classifier with the same
     folders and the library has not grown much since its last full fit, otherwise a full fit."""
     samples = training_samples(library, exclude=exclude)
     previous = load(library)
     classifier = previous.update(samples) if previous is not None else FolderClassifier().fit(samples)
+    classifier.set_rejections(rejection_samples(library))
     path = model_path(library)
     classifier.save(path)
     with _lock:

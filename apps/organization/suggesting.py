@@ -84,6 +84,9 @@ def classifier_proposal(
     counts = learning.folder_counts(library)
     words = ", ".join(prediction.evidence[:5])
     because = f" Pointing there: {words}." if words else ""
+    if prediction.rejected_like:
+        lowered = ", ".join(sorted(prediction.rejected_like))
+        because += f" Ranked lower because you rejected similar files there: {lowered}."
     if not prediction.known_words:
         # Nothing in the file is like anything filed: a confident number here would only echo the folder sizes.
         reasoning = (

@@ -88,3 +88,30 @@ def test_calibrated_on_a_real_filing_stream(tmp_path: Path) -> None:
     confident = [ok for conf, ok in result.outcomes if conf >= 0.8]
     assert sum(confident) / len(confident) >= 0.8
     assert calibration_table(result.outcomes)
+
+
+def test_repeated_rejections_of_a_folder_for_one_kind_of_file_stop_suggesting_it(seeded_library: Library) -> None:
+    """Rejections are learned: each rejected newsletter lowers finance/bank for the next similar one until the
+    system abstains or ranks another folder first; a different kind of file still goes to finance/bank."""
+    texts = [
+        f"QNB Bank newsletter {n}: account offers, credit card campaign, win a holiday, unsubscribe here."
+        for n in range(6)
+    ]
+    first = _upload(seeded_library, "newsletter-0.txt", texts[0])
+    assert first.target_folder == "finance/bank", first.reasoning
+    confidences = [first.confidence]
+    suggestion = first
+    for n in range(1, 6):
+        respond(suggestion=suggestion, action="reject")
+        suggestion = _upload(seeded_library, f"newsletter-{n}.txt", texts[n])
+        if suggestion.target_folder != "finance/bank":
+            break
+        confidences.append(suggestion.confidence)
+    else:
+        raise AssertionError(f"finance/bank was suggested after 5 rejections: {confidences}")
+    assert confidences == sorted(confidences, reverse=True), confidences
+    assert "rejected similar files there: finance/bank" in suggestion.reasoning
+    # The rejected files stay in the inbox and are not suggested again unless forced.
+    assert Suggestion.objects.filter(status=SuggestionStatus.REJECTED).count() == len(confidences)
+    statement = _upload(seeded_library, "statement-april.txt", "QNB Bank account statement April: IBAN, balance.")
+    assert statement.target_folder == "finance/bank", statement.reasoning
