@@ -20,6 +20,7 @@ from apps.ask.selectors import accounts_for_run, previous_turns
 if TYPE_CHECKING:
     import datetime as dt
 
+    from apps.accounts.models import Thread
     from apps.ask.drafts import FollowUpTarget
 
 logger = logging.getLogger(__name__)
@@ -32,9 +33,15 @@ class AskInputError(ValueError):
 
 
 def create_ask_run(
-    *, owner: Any, question: str, conversation: AskConversation | None = None, account_name: str = ""
+    *,
+    owner: Any,
+    question: str,
+    conversation: AskConversation | None = None,
+    account_name: str = "",
+    thread: Thread | None = None,
 ) -> AskRun:
-    """A pending run in the given conversation (or a new one). The caller starts it (runner.py)."""
+    """A pending run in the given conversation (or a new one). The caller starts it (runner.py). With `thread`
+    (the owner's: the caller checked access) only that thread's messages are evidence."""
     text = " ".join((question or "").split())
     if not text:
         raise AskInputError("Ask a question first.")
@@ -45,7 +52,9 @@ def create_ask_run(
     with transaction.atomic():
         if conversation is None:
             conversation = AskConversation.objects.create(owner=owner)
-        return AskRun.objects.create(conversation=conversation, owner=owner, question=text, account_name=account_name)
+        return AskRun.objects.create(
+            conversation=conversation, owner=owner, question=text, account_name=account_name, thread=thread
+        )
 
 
 def _claim(run_id: Any) -> bool:
@@ -98,6 +107,7 @@ def execute_ask_run(*, run_id: Any, emit: Emit = discard, now: dt.datetime | Non
         history=history,
         history_answers=answers,
         ask_run_id=run.pk,
+        thread_id=run.thread_id,
     )
     try:
         outcome = run_pipeline(context)

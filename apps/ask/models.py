@@ -52,6 +52,8 @@ class AskRun(models.Model):
     question = models.TextField()
     # Restrict the run to one of the owner's accounts (by name); blank = every account.
     account_name = models.CharField(max_length=100, blank=True)
+    # "Ask about this thread": only this thread's messages are evidence; null = the accounts above.
+    thread = models.ForeignKey("mail.Thread", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     status = models.CharField(max_length=10, choices=RunStatus.choices, default=RunStatus.PENDING)
     intent = models.CharField(max_length=20, choices=Intent.choices, blank=True)
     answer = models.TextField(blank=True)

@@ -28,6 +28,8 @@ from apps.ask.answer import (
 )
 from apps.ask.events import Emit, EventStatus, make_event
 from apps.ask.extractive import extractive_answer
+from apps.ask.file_router import route_for_run
+from apps.ask.intent import FILE_INTENTS
 from apps.ask.planner import Plan, PreviousTurn, classify_intent, plan_question, refusal_text
 from apps.ask.rerank import Candidate, ThreadResult, is_weak, merge_threads, score_candidates
 from apps.ask.retrieval import (
@@ -38,6 +40,7 @@ from apps.ask.retrieval import (
     provider_search,
     search_filters,
     semantic_search,
+    thread_scope,
     word_rarity,
 )
 from apps.ask.rewrite import llm_rerank, recent_subjects, rewrite_question
@@ -61,6 +64,10 @@ STEPS: tuple[tuple[str, str], ...] = (
     ("attachment_text", "Reading attachments"),
     ("rerank", "Ranking the evidence"),
     ("read_evidence", "Reading the best matches"),
+    ("search_files", "Searching your library files"),
+    ("decide", "Applying your decision"),
+    ("organize", "Scanning the library inbox"),
+    ("save_file", "Saving into the library inbox"),
     ("find_threads", "Finding threads that wait for a reply"),
     ("create_drafts", "Creating reviewable drafts"),
     ("answer", "Answering"),
@@ -90,6 +97,10 @@ class AskContext:
     history_answers: list[tuple[str, str]] = field(default_factory=list)
     # Set when drafts should be linked to a stored run.
     ask_run_id: Any = None
+    # "Ask about this thread": only this thread's messages are evidence.
+    thread_id: int | None = None
+    # The owner's library has files: a mail question also shows the files that contain its words.
+    library_files: bool = False
 
 
 @dataclass(slots=True)
@@ -161,11 +172,23 @@ def run_pipeline(ctx: AskContext) -> AskOutcome:
     started = time.perf_counter()
     tracker = StepTracker(ctx.run_id, ctx.emit)
     scope: dict[str, Any] = {"accounts": [a.name for a in ctx.accounts], "sources": {}}
+    if ctx.thread_id is not None:
+        scope["thread"] = {"id": ctx.thread_id}
     with tracker.step("classify") as step:
-        intent, refusal = classify_intent(ctx.question)
-        step.detail = {"question": "a question about your mail", "follow_up_drafts": "follow-up drafts"}.get(
-            intent, f"an action Ask does not do ({refusal})"
+        # Mail and library files are one conversation: the router sends file requests to file_pipeline.py.
+        route, files, scope["router"], step.detail = route_for_run(
+            question=ctx.question,
+            owner=ctx.owner,
+            run_id=ctx.ask_run_id,
+            llm=ctx.llm,
+            scoped_to_thread=ctx.thread_id is not None,
         )
+        intent, refusal = route.intent, route.refusal
+        ctx.library_files = files.router.has_files and ctx.thread_id is None
+    if intent in FILE_INTENTS:
+        from apps.ask.file_pipeline import run_file_request
+
+        return run_file_request(ctx, tracker, started, route, files, scope)
     if intent == "unsupported":
         with tracker.step("answer") as step:
             answer = refusal_text(refusal)
@@ -215,9 +238,11 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
     from apps.ask import actions
 
     account_ids = tuple(a.pk for a in ctx.accounts)
-    filters = search_filters(plan, account_ids)
+    filters = search_filters(plan, account_ids, thread_id=ctx.thread_id)
     pool = CandidatePool()
     sources: dict[str, Any] = scope["sources"]
+    if ctx.thread_id is not None:
+        scope["thread"] = thread_scope(pool, ctx.thread_id, account_ids)
     with tracker.step("local_fts") as step:
         sources["local_fts"] = keyword_search(plan, pool, filters)
         step.detail = f"{len(plan.keyword_queries)} keyword variants, {len(pool.by_message)} messages"
@@ -230,11 +255,11 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
             f"{sources['local_vector']['hits']} messages ({len(pool.by_message) - before} new)"
         )
     with tracker.step("provider_search") as step:
-        report = provider_search(plan, pool, ctx.accounts)
+        report = provider_search(plan, pool, ctx.accounts) if ctx.thread_id is None else {}
         sources["provider_search"] = report
         if not report:
             step.status = "skipped"
-            step.detail = "no Gmail or Outlook account connected"
+            step.detail = "one thread only" if ctx.thread_id is not None else "no Gmail or Outlook account connected"
         else:
             step.detail = "; ".join(
                 f"{name}: {entry.get('status')}"
@@ -275,7 +300,13 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
     with tracker.step("read_evidence") as step:
         texts = _read_evidence(plan, threads[:READ_EVIDENCE])
         step.detail = f"read {len(texts)} messages" + (f", best: “{threads[0].best.subject[:60]}”" if threads else "")
-    reason = _no_evidence_reason(plan, threads)
+    if ctx.library_files:
+        from apps.ask.library import mixed_file_cards
+
+        with tracker.step("search_files") as step:
+            scope["files"] = mixed_file_cards(owner=ctx.owner, words=plan.keywords, entities=plan.entities)
+            step.detail = f"{len(scope['files'])} library files contain the question's words"
+    reason = _no_evidence_reason(plan, threads, chosen_thread=ctx.thread_id is not None)
     rows = [_evidence_row(plan, rank, thread, texts) for rank, thread in enumerate(threads[:EVIDENCE_ROWS], start=1)]
     with tracker.step("answer") as step:
         if reason:
@@ -312,13 +343,14 @@ def _answer(ctx: AskContext, plan: Plan, texts: list[EvidenceText], scope: dict[
     return extracted.text, "extractive"
 
 
-def _no_evidence_reason(plan: Plan, threads: list[ThreadResult]) -> str:
+def _no_evidence_reason(plan: Plan, threads: list[ThreadResult], *, chosen_thread: bool = False) -> str:
     if not threads:
         return "nothing matched"
     top = threads[0].best
     if plan.entities and top.features.get("entity", 0.0) == 0.0:
         return "no mail mentions " + ", ".join(plan.entities)
-    if is_weak(top):
+    # A thread the user chose is the evidence they asked for, however few of the question's words it has.
+    if not chosen_thread and is_weak(top):
         return "only weak matches"
     return ""
 
@@ -440,6 +472,8 @@ def _drafts(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan, s
             min_days=plan.draft.min_days,
             now=ctx.now,
         )
+        if ctx.thread_id is not None:  # asked from a thread: only that one
+            targets = [target for target in targets if target.thread_id == ctx.thread_id]
         step.detail = f"{len(targets)} threads wait for a reply"
     with tracker.step("create_drafts") as step:
         created, skipped = actions.create_follow_up_drafts(owner=ctx.owner, targets=targets, ask_run_id=ctx.ask_run_id)

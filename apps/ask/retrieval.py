@@ -9,7 +9,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from apps.accounts.models import Attachment, MailAccount, Message, Provider
+from apps.accounts.models import Attachment, MailAccount, Message, Provider, Thread
 from apps.ask.extraction import attachment_kind
 from apps.ask.planner import Plan
 from apps.ask.rerank import AttachmentText, Candidate
@@ -57,13 +57,38 @@ class CandidatePool:
         return ordered[:size]
 
 
-def search_filters(plan: Plan, account_ids: tuple[int, ...]) -> SearchFilters:
+def search_filters(plan: Plan, account_ids: tuple[int, ...], *, thread_id: int | None = None) -> SearchFilters:
+    conditions: tuple[tuple[str, tuple[Any, ...]], ...] = ()
+    if thread_id is not None:
+        messages = Message._meta.db_table
+        conditions = (
+            (f"{{d}}.message_id IN (SELECT m.id FROM {messages} m WHERE m.thread_id = %s)", (thread_id,)),  # noqa: S608
+        )
     return SearchFilters(
         account_ids=account_ids,
         kinds=MESSAGE_KINDS,
         date_from=plan.search_range.start,
         date_to=plan.search_range.end,
+        conditions=conditions,
     )
+
+
+THREAD_LIMIT = SHORTLIST
+
+
+def thread_scope(pool: CandidatePool, thread_id: int, account_ids: tuple[int, ...]) -> dict[str, Any]:
+    """ "Ask about this thread": every message of the thread is a candidate (the searches only rank them, and
+    find nothing outside it); its subject and size for the "Answering from the thread …" line."""
+    thread = Thread.objects.filter(pk=thread_id, account_id__in=account_ids).only("subject").first()
+    ids = list(
+        Message.objects.filter(thread_id=thread_id, account_id__in=account_ids)
+        .order_by("-date", "-pk")
+        .values_list("pk", flat=True)[:THREAD_LIMIT]
+    )
+    for message_pk in ids:
+        pool.get(message_pk)
+    total = Message.objects.filter(thread_id=thread_id, account_id__in=account_ids).count()
+    return {"id": thread_id, "subject": thread.subject if thread else "", "messages": total, "read": len(ids)}
 
 
 def keyword_search(plan: Plan, pool: CandidatePool, filters: SearchFilters) -> dict[str, Any]:

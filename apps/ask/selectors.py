@@ -25,7 +25,7 @@ def _uuid(value: object) -> uuid.UUID:
 
 
 def access_run(*, user: Any, run_id: object) -> AskRun:
-    run = AskRun.objects.filter(pk=_uuid(run_id), owner=user).first()
+    run = AskRun.objects.select_related("thread").filter(pk=_uuid(run_id), owner=user).first()
     if run is None:
         raise Http404("No such run")
     return run
@@ -43,7 +43,7 @@ def latest_conversation(*, user: Any) -> AskConversation | None:
 
 
 def conversation_runs(*, conversation: AskConversation) -> QuerySet[AskRun]:
-    return AskRun.objects.filter(conversation=conversation).order_by("created_at", "pk")
+    return AskRun.objects.filter(conversation=conversation).select_related("thread").order_by("created_at", "pk")
 
 
 def recent_conversations(*, user: Any, limit: int = 10) -> list[AskConversation]:

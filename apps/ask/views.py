@@ -37,11 +37,7 @@ def panel(request: HttpRequest) -> HttpResponse:
     }
     if request.GET.get("thread"):  # "Ask about this thread" on a mail thread page
         about = mail_selectors.access_thread(user=request.user, thread_id=request.GET["thread"])
-        context.update(
-            about_thread=about,
-            question=f"About “{about.subject or '(no subject)'}”: ",
-            selected_account=about.account.name,
-        )
+        context.update(about_thread=about, question=f"About “{about.subject or '(no subject)'}”: ")
     return render(request, "ask/pages/panel.html", context)
 
 
@@ -51,6 +47,10 @@ def ask_run_create(request: HttpRequest) -> HttpResponse:
     # The launcher continues the last conversation unless the user asked for a new one.
     if request.POST.get("conversation") and not request.POST.get("new"):
         conversation = selectors.access_conversation(user=request.user, conversation_id=request.POST["conversation"])
+    # "Ask about this thread": only that thread is searched (404 for another user's thread).
+    thread = None
+    if request.POST.get("thread"):
+        thread = mail_selectors.access_thread(user=request.user, thread_id=request.POST["thread"])
     is_htmx = bool(getattr(request, "htmx", False))
     try:
         ratelimit.hit(action="ask", user_id=request.user.pk)
@@ -58,7 +58,8 @@ def ask_run_create(request: HttpRequest) -> HttpResponse:
             owner=request.user,
             question=request.POST.get("question", ""),
             conversation=conversation,
-            account_name=request.POST.get("account", "").strip(),
+            account_name="" if thread else request.POST.get("account", "").strip(),
+            thread=thread,
         )
     except (actions.AskInputError, ratelimit.RateLimited) as exc:
         limited = exc if isinstance(exc, ratelimit.RateLimited) else None
@@ -78,6 +79,7 @@ def ask_run_create(request: HttpRequest) -> HttpResponse:
             "model": ask_model(request.user),
             "error": str(exc),
             "question": request.POST.get("question", "")[:5000],
+            "about_thread": thread,
         }
         response = render(request, "ask/pages/panel.html", context, status=status)
         if limited:
