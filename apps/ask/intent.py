@@ -6,8 +6,8 @@ question, so a question in another language is never refused. Pure functions, un
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Literal
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from apps.ask.textutil import normalize
 from apps.search.folding import STOPWORDS
@@ -152,3 +152,210 @@ def draft_request(question: str) -> DraftRequest:
         and not any(word in normalize(phrase).split() or word == normalize(phrase) for phrase in FOLLOW_UP_WORDS)
     ]
     return DraftRequest(topic_terms=topic, min_days=max(0, days))
+
+
+# ------------------------------------------------------------------------------------------ the request router
+# One conversation over mail and library files (seed inbox-agent-conversational.md): before a request is
+# planned as a mail question it is routed. Fast rules first, by the product's English UI verbs and the kind
+# of object named (a file, a photo, a PDF, mail); the configured language model only when the rules are
+# unsure (see route_with_llm in apps/ask/file_router.py); anything else stays a mail question.
+
+RequestIntent = Literal[
+    "question", "follow_up_drafts", "unsupported", "query_files", "confirm", "reject", "organize", "save"
+]
+FILE_INTENTS = ("query_files", "confirm", "reject", "organize", "save")
+SURE = 0.8  # below this the rules are unsure and a configured language model decides
+
+# Nouns that name the kind of object asked for: library files (and which kind) or mail. UI vocabulary about
+# objects, not topics: "find my passport" names neither and is left to the model (or stays a mail question).
+FILE_KIND_NOUNS: dict[str, str] = {
+    "photo": "image", "photos": "image", "picture": "image", "pictures": "image", "pic": "image",
+    "pics": "image", "image": "image", "images": "image", "screenshot": "image", "screenshots": "image",
+    "jpg": "image", "jpeg": "image", "png": "image", "heic": "image",
+    "pdf": "pdf", "pdfs": "pdf",
+    "docx": "docx",
+}  # fmt: skip
+FILE_NOUNS = {"file", "files", "document", "documents", "doc", "docs", "scan", "scans", "library", "folder"}
+MAIL_NOUNS = {"mail", "mails", "email", "emails", "e-mail", "e-mails", "message", "messages", "thread", "threads"}
+FIND_VERBS = re.compile(
+    r"^(?:find|show|open|locate|get|fetch|list|display|where(?:'s| is| are| did i (?:put|save))|look (?:for|up)|"
+    r"search(?: for)?|pull up|bring up|give me|do i have)\b",
+    re.IGNORECASE,
+)
+AFFIRM = re.compile(
+    r"^(?:yes|yeah|yep|yup|sure|ok|okay|alright|fine|do it|go ahead|go for it|sounds good|please do|confirm|"
+    r"accept|approve|move (?:it|this|that|them|these|those)|file (?:it|them)|that'?s right|correct)\b",
+    re.IGNORECASE,
+)
+NEGATE = re.compile(
+    r"^(?:no|nope|nah|don'?t|do not|cancel|reject|decline|keep (?:it|this|that|them)|leave (?:it|this|that|them)|"
+    r"never ?mind)\b",
+    re.IGNORECASE,
+)
+# "not that one, the driver's license": a follow-up that narrows the previous file query.
+NARROW = re.compile(
+    r"^(?:no[,.!]?\s+)?(?:not (?:that|this|these|those|it|them)(?: one| ones)?|(?:the )?other (?:one|ones)|"
+    r"another(?: one)?|something else)\b",
+    re.IGNORECASE,
+)
+# Words that only talk about the decision itself ("yes, move it there please").
+DECISION_WORDS = {
+    "yes", "yeah", "yep", "yup", "sure", "ok", "okay", "alright", "fine", "do", "it", "go", "ahead", "for",
+    "sounds", "good", "please", "confirm", "accept", "approve", "move", "moved", "file", "that", "thats",
+    "that's", "right", "correct", "this", "these", "those", "them", "one", "ones", "the", "there", "here",
+    "no", "nope", "nah", "don't", "dont", "not", "cancel", "reject", "decline", "keep", "leave", "never",
+    "mind", "nevermind", "in", "inbox", "where", "is", "stay", "stays", "thanks", "thank", "you", "to",
+    "suggested", "suggestion", "folder", "all", "both", "every", "of", "and", "just", "now", "we", "can",
+}  # fmt: skip
+ALL_WORDS = {"all", "both", "every", "them", "these", "those"}
+SAVE = re.compile(
+    r"^(?:save|store|note down|jot down|write down|add to (?:my )?library)\b"
+    r"(?:\s+(?:this|that|the following|a|my))?(?:\s+(?:note|link|url|text|page|idea|thought))?\s*[:\-\u2013\u2014]?\s*",
+    re.IGNORECASE,
+)
+URL = re.compile(r"https?://[^\s<>\"']+", re.IGNORECASE)
+ORGANIZE = re.compile(
+    r"^(?:organi[sz]e|sort(?: out)?|tidy(?: up)?|file away|suggest (?:a )?folders?(?: for)?)\b", re.IGNORECASE
+)
+
+
+@dataclass(slots=True)
+class RouterContext:
+    """What the router may know beyond the words: is a decision pending, did the previous turn find files."""
+
+    pending_suggestions: int = 0  # the owner's pending folder suggestions
+    shown_pending: int = 0  # of them, the ones this conversation showed last
+    last_file_query: bool = False  # the previous turn of this conversation was a file query
+    has_files: bool = False  # the owner's library has files
+
+
+@dataclass(slots=True)
+class Route:
+    intent: RequestIntent
+    confidence: float
+    source: Literal["rules", "llm"] = "rules"
+    refusal: str = ""
+    query: str = ""  # query_files: the words to search for
+    kind: str = ""  # query_files: image | pdf | docx (named in the request), "" for any
+    narrow: bool = False  # query_files: refines the previous file query of the conversation
+    exclude_previous: bool = False  # query_files: "not that one" — leave out the file shown first last time
+    content: str = ""  # save: the note or the link
+    names: list[str] = field(default_factory=list)  # confirm/reject: other words (a file's name), "all"
+    reason: str = ""  # why the rules decided this (shown in the step detail)
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "intent": self.intent,
+            "confidence": round(self.confidence, 2),
+            "source": self.source,
+            "query": self.query,
+            "kind": self.kind,
+            "narrow": self.narrow,
+            "exclude_previous": self.exclude_previous,
+            "names": self.names,
+            "reason": self.reason,
+        }
+
+
+def instruction_text(question: str) -> str:
+    text = " ".join(question.strip().split())
+    stripped = POLITE_PREFIX.sub("", text)
+    return POLITE_PREFIX.sub("", stripped)
+
+
+def _words(text: str) -> list[str]:
+    return [normalize(w) for w in re.findall(r"[\w][\w'.-]*[\w]|[\w]", text)]
+
+
+FILLER = {"one", "ones", "that", "this", "these", "those", "other", "another", "not", "else", "something", "please"}
+
+
+def file_query_words(text: str) -> tuple[str, str]:
+    """(search words, kind) of a file request: its words minus the verb, stopwords and the nouns that only
+    say "a file" (a kind noun — photo, PDF — becomes the kind)."""
+    body = FIND_VERBS.sub("", text.strip(), count=1)
+    kind = ""
+    words: list[str] = []
+    for word in re.findall(r"[\w][\w'.&-]*[\w]|[\w]", body):
+        folded = normalize(word).removesuffix("'s")
+        if folded in FILE_KIND_NOUNS:
+            kind = kind or FILE_KIND_NOUNS[folded]
+            continue
+        if folded in FILE_NOUNS | FILLER | STOPWORDS or (len(folded) < 2 and not folded.isdigit()):
+            continue
+        if word not in words:
+            words.append(word.removesuffix("'s").removesuffix("\u2019s"))
+    return " ".join(words), kind
+
+
+def decision_route(text: str, intent: Literal["confirm", "reject"], match: re.Match[str], ctx: RouterContext) -> Route:
+    rest = [w for w in _words(text[match.end() :]) if w not in DECISION_WORDS]
+    all_words = [w for w in _words(text) if w in ALL_WORDS]
+    names = [*rest, *(["all"] if all_words else [])]
+    pending = ctx.pending_suggestions or ctx.shown_pending
+    if not rest:
+        return Route(intent, 0.95 if pending else 0.85, names=names, reason="a yes/no to a folder suggestion")
+    # Other words may name the file ("yes, move the invoice"); a few are fine, more make it another request.
+    confidence = 0.85 if pending and len(rest) <= 3 else 0.0
+    return Route(intent, confidence, names=names, reason="a yes/no naming a file")
+
+
+def saved_content(question: str) -> str:
+    """The note or link after "save this note:", with its own line breaks (the router's text has none)."""
+    raw = question.strip()
+    while (prefix := POLITE_PREFIX.match(raw)) and prefix.end():
+        raw = raw[prefix.end() :]
+    save = SAVE.match(raw)
+    return raw[save.end() :].strip() if save else raw
+
+
+def route_request(question: str, ctx: RouterContext | None = None) -> Route:
+    """Route one request of a conversation by rules. A Route below SURE is a guess the language model may
+    overrule (when one is configured)."""
+    ctx = ctx or RouterContext()
+    text = instruction_text(question)
+    lowered = text.lower()
+    words = set(_words(text))
+    mentions_mail = bool(words & MAIL_NOUNS)
+    names_kind = bool(words & set(FILE_KIND_NOUNS)) or bool(
+        re.search(r"\.(?:pdf|jpe?g|png|heic|docx?|txt|md|csv|xlsx?)\b", lowered)
+    )
+    mentions_file = names_kind or bool(words & FILE_NOUNS)
+    narrow = NARROW.match(text)
+    if ctx.last_file_query and narrow:
+        query, kind = file_query_words(text[narrow.end() :])
+        return Route("query_files", 0.9, query=query, kind=kind, narrow=True, exclude_previous=True,
+                     reason="narrows the previous file search")  # fmt: skip
+    affirm, negate = AFFIRM.match(text), NEGATE.match(text)
+    if affirm or negate:
+        route = decision_route(text, "confirm" if affirm else "reject", affirm or negate, ctx)  # type: ignore[arg-type]
+        if ctx.last_file_query and negate and route.names:
+            # "no, the driver's license": the previous file search, narrowed.
+            query, kind = file_query_words(text[negate.end() :])
+            return Route("query_files", 0.85, query=query, kind=kind, narrow=True, exclude_previous=True,
+                         reason="narrows the previous file search")  # fmt: skip
+        if route.confidence:
+            return route
+    save = SAVE.match(text)
+    if save and text[save.end() :].strip():
+        return Route("save", 0.9, content=saved_content(question), reason="something to keep in the library")
+    if URL.fullmatch(text.strip().rstrip(".")):
+        return Route("save", 0.9, content=text.strip(), reason="a link on its own")
+    if ORGANIZE.match(text) and not mentions_mail:
+        return Route("organize", 0.9, reason="organize the library inbox")
+    intent, refusal = classify_intent(question)
+    if intent != "question":
+        return Route(intent, 0.9, refusal=refusal, reason="an instruction about mail")
+    finding = FIND_VERBS.match(text)
+    if not mentions_mail and ((finding and mentions_file) or names_kind):
+        query, kind = file_query_words(text)
+        return Route("query_files", 0.9, query=query, kind=kind, reason="asks for a file")
+    if ctx.last_file_query and not mentions_mail and len(words) <= 4 and not question.strip().endswith("?"):
+        # "the driver's license": a few words right after a file search refine it.
+        query, kind = file_query_words(text)
+        return Route("query_files", 0.7, query=query, kind=kind, narrow=True, reason="refines the file search")
+    if finding and not mentions_mail and ctx.has_files:
+        # "find my passport": a file or a mail? The model decides when configured; else mail and files both.
+        query, kind = file_query_words(text)
+        return Route("question", 0.5, query=query, kind=kind, reason="could be a file or a mail")
+    return Route("question", 0.9 if not finding else 0.7, reason="a question about your mail")

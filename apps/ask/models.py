@@ -34,6 +34,12 @@ class Intent(models.TextChoices):
     QUESTION = "question", "Question"
     FOLLOW_UP_DRAFTS = "follow_up_drafts", "Follow-up drafts"
     UNSUPPORTED = "unsupported", "Unsupported action"
+    # One conversation over mail and library files (apps/ask/file_pipeline.py).
+    QUERY_FILES = "query_files", "Find library files"
+    CONFIRM = "confirm", "Yes to a folder suggestion"
+    REJECT = "reject", "No to a folder suggestion"
+    ORGANIZE = "organize", "Organize the library inbox"
+    SAVE = "save", "Save into the library"
 
 
 class AnswerMode(models.TextChoices):
@@ -43,6 +49,8 @@ class AnswerMode(models.TextChoices):
     NO_EVIDENCE = "no_evidence", "No reliable evidence"
     REFUSAL = "refusal", "Refusal"
     DRAFTS = "drafts", "Drafts created"
+    FILES = "files", "Library files"
+    ACTION = "action", "Library request done"
 
 
 class AskRun(models.Model):

@@ -30,7 +30,7 @@ from apps.ask.events import Emit, EventStatus, make_event
 from apps.ask.extractive import extractive_answer
 from apps.ask.file_router import route_for_run
 from apps.ask.intent import FILE_INTENTS
-from apps.ask.planner import Plan, PreviousTurn, classify_intent, plan_question, refusal_text
+from apps.ask.planner import Plan, PreviousTurn, plan_question, refusal_text
 from apps.ask.rerank import Candidate, ThreadResult, is_weak, merge_threads, score_candidates
 from apps.ask.retrieval import (
     CandidatePool,
