@@ -1,6 +1,8 @@
-"""Mail attachments into the library inbox, per account ("save attachments to the library inbox"), within the
-account's size and type limits, with provenance (message, sender, subject, date) kept on the file. Each
-attachment is handled once: a SavedAttachment row records the outcome (saved, or why it was skipped)."""
+"""Mail attachments into the library inbox, per account ("save attachments to the library inbox") and per
+filter (a filter with the switch saves the attachments of the mail it matches, even when its account's switch
+is off), within the account's size and type limits, with provenance (message, sender, subject, date) kept on
+the file. Each attachment is handled once: a SavedAttachment row records the outcome (saved, or why it was
+skipped)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from apps.accounts.actions import fetch_attachment_bytes
 from apps.accounts.models import Attachment, MailAccount
 from apps.organization import actions
 from apps.organization.models import AttachmentIntake, FileSource, SavedAttachment
+from apps.routing.matching import CompiledFilter, InvalidPattern, RuleSet, compile_pattern
+from apps.routing.models import Filter
 
 logger = logging.getLogger(__name__)
 SWEEP_WINDOW = dt.timedelta(days=7)
@@ -110,10 +114,64 @@ def save_attachment(*, attachment: Attachment, intake: AttachmentIntake) -> Save
     return record
 
 
+def _switch_filters(owner_id: int) -> Any:
+    return Filter.objects.filter(
+        save_attachments=True, enabled=True, director__enabled=True, director__owner_id=owner_id
+    ).select_related("director")
+
+
+def has_switch_filters(*, account_id: int) -> bool:
+    owner_id = MailAccount.objects.filter(pk=account_id).values_list("owner_id", flat=True).first()
+    return owner_id is not None and _switch_filters(owner_id).exists()
+
+
+def matched_by_switch_filters(*, owner_id: int, message_ids: list[int]) -> list[int]:
+    """The messages that at least one of the owner's enabled filters with "save attachments" matches (every
+    such filter is tried, not only the first per director as routing does)."""
+    from apps.routing.selectors import routable_messages
+
+    compiled = []
+    for item in _switch_filters(owner_id).order_by("order", "pk"):
+        try:
+            pattern = compile_pattern(item.regex, case_insensitive=item.case_insensitive)
+        except InvalidPattern:
+            continue
+        # One group per filter (director_id = filter id), so that every switch filter is evaluated.
+        compiled.append(
+            CompiledFilter(
+                id=item.pk,
+                director_id=item.pk,
+                director_name=item.director.name,
+                owner_id=owner_id,
+                field=item.field,
+                regex=item.regex,
+                description=item.description,
+                created_at=item.created_at,
+                pattern=pattern,
+            )
+        )
+    if not compiled:
+        return []
+    rules = RuleSet(compiled)
+    return [
+        message.message_id
+        for message in routable_messages(message_ids)
+        if rules.route(message, respect_creation=False).matches
+    ]
+
+
 def save_message_attachments(*, account_id: int, message_ids: list[int]) -> int:
+    """Save the attachments of these newly stored messages: all of them when the account's switch is on, else
+    those of the messages a filter with the switch matches (with the account's limits)."""
     intake = AttachmentIntake.objects.filter(account_id=account_id, enabled=True).first()
     if intake is None:
-        return 0
+        owner_id = MailAccount.objects.filter(pk=account_id).values_list("owner_id", flat=True).first()
+        if owner_id is None:
+            return 0
+        message_ids = matched_by_switch_filters(owner_id=owner_id, message_ids=message_ids)
+        if not message_ids:
+            return 0
+        intake, _ = AttachmentIntake.objects.get_or_create(account_id=account_id)
     saved = 0
     attachments = Attachment.objects.filter(message_id__in=message_ids, message__account_id=account_id)
     for attachment in attachments.select_related("message__account__owner").order_by("pk"):
@@ -122,10 +180,48 @@ def save_message_attachments(*, account_id: int, message_ids: list[int]) -> int:
     return saved
 
 
-def sweep_attachments() -> int:
-    """Attachments of recent mail on intake-enabled accounts that no task handled (a lost or failed one)."""
+def _sweep_filter_intake(since: dt.datetime) -> int:
+    """Recent mail of owners with "save attachments" filters, on accounts whose own switch is off: attachments
+    no task handled are saved when a switch filter matches their message, else recorded as not covered (so
+    the sweep does not evaluate them again)."""
     saved = 0
+    owners = set(
+        Filter.objects.filter(save_attachments=True, enabled=True, director__enabled=True).values_list(
+            "director__owner_id", flat=True
+        )
+    )
+    for account in MailAccount.objects.filter(owner_id__in=owners).exclude(attachment_intake__enabled=True):
+        start = max(
+            since, _switch_filters(account.owner_id).order_by("updated_at").values_list("updated_at", flat=True)[0]
+        )
+        pending = list(
+            Attachment.objects.filter(message__account_id=account.pk, message__stored_at__gte=start)
+            .exclude(pk__in=SavedAttachment.objects.values("attachment_id"))
+            .select_related("message__account__owner")
+            .order_by("pk")[:SWEEP_LIMIT]
+        )
+        if not pending:
+            continue
+        matched = set(
+            matched_by_switch_filters(owner_id=account.owner_id, message_ids=sorted({a.message_id for a in pending}))
+        )
+        intake, _ = AttachmentIntake.objects.get_or_create(account=account)
+        for attachment in pending:
+            if attachment.message_id in matched:
+                record = save_attachment(attachment=attachment, intake=intake)
+                saved += int(record is not None and record.file_id is not None)
+            else:
+                SavedAttachment.objects.get_or_create(
+                    attachment=attachment, defaults={"outcome": "skipped: no filter with the switch matched"}
+                )
+    return saved
+
+
+def sweep_attachments() -> int:
+    """Attachments of recent mail on intake-enabled accounts (or matched by a filter with the switch) that no
+    task handled (a lost or failed one)."""
     since = timezone.now() - SWEEP_WINDOW
+    saved = _sweep_filter_intake(since)
     for intake in AttachmentIntake.objects.filter(enabled=True).select_related("account"):
         start = max(since, intake.enabled_at or since)
         pending = (

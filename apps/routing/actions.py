@@ -74,7 +74,7 @@ def create_filter(
 
 
 def update_filter(*, item: Filter, **changes: Any) -> Filter:
-    allowed = {"director", "field", "regex", "case_insensitive", "description", "enabled", "order"}
+    allowed = {"director", "field", "regex", "case_insensitive", "description", "enabled", "order", "save_attachments"}
     unknown = set(changes) - allowed
     if unknown:
         raise ValueError(f"cannot change {', '.join(sorted(unknown))}")

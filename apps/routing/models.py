@@ -32,6 +32,9 @@ class Filter(models.Model):
     description = models.CharField(max_length=300, blank=True)
     order = models.PositiveIntegerField(default=0, db_index=True)
     enabled = models.BooleanField(default=True)
+    # Save the attachments of the mail this filter matches into the owner's library inbox (apps.organization's
+    # intake, within the account's size/type limits), even when the account's own switch is off.
+    save_attachments = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
     # The last evaluation problem (a pattern that ran out of time on some message), shown in the UI.

@@ -21,6 +21,12 @@ from apps.setup.director_views import move_in
 
 class FilterEditForm(FilterForm):
     enabled = forms.BooleanField(required=False)
+    save_attachments = forms.BooleanField(
+        required=False,
+        label="Save attachments to the library inbox",
+        help_text="Attachments of the mail this filter matches go to Organize's inbox (the account's size and "
+        "type limits apply), even when the account's own switch is off.",
+    )
 
 
 def _filters_page(request: HttpRequest, form: FilterForm | None = None, status: int = 200) -> HttpResponse:
@@ -52,6 +58,7 @@ def _filter_initial(item: Filter) -> dict[str, Any]:
         "case_insensitive": item.case_insensitive,
         "description": item.description,
         "enabled": item.enabled,
+        "save_attachments": item.save_attachments,
     }
 
 
@@ -72,6 +79,7 @@ def filter_edit(request: HttpRequest, filter_id: int) -> HttpResponse:
                     case_insensitive=data["case_insensitive"],
                     description=data["description"],
                     enabled=data["enabled"],
+                    save_attachments=data["save_attachments"],
                 )
             except ValidationError as exc:
                 add_validation_errors(form, exc)
