@@ -70,3 +70,41 @@ def read_guideline(*, library: Library) -> str:
 
 def pending_proposals(*, library: Library) -> list[GuidelineProposal]:
     return list(GuidelineProposal.objects.filter(library=library, status="pending").order_by("-created_at")[:5])
+
+
+def transcript_turns(*, suggestion: Suggestion) -> list[dict[str, Any]]:
+    """The organize agent's messages (OpenAI chat format) as turns for the transcript page: role, text, the
+    tool it answered for, and the tool calls it made."""
+    names: dict[str, str] = {}
+    turns = []
+    for message in suggestion.transcript or []:
+        if not isinstance(message, dict):
+            continue
+        calls = []
+        for call in message.get("tool_calls") or []:
+            function = (call or {}).get("function") or {}
+            names[str(call.get("id", ""))] = str(function.get("name", ""))
+            calls.append({"name": function.get("name", "?"), "arguments": function.get("arguments", "")})
+        content = message.get("content")
+        if isinstance(content, list):  # content parts
+            content = "\n".join(str(part.get("text", "")) for part in content if isinstance(part, dict))
+        turns.append(
+            {
+                "role": str(message.get("role", "")),
+                "content": str(content or ""),
+                "tool_name": names.get(str(message.get("tool_call_id", "")), str(message.get("name", ""))),
+                "tool_calls": calls,
+            }
+        )
+    return turns
+
+
+def provider_event_rows(*, suggestion: Suggestion) -> list[dict[str, Any]]:
+    rows = []
+    for event in suggestion.provider_events or []:
+        if not isinstance(event, dict):
+            continue
+        usage = event.get("usage") or {}
+        tokens = sum(int(v) for k, v in usage.items() if k in ("prompt_tokens", "completion_tokens") and v)
+        rows.append({**event, "tokens": tokens})
+    return rows

@@ -55,6 +55,19 @@ def page(request: HttpRequest) -> HttpResponse:
     return render(request, "organization/pages/organization.html", _context(request))
 
 
+@require_GET
+def transcript_view(request: HttpRequest, suggestion_id: int) -> HttpResponse:
+    """Why a suggestion: its reasoning, and the organize agent's transcript and provider events when the LLM
+    made (or tried to make) it."""
+    suggestion = selectors.access_suggestion(user=request.user, suggestion_id=suggestion_id)
+    context = {
+        "suggestion": suggestion,
+        "turns": selectors.transcript_turns(suggestion=suggestion),
+        "events": selectors.provider_event_rows(suggestion=suggestion),
+    }
+    return render(request, "organization/pages/transcript.html", context)
+
+
 @require_POST
 def respond_view(request: HttpRequest, suggestion_id: int) -> HttpResponse:
     suggestion = selectors.access_suggestion(user=request.user, suggestion_id=suggestion_id)

@@ -32,6 +32,8 @@ from apps.ask.actions import create_ask_run
 from apps.orchestration.actions import RunRequest, create_director, create_runs, request_calendar_approval
 from apps.orchestration.config_actions import create_agent, create_api_config, create_prompt
 from apps.orchestration.models import Memory, Run
+from apps.organization.actions import get_library
+from apps.organization.models import LibraryFile, Suggestion
 from apps.replies.actions import create_draft_from_item
 from apps.routing.actions import create_filter
 from apps.workspaces.actions import add_item, create_user_workspace, open_workspace, push_inbox_entry
@@ -132,6 +134,7 @@ EXPECTED_URL_PATTERNS = {
     "organize/scan/",
     "organize/settings/",
     "organize/suggestions/<int:suggestion_id>/respond/",
+    "organize/suggestions/<int:suggestion_id>/transcript/",
     "organize/suggestions/bulk-accept/",
     "organize/upload/",
     "replies/",
@@ -405,6 +408,12 @@ def world(staff_user: Any) -> dict[str, Any]:
         owner=staff_user, run_id=None, message_id=message.pk, director_id=None, director_name="Clients", title="x"
     )
     create_draft_from_item(owner=staff_user, item=add_item(workspace=run_workspace, data="Thanks, noted."))
+    # An organize-agent suggestion: its card links the agent transcript page.
+    library_file = LibraryFile.objects.create(library=get_library(owner=staff_user), path="inbox/p.txt", sha256="0")
+    Suggestion.objects.create(
+        file=library_file, target_folder="finance", file_sha256="0" * 64, source="llm",
+        transcript=[{"role": "user", "content": "Suggest a folder for inbox/p.txt."}],
+    )  # fmt: skip
     # An attachment whose cached copy is gone and whose archive keeps none: its download explains the error.
     attachment = Attachment.objects.filter(message__account=demo).order_by("pk").first()
     assert attachment is not None

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.urls import reverse
 
 from apps.orchestration.models import ApiConfig
 from apps.organization import actions
@@ -111,3 +112,42 @@ def test_a_folder_excluded_by_the_owner_is_refused_to_the_model(agent_library: L
     assert suggestion is not None and suggestion.source == SuggestionSource.CLASSIFIER
     refused = next(m for m in fake_llm.requests[1]["messages"] if m["role"] == "tool")
     assert "excluded" in refused["content"]
+
+
+def test_the_agent_transcript_and_provider_events_are_shown_from_the_card(
+    agent_library: Library, fake_llm: FakeOpenAI, client: Any
+) -> None:
+    file = _file(agent_library, "policy.txt", "Household insurance policy, yearly premium and coverage.")
+    fake_llm.script(
+        Reply.calls(("read_guideline", {})),
+        Reply.calls(
+            (
+                "create_suggestion",
+                {
+                    "file_path": "inbox/policy.txt",
+                    "target_folder": "finance/insurance",
+                    "reasoning": "The guideline sends insurance papers to finance/insurance.",
+                    "confidence": 0.9,
+                },
+            )
+        ),
+        Reply.text("Suggested finance/insurance."),
+    )
+    suggestion = suggest_for_file(file=file)
+    assert suggestion is not None
+    client.force_login(agent_library.owner)
+    link = reverse("organization:transcript", args=[suggestion.pk])
+    assert link in client.get(reverse("organization:page")).content.decode()
+    page = client.get(link).content.decode()
+    assert "Organize agent transcript" in page and "finance/insurance" in page
+    assert "⚙ read_guideline" in page and "⚙ create_suggestion" in page
+    assert "tool · read_guideline" in page and "Insurance papers go to finance/insurance" in page
+    assert 'data-testid="org-provider-events"' in page and page.count("<td>response</td>") == 3
+
+    # A classifier-only suggestion has no agent link; its page says why there is no transcript.
+    actions.update_settings(owner=agent_library.owner, changes={"api_config_id": None})
+    plain = suggest_for_file(file=_file(agent_library, "may.txt", "QNB Bank account statement May: IBAN, balance."))
+    assert plain is not None and not plain.transcript
+    workspace = client.get(reverse("organization:page")).content.decode()
+    assert reverse("organization:transcript", args=[plain.pk]) not in workspace
+    assert "No agent transcript" in client.get(reverse("organization:transcript", args=[plain.pk])).content.decode()
