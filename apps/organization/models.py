@@ -213,6 +213,10 @@ class GuidelineProposal(models.Model):
     evidence = models.JSONField(default=list, blank=True)  # [{"pattern", "folder", "decisions", "agreeing"}]
     source = models.CharField(max_length=10, choices=SuggestionSource.choices, default=SuggestionSource.RULE)
     status = models.CharField(max_length=9, default="pending")  # pending | accepted | discarded
+    # When the organization ApiConfig wrote (or failed to write) the line: its provider events, and why the
+    # learned pattern's own text is shown instead when it failed.
+    provider_events = models.JSONField(default=list, blank=True)
+    fallback_reason = models.CharField(max_length=500, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
     decided_at = models.DateTimeField(null=True, blank=True)
 
