@@ -11,6 +11,7 @@ import pytest
 
 from apps.organization import actions
 from apps.organization.models import Library
+from tests.browser import horizontal_overflow
 from tests.conftest import USER_PASSWORD
 from tests.organization.conftest import SEED_FILES, write
 
@@ -51,6 +52,7 @@ def test_upload_suggest_choose_and_undo(prepared: Library, user: Any, asgi_serve
     page.screenshot(path=str(SCREENSHOTS / "organize-1280.png"), full_page=True)
     page.set_viewport_size({"width": 390, "height": 844})
     page.screenshot(path=str(SCREENSHOTS / "organize-390.png"), full_page=True)
+    assert horizontal_overflow(page) == 0, "the Organize page scrolls sideways at 390 px"
     page.set_viewport_size({"width": 1280, "height": 900})
 
     # Choose another folder (a new one) instead of the suggestion.
