@@ -249,6 +249,9 @@ class FakeGoogleServer(LoopbackServer):
         self.refresh_tokens: set[str] = set()
         self.access_tokens: set[str] = set()
         self.calendar_events: list[dict[str, Any]] = []
+        # The sendUpdates query parameter of each event insert, in order ("" when absent): whether Google mails
+        # the attendees.
+        self.calendar_send_updates: list[str] = []
         self.tasks: list[dict[str, Any]] = []
         self.revoked = False
         self.issue_refresh_token = True
@@ -403,6 +406,7 @@ class FakeGoogleServer(LoopbackServer):
                 body = json.loads(request.body or b"{}")
                 event = {"id": f"evt{next(self._ids)}", **body}
                 self.calendar_events.append(event)
+                self.calendar_send_updates.append(request.arg("sendUpdates"))
                 return FakeResponse.json(event)
             if request.path == "/tasks/v1/lists/@default/tasks" and request.method == "POST":
                 body = json.loads(request.body or b"{}")

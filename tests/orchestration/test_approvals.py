@@ -12,12 +12,14 @@ from django.urls import reverse
 
 from apps.orchestration.models import Approval, ApprovalStatus, Director, Run
 from apps.workspaces.models import InboxEntry
+from tests.fakes.google_server import FakeGoogleServer
 from tests.fakes.graph_server import FakeGraphServer, connect_outlook
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
 pytestmark = pytest.mark.django_db
 
 EVENTS = "/v1.0/me/events"
+GOOGLE_EVENTS = "/calendar/v3/calendars/primary/events"
 
 
 def invite(account_id: int, title: str) -> Reply:
@@ -129,6 +131,44 @@ def test_events_without_attendees_are_created_at_once(
     run = Run.objects.get(message=store_mail(subject="Block time", sender="client3@domain.com"))
     assert run.status == "completed" and not Approval.objects.filter(run=run).exists()
     assert [e["subject"] for e in graph.events] == ["Focus time"]
+
+
+def test_google_calendar_mails_attendees_only_after_approval(
+    client_manager: Director,
+    fake_llm: FakeOpenAI,
+    store_mail: Any,
+    google: FakeGoogleServer,
+    user: Any,
+    logged_in_client: Any,
+) -> None:
+    from apps.accounts.oauth import connect_oauth_account
+
+    gmail, _ = connect_oauth_account(
+        owner=user, provider="gmail", address=google.address, display_name="", credentials=google.token_set()
+    )
+    # Without attendees: created at once, and Google is told to mail no one (sendUpdates=none).
+    alone = {"title": "Focus time", "start": "2026-12-02T10:00:00Z", "end": "2026-12-02T11:00:00Z"}
+    fake_llm.script(Reply.calls(("calendar_add", {"accountId": gmail.pk, "event": alone})), Reply.text("ok"))
+    run = Run.objects.get(message=store_mail(subject="Block time", sender="client3@domain.com"))
+    assert run.status == "completed" and not Approval.objects.filter(run=run).exists()
+    assert [e["summary"] for e in google.calendar_events] == ["Focus time"]
+    assert google.calendar_send_updates == ["none"]
+
+    # With attendees: an approval, and Google sees no request at all until the user approves.
+    _run, approval = director_invites(fake_llm, store_mail, gmail.pk, "Call Client Seven", "client7@domain.com")
+    assert google.calls("POST", GOOGLE_EVENTS) == 1  # the event without attendees only
+    assert approval.status == ApprovalStatus.PENDING
+    assert approval.request["api"] == "calendar" and approval.request["path"] == "/calendars/primary/events"
+    assert approval.request["json"]["attendees"] == [{"email": "client7@domain.com"}, {"email": "boss@domain.com"}]
+
+    logged_in_client.post(reverse("runs:approval_approve", args=[approval.pk]))
+    done = Approval.objects.get(pk=approval.pk)
+    assert done.status == ApprovalStatus.DONE, done.error
+    assert google.calls("POST", GOOGLE_EVENTS) == 2
+    invited = google.calendar_events[-1]
+    assert invited["summary"] == "Call Client Seven" and done.result["id"] == invited["id"]
+    assert [a["email"] for a in invited["attendees"]] == ["client7@domain.com", "boss@domain.com"]
+    assert google.calendar_send_updates == ["none", "all"]  # approved: now Google invites them
 
 
 def test_approvals_of_other_users_are_404(
