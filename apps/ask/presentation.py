@@ -93,6 +93,65 @@ def verification_label(scope: dict[str, Any]) -> str:
     return label
 
 
+def _folder_label(folder: str) -> str:
+    if not folder:
+        return "the library root"
+    if folder == "inbox" or folder.startswith("inbox/"):
+        return "the library inbox"
+    return folder
+
+
+def file_cards(run: AskRun) -> list[dict[str, Any]]:
+    """The library files a run found or saved (stored with the run), with their links."""
+    cards = []
+    for card in (run.scope or {}).get("files") or []:
+        cards.append(
+            {
+                **card,
+                "url": reverse("ask:file", args=[card["file_id"]]),
+                "thumbnail_url": reverse("search:file_thumbnail", args=[card["file_id"]]),
+                "folder_label": _folder_label(str(card.get("folder") or "")),
+            }
+        )
+    return cards
+
+
+STATUS_LABELS = {
+    "accepted": "Moved",
+    "rejected": "Kept in the inbox",
+    "expired": "No longer pending",
+}
+
+
+def suggestion_cards(run: AskRun) -> list[dict[str, Any]]:
+    """The folder suggestions a run showed, with their status now (decided since, by a button or a "yes")."""
+    from apps.ask.library import current_suggestions
+
+    rows = (run.scope or {}).get("suggestions") or []
+    current = current_suggestions([int(row["suggestion_id"]) for row in rows], owner=run.owner_id)
+    cards = []
+    for row in rows:
+        now = current.get(int(row["suggestion_id"]))
+        if now is None:
+            continue
+        status = now.status
+        label = STATUS_LABELS.get(status, "")
+        if status == "accepted":
+            label = f"Moved to {now.final_folder}"
+        elif status == "expired" and now.expired_reason:
+            label = f"No longer pending: {now.expired_reason}"
+        cards.append(
+            {
+                **row,
+                "status": status,
+                "status_label": label,
+                "confidence_label": f"{float(row.get('confidence') or 0):.0%}",
+                "respond_url": reverse("api:respond_to_suggestion", args=[row["suggestion_id"]]),
+            }
+        )
+    return cards
+
+
 def run_context(run: AskRun) -> dict[str, Any]:
     return {
         "run": run,
@@ -106,4 +165,6 @@ def run_context(run: AskRun) -> dict[str, Any]:
         "verification": verification_label(run.scope or {}),
         "confidence": CONFIDENCE_LABELS.get(str((run.scope or {}).get("confidence") or ""), ""),
         "confidence_level": str((run.scope or {}).get("confidence") or ""),
+        "files": file_cards(run),
+        "suggestions": suggestion_cards(run),
     }

@@ -11,4 +11,5 @@ urlpatterns = [
     path("runs/<uuid:run_id>/", views.run_item, name="run"),
     path("settings/", views.ask_settings, name="settings"),
     path("settings/test/", views.ask_settings_test, name="settings_test"),
+    path("files/<int:file_id>/", views.library_file, name="file"),
 ]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.handlers.asgi import ASGIRequest
-from django.http import HttpRequest, HttpResponse
+from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -145,3 +145,38 @@ def ask_settings_test(request: HttpRequest) -> HttpResponse:
         name=model.config.name,
     )
     return render(request, "setup/partials/probe_result.html", {"result": result})
+
+
+# Shown in the browser (a card's link opens them); every other type is downloaded, so a saved HTML page or
+# SVG never runs as part of this site.
+INLINE_TYPES = {"application/pdf", "image/png", "image/jpeg", "image/gif", "image/webp", "text/plain"}
+
+
+@require_GET
+def library_file(request: HttpRequest, file_id: int) -> HttpResponse | FileResponse:
+    """One of the user's library files, as a card in an answer links to it; another user's file is a 404."""
+    from apps.ask.library import access_library_file
+    from apps.organization.fsops import LibraryPathError, resolve_inside
+
+    file = access_library_file(user=request.user, file_id=file_id)
+    try:
+        path = resolve_inside(file.library.root_path, file.path)
+        if path.is_symlink() or not path.is_file():
+            raise FileNotFoundError(file.path)
+        handle = path.open("rb")
+    except (LibraryPathError, OSError):
+        # Yours, but gone from disk (moved or deleted outside the app): 410, not the 404 of another user's file.
+        return HttpResponse(
+            f"{file.path} is no longer in your library folder. Scan the library on the Organization page.",
+            status=410,
+            content_type="text/plain; charset=utf-8",
+        )
+    inline = file.mime_type in INLINE_TYPES
+    response = FileResponse(
+        handle,
+        as_attachment=not inline,
+        filename=file.name,
+        content_type=file.mime_type if inline else "application/octet-stream",
+    )
+    response["X-Content-Type-Options"] = "nosniff"
+    return response

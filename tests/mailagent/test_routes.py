@@ -153,6 +153,7 @@ EXPECTED_URL_PATTERNS = {
     "results/runs/<int:run_id>/",
     "results/items/<int:item_id>/",
     "results/delete/",
+    "results/restore/",
     "results/events/",
     "results/notifications/",
     "inbox/",
