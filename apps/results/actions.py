@@ -4,6 +4,7 @@ revisioned and logged) and the user's notification preferences."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
@@ -14,23 +15,49 @@ from apps.workspaces.models import CreatedBy, WorkspaceItem
 
 
 def delete_items(*, user: Any, item_ids: Iterable[int], hard: bool) -> int:
-    """Soft-delete (or, when `hard`, permanently delete) the user's live items among `item_ids`; returns how
-    many were deleted. Items of other users and items already deleted are skipped."""
-    items = list(
-        WorkspaceItem.objects.filter(pk__in=list(item_ids), workspace__owner=user, deleted=False)
-        .select_related("workspace")
-        .only("pk", "workspace")
-    )
+    """Soft-delete the user's live items among `item_ids`, or when `hard` permanently delete them (soft-deleted
+    ones too); returns how many were deleted. Items of other users and items already gone are skipped."""
+    items = WorkspaceItem.objects.filter(pk__in=list(item_ids), workspace__owner=user)
+    if not hard:
+        items = items.filter(deleted=False)
+    rows = list(items.select_related("workspace").only("pk", "workspace"))
     actor = {"createdBy": CreatedBy.USER, "userId": user.pk, "via": "results"}
     deleted = 0
     with transaction.atomic():
-        for item in items:
+        for item in rows:
             try:
                 workspace_actions.remove_item(item_id=item.pk, workspace=item.workspace, hard=hard, actor=actor)
             except workspace_actions.WorkspaceError:
                 continue  # removed meanwhile by an agent
             deleted += 1
     return deleted
+
+
+@dataclass(frozen=True, slots=True)
+class RestoreOutcome:
+    restored: int
+    refused: list[str]  # why an item could not be restored (its path is taken by a live item)
+
+
+def restore_items(*, user: Any, item_ids: Iterable[int]) -> RestoreOutcome:
+    """Undo the soft delete of the user's deleted items among `item_ids` (through the workspaces actions, so
+    the revision log records it). Items of other users, live items and permanently deleted ones are skipped."""
+    rows = list(
+        WorkspaceItem.objects.filter(pk__in=list(item_ids), workspace__owner=user, deleted=True)
+        .select_related("workspace")
+        .only("pk", "label", "mime_type", "workspace")
+    )
+    actor = {"createdBy": CreatedBy.USER, "userId": user.pk, "via": "results"}
+    restored = 0
+    refused: list[str] = []
+    for item in rows:
+        try:
+            workspace_actions.restore_item(item_id=item.pk, workspace=item.workspace, actor=actor)
+        except workspace_actions.WorkspaceError as exc:
+            refused.append(f"“{item.label or item.mime_type}”: {exc}")
+            continue
+        restored += 1
+    return RestoreOutcome(restored=restored, refused=refused)
 
 
 def update_notification_preference(

@@ -34,6 +34,7 @@ class ResultFilters:
     tag: str = ""
     author: str = ""
     q: str = ""
+    deleted: bool = False  # "Deleted items": soft-deleted items (to restore) instead of live ones
 
     @classmethod
     def from_query(cls, query: Any) -> ResultFilters:
@@ -50,15 +51,16 @@ class ResultFilters:
             tag=str(query.get("tag") or "").strip()[:100],
             author=author if author in CreatedBy.values else "",
             q=str(query.get("q") or "").strip()[:200],
+            deleted=str(query.get("show") or "") == "deleted",
         )
 
     @property
     def active(self) -> bool:
-        return any((self.account, self.director, self.status, self.tag, self.author, self.q))
+        return any((self.account, self.director, self.status, self.tag, self.author, self.q, self.deleted))
 
     @property
     def filters_items(self) -> bool:
-        return bool(self.tag or self.author)
+        return bool(self.tag or self.author or self.deleted)
 
 
 @dataclass(slots=True)
@@ -95,7 +97,7 @@ def filtered_runs(*, user: Any, filters: ResultFilters) -> QuerySet[Run]:
     if filters.q:
         q = filters.q
         labelled = WorkspaceItem.objects.filter(
-            Q(label__icontains=q) | Q(path__icontains=q), workspace__owner=user, deleted=False
+            Q(label__icontains=q) | Q(path__icontains=q), workspace__owner=user, deleted=filters.deleted
         ).values("workspace__run_id")
         runs = runs.filter(
             Q(message__subject__icontains=q)
@@ -114,12 +116,15 @@ def _item_matches(item: WorkspaceItem, filters: ResultFilters) -> bool:
 
 
 def results_tree(*, user: Any, filters: ResultFilters, emails: int = TREE_EMAILS) -> Tree:
-    """Emails (newest run first) → their runs (newest first) → live items (newest first). Four queries (three
-    with a tag filter)."""
+    """Emails (newest run first) → their runs (newest first) → live items (newest first), or with
+    `filters.deleted` only the runs with soft-deleted items and those items. Four queries (three with a tag
+    filter)."""
     matching = filtered_runs(user=user, filters=filters)
-    if filters.author:
-        by_author = WorkspaceItem.objects.filter(workspace__owner=user, deleted=False, created_by=filters.author)
-        matching = matching.filter(pk__in=by_author.values("workspace__run_id"))
+    if filters.author or filters.deleted:
+        chosen = WorkspaceItem.objects.filter(workspace__owner=user, deleted=filters.deleted)
+        if filters.author:
+            chosen = chosen.filter(created_by=filters.author)
+        matching = matching.filter(pk__in=chosen.values("workspace__run_id"))
     rows = matching.select_related("message", "message__account", "director").defer(*MESSAGE_HEAVY_FIELDS)
     truncated = False
     if filters.tag:
@@ -140,7 +145,7 @@ def results_tree(*, user: Any, filters: ResultFilters, emails: int = TREE_EMAILS
         Workspace.objects.filter(owner=user, run_id__in=[run.pk for run in runs]).values_list("pk", "run_id")
     )
     items_by_run: dict[int, list[WorkspaceItem]] = {}
-    live = WorkspaceItem.objects.filter(workspace_id__in=list(workspaces), deleted=False)
+    live = WorkspaceItem.objects.filter(workspace_id__in=list(workspaces), deleted=filters.deleted)
     if filters.author:
         live = live.filter(created_by=filters.author)
     for item in live.only(*ITEM_ROW_FIELDS).order_by("-created", "-pk"):
@@ -233,19 +238,17 @@ class ItemPane:
     supersedes: list[WorkspaceItem]  # earlier items of the workspace at the same path, newest first
 
 
-def access_item(*, user: Any, item_id: int) -> WorkspaceItem:
-    item = (
-        WorkspaceItem.objects.select_related("workspace")
-        .filter(pk=item_id, workspace__owner=user, deleted=False)
-        .first()
-    )
+def access_item(*, user: Any, item_id: int, include_deleted: bool = False) -> WorkspaceItem:
+    items = WorkspaceItem.objects.select_related("workspace").filter(pk=item_id, workspace__owner=user)
+    item = (items if include_deleted else items.filter(deleted=False)).first()
     if item is None:
         raise Http404("No such item")
     return item
 
 
 def item_pane(*, user: Any, item_id: int) -> ItemPane:
-    item = access_item(user=user, item_id=item_id)
+    """A live item, or a soft-deleted one (shown as deleted, with Restore)."""
+    item = access_item(user=user, item_id=item_id, include_deleted=True)
     run = None
     if item.workspace.run_id is not None:
         run = Run.objects.select_related("director", "message").filter(pk=item.workspace.run_id).first()
@@ -264,8 +267,9 @@ def item_pane(*, user: Any, item_id: int) -> ItemPane:
 # --- deletion -----------------------------------------------------------------------------------------
 
 
-def items_for_nodes(*, user: Any, nodes: list[str]) -> QuerySet[WorkspaceItem]:
-    """The user's live items under tree nodes ("email-3", "run-7", "item-12"); unknown or foreign ids add nothing."""
+def items_for_nodes(*, user: Any, nodes: list[str], deleted: bool = False) -> QuerySet[WorkspaceItem]:
+    """The user's live (or with `deleted`, soft-deleted) items under tree nodes ("email-3", "run-7", "item-12");
+    unknown or foreign ids add nothing."""
     wanted = Q(pk__in=[])
     for node in nodes:
         kind, _, raw = str(node).partition("-")
@@ -278,13 +282,13 @@ def items_for_nodes(*, user: Any, nodes: list[str]) -> QuerySet[WorkspaceItem]:
             wanted |= Q(workspace__run_id=number)
         elif kind == "email":
             wanted |= Q(workspace__message_id=number, workspace__run_id__isnull=False)
-    return WorkspaceItem.objects.filter(wanted, workspace__owner=user, deleted=False)
+    return WorkspaceItem.objects.filter(wanted, workspace__owner=user, deleted=deleted)
 
 
 def items_for_filters(*, user: Any, filters: ResultFilters) -> QuerySet[WorkspaceItem]:
-    """Every live item the tree shows under these filters (not only its first page)."""
+    """Every item the tree shows under these filters (not only its first page): live, or the deleted ones."""
     run_ids = filtered_runs(user=user, filters=filters).values("pk")
-    items = WorkspaceItem.objects.filter(workspace__owner=user, workspace__run_id__in=run_ids, deleted=False)
+    items = WorkspaceItem.objects.filter(workspace__owner=user, workspace__run_id__in=run_ids, deleted=filters.deleted)
     if filters.author:
         items = items.filter(created_by=filters.author)
     if filters.tag:

@@ -15,6 +15,7 @@ urlpatterns: list[URLPattern] = [
     path("runs/<int:run_id>/", views.run_node, name="run"),
     path("items/<int:item_id>/", views.item_node, name="item"),
     path("delete/", views.delete_items, name="delete"),
+    path("restore/", views.restore_items, name="restore"),
     path("events/", views.events, name="events"),
     path("notifications/", views.notification_settings, name="notifications"),
 ]

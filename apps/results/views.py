@@ -97,14 +97,28 @@ def delete_items(request: HttpRequest) -> HttpResponse:
         response["HX-Trigger"] = "results-changed"
         return response
     scope = request.POST.get("scope") or ""
+    filters = ResultFilters.from_query(request.POST)  # "Deleted items" shown: the deleted ones, to erase
     if scope == "all":
-        items = selectors.items_for_filters(user=request.user, filters=ResultFilters.from_query(request.POST))
+        items = selectors.items_for_filters(user=request.user, filters=filters)
     elif scope == "active":
-        items = selectors.items_for_nodes(user=request.user, nodes=[request.POST.get("active") or ""])
+        nodes = [request.POST.get("active") or ""]
+        items = selectors.items_for_nodes(user=request.user, nodes=nodes, deleted=filters.deleted)
     else:
-        items = selectors.items_for_nodes(user=request.user, nodes=request.POST.getlist("node"))
+        nodes = request.POST.getlist("node")
+        items = selectors.items_for_nodes(user=request.user, nodes=nodes, deleted=filters.deleted)
     rows = list(items.select_related("workspace").only("pk", "label", "mime_type", "workspace__director_name"))
-    return render(request, "results/partials/confirm_delete.html", {"items": rows, "scope": scope})
+    context = {"items": rows, "scope": scope, "already_deleted": filters.deleted}
+    return render(request, "results/partials/confirm_delete.html", context)
+
+
+@require_POST
+def restore_items(request: HttpRequest) -> HttpResponse:
+    """Restore soft-deleted items (the `item` ids that are the user's and still deleted). The answer goes to the
+    pane and asks the page to refresh the tree (data-refresh-tree, results.js): an HX-Trigger header would fire
+    on the Restore button in the tree, which a live refresh may have replaced meanwhile, and be lost."""
+    ids = [int(raw) for raw in request.POST.getlist("item") if raw.isdigit()]
+    outcome = actions.restore_items(user=request.user, item_ids=ids)
+    return render(request, "results/partials/restored.html", {"outcome": outcome})
 
 
 @require_GET

@@ -308,6 +308,28 @@ def remove_item(*, item_id: int, workspace: Workspace, hard: bool, actor: Mappin
         _log(item, ItemAction.REMOVE, actor)
 
 
+def restore_item(*, item_id: int, workspace: Workspace, actor: Mapping[str, Any]) -> WorkspaceItem:
+    """Undo a soft delete: the item is live again at its old path (a WorkspaceError when a live item took that
+    path meanwhile). Logged as an update of the `deleted` flag, with `restored` in the actor."""
+    path = ""
+    try:
+        with transaction.atomic():
+            item = WorkspaceItem.objects.select_for_update().filter(pk=item_id, workspace=workspace).first()
+            if item is None or not item.deleted:
+                raise WorkspaceError(f"no deleted item {item_id} in this workspace")
+            path = item.path or ""
+            if item.path is not None and _path_taken(workspace, item.path, exclude_id=item.pk):
+                raise _path_conflict(item.path)
+            item.deleted = False
+            item.revision += 1
+            item.updated = timezone.now()
+            item.save(update_fields=["deleted", "revision", "updated"])
+            _log(item, ItemAction.UPDATE, {**actor, "restored": True})
+    except IntegrityError:  # a concurrent add took the path between the check and the save
+        raise _path_conflict(path) from None
+    return item
+
+
 # --- workspace tokens (MCP) -------------------------------------------------------------------------------
 
 TOKEN_PREFIX = "mcpws_"  # noqa: S105 -- a label, not a secret

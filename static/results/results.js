@@ -1,6 +1,7 @@
 // The Results page: keyboard navigation of the tree (roving focus; ↑ ↓ move, → ← open and close, Home/End,
-// Enter shows the node), the active node (highlight + the "Delete active" target), collapsed branches kept
-// across live refreshes, copy to clipboard, the original-email toggle, and live updates from notifications.
+// Enter shows the node), the active node (highlight + the "Delete active" target), collapsed branches, ticked
+// boxes and the keyboard focus kept across live refreshes, copy to clipboard, the original-email toggle, and
+// live updates from notifications.
 (() => {
   "use strict";
   const collapsed = new Set();
@@ -49,14 +50,49 @@
     else collapsed.add(item.dataset.node);
   }
 
+  // What a refresh of the tree would lose: the focused node (and whether its box or its link had the focus)
+  // and the ticked boxes. Read just before the swap, put back right after it.
+  let kept = null;
+
+  function rememberTree() {
+    const root = tree();
+    if (!root) return;
+    const focused = document.activeElement;
+    const item = focused && root.contains(focused) ? focused.closest("[role=treeitem]") : null;
+    kept = {
+      focusNode: item ? item.dataset.node : null,
+      focusBox: Boolean(item && focused.matches("input[type=checkbox]")),
+      ticked: new Set(Array.from(root.querySelectorAll("input[name=node]:checked"), (box) => box.value)),
+    };
+  }
+
   function restoreTree() {
     const root = tree();
     if (!root) return;
     root.querySelectorAll("[role=treeitem]").forEach((item) => {
       if (collapsed.has(item.dataset.node)) item.setAttribute("aria-expanded", "false");
     });
-    markActive(activeInput() ? activeInput().value : "");
+    const before = kept;
+    kept = null;
+    if (before) {
+      root.querySelectorAll("input[name=node]").forEach((box) => {
+        if (before.ticked.has(box.value)) box.checked = true;
+      });
+    }
+    const active = markActive(activeInput() ? activeInput().value : "");
+    if (!before || !before.focusNode) return;
+    const item = Array.from(root.querySelectorAll("[role=treeitem]")).find((el) => el.dataset.node === before.focusNode);
+    const row = item ? item.querySelector(":scope > .rtree-row") : null;
+    // The focused node is gone (deleted): the active node, else the first one, keeps the focus in the tree.
+    const link = row ? row.querySelector(".rtree-link") : active || visibleLinks()[0] || null;
+    const target = row && before.focusBox ? row.querySelector("input[type=checkbox]") : link;
+    if (link) setRovingFocus(link);
+    if (target) target.focus({ preventScroll: true });
   }
+
+  document.addEventListener("htmx:beforeSwap", (event) => {
+    if (event.detail.target === tree()) rememberTree();
+  });
 
   document.addEventListener("keydown", (event) => {
     const link = event.target.closest ? event.target.closest(".rtree-link") : null;
@@ -160,6 +196,10 @@
     if (event.detail.target && event.detail.target.id === "results-pane") {
       const node = event.detail.target.querySelector("[data-node]");
       if (node) markActive(node.dataset.node);
+      // An answer that changed the tree (a restore) asks for a refresh.
+      if (event.detail.target.querySelector("[data-refresh-tree]") && window.htmx) {
+        window.htmx.trigger(document.body, "results-changed");
+      }
     }
   });
 
