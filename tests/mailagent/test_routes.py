@@ -127,6 +127,7 @@ EXPECTED_URL_PATTERNS = {
     "ask/runs/<uuid:run_id>/",
     "ask/settings/",
     "ask/settings/test/",
+    "ask/files/<int:file_id>/",
     "organize/",
     "organize/guideline/",
     "organize/moves/<int:move_id>/undo/",
