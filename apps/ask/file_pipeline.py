@@ -127,7 +127,7 @@ def _query_files(
     suggestions = _pending_of(found.cards)
     with tracker.step("answer") as step:
         answer = _query_answer(found, route, ctx, left_out)
-        step.detail = f"{len(found.cards)} file cards" if found.cards else "no file matched"
+        step.detail = _plural(len(found.cards), "file card") if found.cards else "no file matched"
     scope["files"] = found.cards
     scope["suggestions"] = [suggestion_row(s) for s in suggestions]
     top = found.cards[0]["file_id"] if found.cards else None
