@@ -54,6 +54,7 @@ def create_filter(
     description: str = "",
     enabled: bool = True,
     order: int | None = None,
+    save_attachments: bool = False,
 ) -> Filter:
     """Validate, then save. An invalid pattern raises ValidationError and nothing is stored."""
     _validated(
@@ -70,6 +71,7 @@ def create_filter(
         description=description.strip(),
         enabled=enabled,
         order=order,
+        save_attachments=save_attachments,
     )
 
 

@@ -36,6 +36,7 @@ class FilterIn(Schema):
     description: str = ""
     enabled: bool = True
     order: int | None = Field(None, ge=0, le=MAX_FILTER_ORDER)
+    saveAttachments: bool = False
 
 
 class FilterPatch(Schema):
@@ -46,6 +47,7 @@ class FilterPatch(Schema):
     description: str | None = None
     enabled: bool | None = None
     order: int | None = Field(None, ge=0, le=MAX_FILTER_ORDER)
+    saveAttachments: bool | None = None
 
 
 class FilterOut(Schema):
@@ -61,6 +63,7 @@ class FilterOut(Schema):
     createdAt: dt.datetime
     errorCount: int
     lastError: str
+    saveAttachments: bool
 
 
 class ErrorOut(Schema):
@@ -82,6 +85,7 @@ def _filter_out(item: Filter) -> dict[str, Any]:
         "createdAt": item.created_at,
         "errorCount": item.error_count,
         "lastError": item.last_error,
+        "saveAttachments": item.save_attachments,
     }
 
 
@@ -107,6 +111,7 @@ def create_filter(request: HttpRequest, payload: FilterIn) -> Status:
             description=payload.description,
             enabled=payload.enabled,
             order=payload.order,
+            save_attachments=payload.saveAttachments,
         )
     except ValidationError as exc:
         return _validation_error(exc)
@@ -182,6 +187,7 @@ def update_filter(request: HttpRequest, filter_id: int, payload: FilterPatch) ->
         ("description", "description"),
         ("enabled", "enabled"),
         ("order", "order"),
+        ("saveAttachments", "save_attachments"),
     ):
         if data.get(api_name) is not None:
             changes[model_name] = data[api_name].lower() if api_name == "field" else data[api_name]

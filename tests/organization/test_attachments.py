@@ -122,10 +122,11 @@ def test_a_filter_with_the_switch_saves_the_attachments_of_the_mail_it_matches(
     outcomes = dict(SavedAttachment.objects.values_list("attachment__filename", "outcome"))
     assert outcomes["menu.txt"] == "skipped: no filter with the switch matched"
 
-    # Switched off: the filter saves nothing any more.
-    logged_in_client.post(
-        reverse("settings:filter", args=[bank.pk]),
-        {"director": bank.director_id, "field": "from", "regex": r"qnb\.example", "enabled": "on"},
+    # Switched off (through the filters API, which shows and takes the switch too): nothing saved any more.
+    assert logged_in_client.get(f"/api/filters/{bank.pk}").json()["saveAttachments"] is True
+    response = logged_in_client.put(
+        f"/api/filters/{bank.pk}", {"saveAttachments": False}, content_type="application/json"
     )
+    assert response.status_code == 200 and response.json()["saveAttachments"] is False
     _store(account, 3, [("april.pdf", b"%PDF-1.4 april")], django_capture_on_commit_callbacks)
     assert not LibraryFile.objects.filter(path="inbox/april.pdf").exists()
