@@ -85,7 +85,13 @@ def base_variables(message: Message, **extra: str) -> dict[str, str]:
 def mentions_email(prompt: Prompt | None) -> bool:
     if prompt is None:
         return False
-    return any("{{" in m.content and "email" in m.content for m in prompt.messages.all())
+    # A {{email}} or {{email.…}} variable, not the word: "For each client email … {{director.name}}" does not
+    # put the email in the prompt (the first-run template's director and psychologist never saw it).
+    return any(
+        match.group(1) == "email" or match.group(1).startswith("email.")
+        for m in prompt.messages.all()
+        for match in VARIABLE.finditer(m.content)
+    )
 
 
 # Every variable the engine resolves (prompt messages of directors and agents), with what it holds: the

@@ -3,6 +3,7 @@ template, skips and reopens; and the whole path in Chromium against the fake Ope
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import time
@@ -65,6 +66,31 @@ def test_the_wizard_resumes_where_the_data_says(logged_in_client: Any, user: Any
     assert not setup_progress(user=user).show
     page = logged_in_client.get(reverse("setup:step", args=["done"])).content.decode()
     assert "You're set up" in page and 'data-testid="results-link"' in page
+
+
+@pytest.mark.django_db
+def test_a_template_director_and_its_agent_see_the_email(
+    user: Any, fake_llm: FakeOpenAI, store_mail: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    """The client-support template's prompts say "email" and use other {{variables}} but not {{email}}: the run
+    still gives the email to the director and to the psychologist it consults."""
+    from apps.routing.manual_runs import run_director_on_message
+    from apps.setup.actions import create_director_from_template
+    from apps.setup.director_templates import CLIENT_SUPPORT
+
+    config = ApiConfig.objects.create(owner=user, name="Fake", base_url=fake_llm.base_url, model="fake-model")
+    director = create_director_from_template(owner=user, template=CLIENT_SUPPORT, name="Support", api_config=config)
+    message = store_mail(subject="Desk arrived broken (order ER-48213)", sender="client1@domain.com")
+    _script_director(fake_llm)
+    with django_capture_on_commit_callbacks(execute=True):  # the run's task, synchronously in tests
+        run_director_on_message(message=message, director=director)
+    run = Run.objects.get(director=director)
+    assert run.status == RunStatus.COMPLETED, (run.status, run.error)
+    requests = fake_llm.chat_requests()
+    director_first = next(body for body in requests if "You manage client support as Support" in system_text(body))
+    psychologist = next(body for body in requests if "emotional state" in system_text(body))
+    for body in (director_first, psychologist):
+        assert "Desk arrived broken (order ER-48213)" in json.dumps(body["messages"], ensure_ascii=False)
 
 
 @pytest.mark.django_db
@@ -202,6 +228,10 @@ def test_first_run_in_chromium(asgi_server: str, chromium: Any, user: Any, fake_
         )
         run.refresh_from_db()
         assert run.status == RunStatus.COMPLETED, (run.status, run.error)
+        director_first = next(
+            body for body in fake_llm.chat_requests() if "You manage client support" in system_text(body)
+        )
+        assert "ER-48213" in json.dumps(director_first["messages"], ensure_ascii=False)  # the director saw the email
         page.click(f"[data-node=run-{run.pk}] [role=treeitem] .rtree-link")
         pane = page.wait_for_selector("[data-testid=item-pane]")
         assert "replacement frame and control panel" in pane.inner_text()
