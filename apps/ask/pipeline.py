@@ -299,7 +299,11 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
     scope["shortlist"] = len(shortlist)
     with tracker.step("read_evidence") as step:
         texts = _read_evidence(plan, threads[:READ_EVIDENCE])
-        step.detail = f"read {len(texts)} messages" + (f", best: “{threads[0].best.subject[:60]}”" if threads else "")
+        read = sum(max(1, len(text.members)) for text in texts)  # each thread's best mail and up to 3 more
+        step.detail = (
+            f"read {read} message{'s' if read != 1 else ''} of {len(texts)} thread{'s' if len(texts) != 1 else ''}"
+            + (f", best: “{threads[0].best.subject[:60]}”" if threads else "")
+        )
     if ctx.library_files:
         from apps.ask.library import mixed_file_cards
 
