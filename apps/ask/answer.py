@@ -84,7 +84,9 @@ def citation_check(answer: str, evidence: list[EvidenceText]) -> dict[str, Any]:
     invalid = sorted({n for n in all_cited if n not in by_number})
     value_keys: dict[int, set[str]] = {}
     for item in evidence:
-        text = f"{item.subject}\n{item.date_label}\n{item.full_text}"
+        # the headers of the thread's messages too: the answer names the message it quotes by subject and date
+        headers = "\n".join(f"{m.subject}\n{m.date_label}" for m in item.members)
+        text = f"{item.subject}\n{item.date_label}\n{headers}\n{item.full_text}"
         value_keys[item.number] = {value_key(v) for v in _checked_values(text) if value_key(v)}
     unsupported: list[str] = []
     checked = 0

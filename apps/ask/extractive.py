@@ -21,7 +21,7 @@ import numpy as np
 
 from apps.ask.answer import EvidenceMessage, EvidenceText
 from apps.ask.planner import Plan
-from apps.ask.textutil import Passage, amount_number, find_values, normalize, parse_day
+from apps.ask.textutil import Passage, amount_number, find_values, normalize, parse_day, value_key
 
 logger = logging.getLogger(__name__)
 
@@ -108,7 +108,7 @@ def _structural_preference(kind: str, option: _Option) -> Any:
         sent = dt.date.fromtimestamp(option.message.timestamp) if option.message.timestamp else None
 
         def later(passage: Passage) -> float:
-            days = [parse_day(v) for v in find_values("date", passage.text)]
+            days = [parse_day(v, reference=sent) for v in find_values("date", passage.text)]
             return LATER_DATE_BONUS if sent and any(d and d > sent for d in days) else 0.0
 
         return later
@@ -148,7 +148,7 @@ def _headline(kind: str, chosen: list[tuple[Passage, list[str]]], message: Evide
     values = [v for _p, vs in chosen for v in vs if find_values(kind, v)]
     if kind == "date" and message.timestamp:
         sent = dt.date.fromtimestamp(message.timestamp)
-        later = [v for v in values if (day := parse_day(v)) is not None and day > sent]
+        later = [v for v in values if (day := parse_day(v, reference=sent)) is not None and day > sent]
         values = later or values
     elif kind == "amount" and values:
         values = [max(values, key=amount_number)]
@@ -161,8 +161,15 @@ def _mark(text: str, values: list[str]) -> str:
     return text.replace("****", "")
 
 
+def _answer_values(kind: str, text: str, given: set[str]) -> list[str]:
+    """Values of `kind` in `text`, less those the question itself states ("when do futures close on
+    October 4, 2001?" is not answered by "October 4, 2001")."""
+    return [v for v in find_values(kind, text) if value_key(v) not in given]
+
+
 def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAnswer:
     kinds = [k for k in plan.answer_types if k in VALUE_KINDS]
+    given = {key for kind in VALUE_KINDS for v in find_values(kind, plan.question) if (key := value_key(v))}
     if not evidence:
         return ExtractiveAnswer(text="Nothing in your mail matched.")
     top_score = evidence[0].score or 1.0
@@ -184,8 +191,16 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
         (o, p)
         for o in options
         for p in o.message.passages
-        if p.source != "subject" and (not kinds or any(find_values(kind, p.text) for kind in kinds))
+        if p.source != "subject" and (not kinds or any(_answer_values(kind, p.text, given) for kind in kinds))
     ][:MAX_PASSAGES_EMBEDDED]
+    asked = kinds
+    if kinds and not flat:
+        # No sentence holds a value of the asked kind that the patterns recognise (a phone number, a room, a
+        # name, "5 business days"): quote the sentences closest to the question instead, and say so.
+        kinds = []
+        flat = [(o, p) for o in options for p in o.message.passages if p.source != "subject"][
+            :MAX_PASSAGES_EMBEDDED
+        ]
     # Each sentence is embedded with its mail's subject (a bare "label: date" line says little).
     similarities = _similarities(
         plan.semantic_query or plan.question, [f"{o.message.subject}: {p.text}" for o, p in flat]
@@ -205,7 +220,7 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
         for kind in kinds:
             preferred = _structural_preference(kind, option)
             for score, similarity, passage in sorted(ranked, key=lambda item: -(item[0] + preferred(item[2]))):
-                values = find_values(kind, passage.text)
+                values = _answer_values(kind, passage.text, given)
                 if values:
                     found.append(kind)
                     quality += score + preferred(passage) + (LABELLED_BONUS if _labelled(passage.text, values) else 0)
@@ -235,7 +250,7 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
         )
     _total, option, chosen, found, similarity = best
     message = option.message
-    missing = [k for k in kinds if k not in found]
+    missing = [k for k in asked if k not in found]
     where = f"“{message.subject or '(no subject)'}” from {message.sender or 'an unknown sender'}"
     if message.date_label:
         where += f", {message.date_label}"
@@ -248,7 +263,12 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
             f"{KIND_NAMES[kind]}: " + ", ".join(f"**{v}**" for v in _headline(kind, chosen, message)) for kind in found
         )
         lines.append(("I'm not sure, but the closest answer is — " if unsure else "") + f"{facts} {cite}")
-    if missing:
+    if missing and not found:
+        lines.append(
+            f"I found no {' or '.join(KIND_LABELS[k].split(' ', 1)[1] for k in missing)} I could recognise in"
+            f" the best match, {where} {cite}; these are its sentences closest to your question:"
+        )
+    elif missing:
         lines.append(
             f"The best match, {where} {cite}, does not state "
             + " or ".join(KIND_LABELS[k] for k in missing)

@@ -1,4 +1,3 @@
-# ruff: noqa: RUF001 -- month names and currency marks in several languages are the point of this module.
 """Dates, amounts and passages in mail text: shared by the planner, the reranker and the answer."""
 
 from __future__ import annotations
@@ -7,38 +6,42 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
+from apps.ask.monthnames import months
 from apps.search.folding import fold
 
-MONTHS: dict[str, int] = {}
-for _number, _names in enumerate(
-    [
-        "january jan januar ocak enero ene janvier janv gennaio",
-        "february feb februar subat şubat febrero février fevrier févr fevr febbraio",
-        "march mar märz maerz marz mart marzo mars",
-        "april apr nisan abril avril aprile",
-        "may mai mayis mayıs mayo maggio",
-        "june jun juni haziran junio juin giugno",
-        "july jul juli temmuz julio juillet juil luglio",
-        "august aug agustos ağustos agosto août aout",
-        "september sep sept eylul eylül septiembre septembre settembre",
-        "october oct oktober ekim octubre octobre ottobre",
-        "november nov kasim kasım noviembre novembre",
-        "december dec dezember aralik aralık diciembre décembre decembre dicembre",
-    ],
-    start=1,
-):
-    for _name in _names.split():
-        MONTHS[fold(_name).lower()] = _number
+# Month names come from dateparser's language data (apps/ask/monthnames.py), not from a list kept here.
+MONTHS: dict[str, int] = months()
 
-_MONTH_ALTERNATION = "|".join(sorted({re.escape(name) for name in MONTHS}, key=len, reverse=True))
-
-# 11/05/2026, 15.12.2026, 2026-12-05, 5 December 2026, December 5, 2026, 15 Aralik 2026 (matched on folded text).
+# 11/05/2026, 15.12.2026, 2026-12-05, 5 December 2026, December 5, 2026, 15 Aralik 2026, June 6th, 23 oct.
+# (matched on folded text). The word is a month only when MONTHS knows it; without a year only a name of
+# four letters or more counts ("Sept. 27th", "October 23"), so "may 5" or "set 2" are not dates.
+_NUMERIC_DATE_RE = r"\d{1,2}[./-]\d{1,2}[./-](?:\d{4}|\d{2})\b|\d{4}-\d{2}-\d{2}\b"
+_ORDINAL = r"(?:st|nd|rd|th)?"
 DATE_RE = re.compile(
-    r"\b(?:\d{1,2}[./-]\d{1,2}[./-](?:\d{4}|\d{2})|\d{4}-\d{2}-\d{2}"
-    rf"|\d{{1,2}}\.?\s+(?:{_MONTH_ALTERNATION})\.?,?\s+\d{{4}}"
-    rf"|(?:{_MONTH_ALTERNATION})\.?\s+\d{{1,2}}(?:st|nd|rd|th)?,?\s+\d{{4}})\b",
+    rf"\b(?:(?P<numeric>{_NUMERIC_DATE_RE})"
+    rf"|\d{{1,2}}{_ORDINAL}\.?\s+(?P<after>[^\W\d_]{{3,}})\.?(?:,?\s+(?P<year_after>\d{{4}}))?\b"
+    rf"|(?P<before>[^\W\d_]{{3,}})\.?\s+\d{{1,2}}{_ORDINAL}(?:,?\s+(?P<year_before>\d{{4}}))?\b)",
     re.IGNORECASE,
 )
+
+
+def _date_spans(folded: str) -> list[tuple[int, int]]:
+    """Where DATE_RE finds a real date: a numeric one, or a month name MONTHS knows (with a year, or of at
+    least four letters). A rejected candidate is retried one character later, so "ships 12 December 2001"
+    still yields "12 December 2001"."""
+    spans: list[tuple[int, int]] = []
+    position = 0
+    while (match := DATE_RE.search(folded, position)) is not None:
+        name = (match.group("after") or match.group("before") or "").lower()
+        year = match.group("year_after") or match.group("year_before")
+        if match.group("numeric") or (name in MONTHS and (year or len(name) >= 4)):
+            spans.append((match.start(), match.end()))
+            position = match.end()
+        else:
+            position = match.start() + 1
+    return spans
+
+
 _CURRENCY = r"(?:TL|TRY|EUR|USD|GBP|CHF|SEK|NOK|DKK|PLN|€|\$|£|₺|euros?|dollars?|lira)"
 _NUMBER = r"\d{1,3}(?:[.,\u00a0\u202f]\d{3})*(?:[.,]\d{1,2})?|\d+(?:[.,]\d{1,2})?"
 AMOUNT_RE = re.compile(
@@ -50,7 +53,14 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-ZÇĞİÖŞÜÄ0-9])")
 
 def find_dates(text: str) -> list[str]:
     """Date expressions as written (the original text, not the folded form)."""
-    return _find(DATE_RE, text)
+    folded = fold(text)
+    same_length = len(folded) == len(text)
+    found: list[str] = []
+    for start, end in _date_spans(folded):
+        value = (text[start:end] if same_length else folded[start:end]).strip()
+        if value and value not in found:
+            found.append(value)
+    return found
 
 
 def find_amounts(text: str) -> list[str]:
@@ -73,9 +83,9 @@ def _find(pattern: re.Pattern[str], text: str) -> list[str]:
 def value_key(value: str) -> str:
     """Digits (and month numbers) of a date or amount, to compare values written differently."""
     folded = fold(value).lower()
-    for name, number in MONTHS.items():
-        if re.search(rf"\b{re.escape(name)}\b", folded):
-            folded = re.sub(rf"\b{re.escape(name)}\b", f" {number:02d} ", folded)
+    for word in re.findall(r"[^\W\d_]+", folded):
+        if word in MONTHS:
+            folded = re.sub(rf"\b{re.escape(word)}\b", f" {MONTHS[word]:02d} ", folded)
             break
     return "".join(ch for ch in folded if ch.isdigit())
 
@@ -250,8 +260,9 @@ def own_text(body: str) -> str:
 _NUMERIC_DATE = re.compile(r"(\d{1,4})[./-](\d{1,2})[./-](\d{2,4})")
 
 
-def parse_day(value: str) -> dt.date | None:
-    """The calendar day of a date value as find_dates returns it (day first, except ISO year first)."""
+def parse_day(value: str, *, reference: dt.date | None = None) -> dt.date | None:
+    """The calendar day of a date value as find_dates returns it (day first, except ISO year first). A date
+    written without a year ("October 23") takes the year of `reference` (the mail's date) when given."""
     folded = fold(value).lower()
     match = _NUMERIC_DATE.search(folded)
     try:
@@ -261,9 +272,9 @@ def parse_day(value: str) -> dt.date | None:
                 return dt.date(first, second, third)
             year = third + 2000 if third < 100 else third
             return dt.date(year, second, first) if second <= 12 else dt.date(year, first, second)
-        month = next((number for name, number in MONTHS.items() if re.search(rf"\b{re.escape(name)}\b", folded)), 0)
+        month = next((MONTHS[word] for word in re.findall(r"[^\W\d_]+", folded) if word in MONTHS), 0)
         numbers = [int(n) for n in re.findall(r"\d+", folded)]
-        year = next((n for n in numbers if n > 999), 0)
+        year = next((n for n in numbers if n > 999), 0) or (reference.year if reference else 0)
         day = next((n for n in numbers if 0 < n <= 31), 0)
         return dt.date(year, month, day) if month and year and day else None
     except ValueError:

@@ -12,8 +12,11 @@ import zlib
 import pytest
 
 from apps.accounts.demo_mailbox import build_pdf
+from apps.ask.answer import EvidenceText
 from apps.ask.extraction import ExtractionError, attachment_kind, extract_text
-from apps.ask.textutil import find_amounts, find_dates, passages, value_key
+from apps.ask.extractive import extractive_answer
+from apps.ask.planner import Plan
+from apps.ask.textutil import Passage, find_amounts, find_dates, parse_day, passages, value_key
 
 
 def test_pdf_from_the_demo_writer() -> None:
@@ -110,3 +113,38 @@ def test_dates_amounts_and_passages() -> None:
         "The replacement frame left our warehouse today (ParcelPoint tracking PP-5521-0938-DE). Thanks.",
         "Total: 5 EUR",
     ]
+
+
+def test_month_names_come_from_dateparser_and_dates_may_lack_a_year() -> None:
+    # Dutch was never in a list of ours: its month names come from dateparser's language data.
+    assert find_dates("betaling op 12 januari 2027 graag") == ["12 januari 2027"]
+    text = "Comments by Sept. 27th; he moves on Tuesday October 23. Ships 12 December 2001."
+    assert find_dates(text) == ["Sept. 27th", "October 23", "12 December 2001"]
+    # Without a year only a name of four letters or more is a month: "may 5", "set 2" are not dates.
+    assert find_dates("you may 5 times, set 2 of 3, March 2001 report") == []
+    assert parse_day("October 23", reference=dt.date(2001, 10, 17)) == dt.date(2001, 10, 23)
+    assert parse_day("October 23") is None
+    assert value_key("October 23") == value_key("10/23") == "1023"
+
+
+def _evidence(*sentences: str) -> list[EvidenceText]:
+    found = [Passage(s, "body") for s in sentences]
+    return [EvidenceText(1, "Increased security", "security@example.com", "2001-10-26", "", " ".join(sentences), found)]
+
+
+def test_an_answer_never_repeats_a_value_the_question_states() -> None:
+    plan = Plan(question="when do futures close on October 4, 2001?", intent="question", answer_types=["date"])
+    plan.keywords = ["futures", "close"]
+    answer = extractive_answer(plan, _evidence("Trading hours change on October 4, 2001.", "Futures close early."))
+    assert "**October 4, 2001**" not in answer.text and answer.kinds_missing == ["date"]
+
+
+def test_without_a_recognised_value_the_closest_sentences_are_quoted_and_the_gap_said() -> None:
+    plan = Plan(question="what number should I call about suspicious behaviour?", intent="question")
+    plan.answer_types, plan.keywords = ["amount"], ["number", "call", "suspicious", "behaviour"]
+    answer = extractive_answer(
+        plan, _evidence("We received a threat last week.", "If you see suspicious behaviour, call 3-6200.")
+    )
+    assert answer.text.startswith("I found no amount I could recognise in the best match")
+    assert "“If you see suspicious behaviour, call 3-6200.” [1]" in answer.text
+    assert answer.confidence == "low" and answer.kinds_missing == ["amount"]

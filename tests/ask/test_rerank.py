@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
-from apps.ask.answer import EvidenceText, citation_check
+from apps.ask.answer import EvidenceMessage, EvidenceText, citation_check
 from apps.ask.planner import plan_question
 from apps.ask.rerank import AttachmentText, Candidate, merge_threads, score_candidates
 
@@ -88,3 +88,7 @@ def test_citation_check() -> None:
     assert citation_check("Pay by 05.12.2026 [2]. The QNB bill is due 11/05/2026 [1].", evidence)["ok"]
     assert citation_check("It is 11/05/2026 [3].", evidence)["invalid_citations"] == [3]
     assert citation_check("Due on 11 May 2026 [1].", evidence)["ok"]  # the same date, written out
+    # the answer names the thread message it quotes by its own date: that header counts as cited text
+    reply = EvidenceMessage("Re: Rechnung", "Schreiber", "2026-11-20", 0.0, [])
+    evidence[1].members = [reply]
+    assert citation_check("From “Re: Rechnung”, 2026-11-20: pay by 05.12.2026 [2].", evidence)["ok"]
