@@ -430,4 +430,8 @@ ASK_LLM: dict[str, str] = {
 # Ask runs execute in the ASGI process (their events reach the browser through the channel layer):
 # at most this many at once per process, the rest wait for a slot.
 ASK_MAX_CONCURRENT_RUNS = env_int("MAILAGENT_ASK_MAX_CONCURRENT_RUNS", 4)
+# Languages whose month names (dateparser's data) Ask reads in mail dates ("12 januari 2027").
+ASK_DATE_LANGUAGES = tuple(
+    code.strip() for code in env_str("MAILAGENT_ASK_DATE_LANGUAGES", "en,de,fr,es,it,nl,pt,tr").split(",") if code
+)
 # ---- end ask --------------------------------------------------------------------------------------------
