@@ -209,8 +209,9 @@ DECISION_WORDS = {
 }  # fmt: skip
 ALL_WORDS = {"all", "both", "every", "them", "these", "those"}
 SAVE = re.compile(
-    r"^(?:save|store|note down|jot down|write down|add to (?:my )?library)\b"
-    r"(?:\s+(?:this|that|the following|a|my))?(?:\s+(?:note|link|url|text|page|idea|thought))?\s*[:\-\u2013\u2014]?\s*",
+    r"^(?:(?:save|store|note down|jot down|write down|add to (?:my )?library)\b"
+    r"(?:\s+(?:this|that|the following|a|my))?(?P<object>\s+(?:note|link|url|text|page|idea|thought))?"
+    r"|(?P<label>note|memo)(?=\s*:))\s*(?P<colon>[:\-\u2013\u2014])?\s*",
     re.IGNORECASE,
 )
 URL = re.compile(r"https?://[^\s<>\"']+", re.IGNORECASE)
@@ -338,10 +339,16 @@ def route_request(question: str, ctx: RouterContext | None = None) -> Route:
             return route
     save = SAVE.match(text)
     if save and text[save.end() :].strip():
-        return Route("save", 0.9, content=saved_content(question), reason="something to keep in the library")
+        # "save this note: …", "save https://…", "note: …" are sure; "save the invoice from the bank" may mean a
+        # mail attachment, which Ask cannot save: unsure (the model decides if configured, else a question).
+        explicit = save.group("object") or save.group("label") or save.group("colon") or URL.match(text[save.end() :])
+        if explicit:
+            return Route("save", 0.9, content=saved_content(question), reason="something to keep in the library")
+        return Route("question", 0.6, reason="save what? a mail or its attachment cannot be saved from Ask")
     if URL.fullmatch(text.strip().rstrip(".")):
         return Route("save", 0.9, content=text.strip(), reason="a link on its own")
-    if ORGANIZE.match(text) and not mentions_mail:
+    organize = ORGANIZE.match(text)
+    if organize and not mentions_mail and (organize.group(0).lower().startswith("organi") or mentions_file):
         return Route("organize", 0.9, reason="organize the library inbox")
     intent, refusal = classify_intent(question)
     if intent != "question":

@@ -13,7 +13,7 @@ from django.http import Http404
 from apps.ask.intent import RouterContext
 from apps.ask.models import AskRun, Intent, RunStatus
 from apps.organization.models import FileStatus, LibraryFile, Suggestion, SuggestionStatus
-from apps.search.backends.base import SearchFilters
+from apps.search.backends.base import Mode, SearchFilters
 from apps.search.folding import fold_tokens
 from apps.search.models import DocumentKind
 
@@ -133,7 +133,9 @@ def file_card(file: LibraryFile, *, snippet: str = "", score: float = 0.0, sourc
     }
 
 
-def search_files(*, owner: Any, query: str, kind: str = "", excluded: list[int] | None = None) -> FileSearch:
+def search_files(
+    *, owner: Any, query: str, kind: str = "", excluded: list[int] | None = None, mode: Mode = "hybrid"
+) -> FileSearch:
     """The owner's library files for `query` (newest first when it is empty), hybrid-ranked by the search
     index with everything else that is searchable, restricted to the owner's own files."""
     from apps.search.selectors import search_page
@@ -147,7 +149,7 @@ def search_files(*, owner: Any, query: str, kind: str = "", excluded: list[int] 
     # Only words reach the query parser: a stray "from:" or "-x" in a request is not an operator here.
     text = " ".join(fold_tokens(query)) if query.strip() else ""
     try:
-        page = search_page(text, user=owner, mode="hybrid", per_page=CARD_LIMIT, base=base)
+        page = search_page(text, user=owner, mode=mode, per_page=CARD_LIMIT, base=base)
     except ValueError as exc:
         result.error = str(exc)
         return result
@@ -172,7 +174,9 @@ def mixed_file_cards(*, owner: Any, words: list[str], entities: list[str]) -> li
     query = " ".join([*entities, *words])
     if not query.strip():
         return []
-    found = search_files(owner=owner, query=query)
+    # Keyword side only: a file is shown for the words it contains (checked below), so meaning-only hits
+    # would be dropped anyway, and a mail question does not pay for a second query embedding.
+    found = search_files(owner=owner, query=query, mode="keyword")
     if not found.cards:
         return []
     wanted = {token for word in words for token in fold_tokens(word)}

@@ -116,6 +116,9 @@ def stranger(db: Any) -> Any:
         ("who asked me to file the expense report?", RouterContext(), "question", "", ""),
         ("move all newsletters to archive", RouterContext(pending_suggestions=1), "unsupported", "", ""),
         ("find the mail from Tom about the budget", RouterContext(has_files=True), "question", "", ""),
+        ("sort the mail from Tom", RouterContext(has_files=True), "question", "", ""),
+        ("save the invoice from QNB", RouterContext(has_files=True), "question", "", ""),  # an attachment: not here
+        ("note: buy milk", RouterContext(), "save", "", ""),
     ],
 )  # fmt: skip
 def test_router_rules(text: str, context: RouterContext, intent: str, query: str, kind: str) -> None:
