@@ -52,6 +52,8 @@ logger = logging.getLogger(__name__)
 
 EVIDENCE_ROWS = 8
 READ_EVIDENCE = 5
+SEARCH_MEMBERS = 4  # messages read per matched thread
+THREAD_MEMBERS = 12  # messages read of the thread asked about ("Ask about this thread")
 SOURCE_ORDER = ("local_fts", "local_vector", "provider_search", "attachment_text")
 
 # Every step a run can show, in order (the page pre-renders them so live updates only replace rows).
@@ -298,8 +300,10 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
     scope["candidates"] = len(pool.by_message)
     scope["shortlist"] = len(shortlist)
     with tracker.step("read_evidence") as step:
-        texts = _read_evidence(plan, threads[:READ_EVIDENCE])
-        read = sum(max(1, len(text.members)) for text in texts)  # each thread's best mail and up to 3 more
+        # A thread the user asked about is read further than a search hit's thread.
+        per_thread = THREAD_MEMBERS if ctx.thread_id is not None else SEARCH_MEMBERS
+        texts = _read_evidence(plan, threads[:READ_EVIDENCE], per_thread=per_thread)
+        read = sum(max(1, len(text.members)) for text in texts)  # each thread's best mail and a few more
         step.detail = (
             f"read {read} message{'s' if read != 1 else ''} of {len(texts)} thread{'s' if len(texts) != 1 else ''}"
             + (f", best: “{threads[0].best.subject[:60]}”" if threads else "")
@@ -396,7 +400,7 @@ def _member_text(member: Candidate) -> str:
     return "\n".join([member.subject, date, member.body, *(a.text for a in member.attachments)])
 
 
-def _read_evidence(plan: Plan, threads: list[ThreadResult]) -> list[EvidenceText]:
+def _read_evidence(plan: Plan, threads: list[ThreadResult], *, per_thread: int = 4) -> list[EvidenceText]:
     """The evidence items: per thread its best message (for the language model and the rows) and every
     read message of it (the extractive answer may quote a newer one: a schedule change)."""
     texts: list[EvidenceText] = []
@@ -412,12 +416,12 @@ def _read_evidence(plan: Plan, threads: list[ThreadResult]) -> list[EvidenceText
                 timestamp=member.date.timestamp() if member.date else 0.0,
                 passages=chosen if member is best else _message_passages(member),
             )
-            for member in thread.members[:4]
+            for member in thread.members[:per_thread]
             if member.loaded
         ]
         full_text = "\n".join(
             [best.body, *(text for _name, text in attachments)]
-            + [_member_text(m) for m in thread.members[1:4] if m.loaded]
+            + [_member_text(m) for m in thread.members[1:per_thread] if m.loaded]
         )
         texts.append(
             EvidenceText(

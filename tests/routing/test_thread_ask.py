@@ -60,7 +60,8 @@ def test_a_question_from_a_thread_reads_only_that_thread_and_can_be_widened(
     assert scoped.scope["sources"]["provider_search"] == {}
     steps = {step["stepId"]: step for step in scoped.steps}
     assert steps["provider_search"]["detail"] == "one thread only"
-    assert steps["read_evidence"]["detail"].startswith("read 4 messages of 1 thread, best: ")
+    read = f"read {support_thread.message_count} messages of 1 thread, best: "  # all of it (up to 12)
+    assert steps["read_evidence"]["detail"].startswith(read)
     page = logged_in_client.get(f"{reverse('ask:panel')}?c={scoped.conversation_id}").content.decode()
     page = page.replace("&quot;", '"').replace("&#x27;", "'")
     assert (
