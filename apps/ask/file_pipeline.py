@@ -92,7 +92,7 @@ def _query_answer(found: FileSearch, route: Route, ctx: AskContext, left_out: li
         )
     best = found.cards[0]
     if not found.query:
-        lead = f"Your library's newest {kind or 'files'}: {_plural(found.count, 'file')} shown"
+        lead = f"The newest {_plural(found.count, 'file')} in your library{kind_note}"
     else:
         count = f"{found.count} files in the library match" if found.count != 1 else "1 file in the library matches"
         lead = f"{count} {what}{kind_note}"

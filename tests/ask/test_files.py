@@ -167,6 +167,10 @@ def test_file_query_shows_only_the_askers_files_and_a_follow_up_narrows(
     nothing = _ask(client, "find my boarding pass photo", str(run.conversation_id))
     assert nothing.scope["files"] == [] and nothing.answer.startswith("No file in your library matches")
 
+    photos = _ask(client, "show my photos")
+    assert {c["name"] for c in photos.scope["files"]} == {"national-id-card.jpg", "driver-license.jpg"}
+    assert photos.answer.startswith("The newest 2 files in your library (photo or image files only)")
+
     (mine.root_path / PHOTOS[0]).unlink()  # removed outside the app: the link says so (yours, but gone)
     gone = client.get(link)
     assert gone.status_code == 410 and b"no longer in your library folder" in gone.content
