@@ -10,7 +10,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.test import Client
 
+from apps.results import selectors
 from apps.results.actions import delete_items
+from apps.results.selectors import ResultFilters
 from apps.workspaces.actions import add_item
 from apps.workspaces.models import WorkspaceItem, WorkspaceItemLog
 from tests.results.conftest import MakeResult
@@ -47,6 +49,26 @@ def test_deleted_items_are_listed_and_restored(logged_in_client: Client, user: A
     assert "No deleted items." in empty
     again = logged_in_client.post("/results/restore/", {"item": [gone.pk]}, headers=HX).content.decode()
     assert "Nothing was restored" in again
+
+
+def test_the_deleted_items_tree_reads_in_constant_queries(
+    user: Any, make_result: MakeResult, django_assert_num_queries: Any
+) -> None:
+    deleted = ResultFilters(deleted=True)
+    first = make_result(items=[{}, {}])
+    delete_items(user=user, item_ids=[first.items[0].pk], hard=False)
+    with django_assert_num_queries(4):  # the page's emails, their runs, workspaces, deleted items
+        small = selectors.results_tree(user=user, filters=deleted)
+    for number in range(5):
+        more = make_result(subject=f"Invoice {number}", items=[{}, {}])
+        delete_items(user=user, item_ids=[item.pk for item in more.items], hard=False)
+    with django_assert_num_queries(4):
+        large = selectors.results_tree(user=user, filters=deleted)
+    assert [len(email.runs[0].items) for email in small.emails] == [1]
+    shown = {item.pk for email in large.emails for run in email.runs for item in run.items}
+    assert len(large.emails) == 6 and shown == set(
+        WorkspaceItem.objects.filter(deleted=True).values_list("pk", flat=True)
+    )
 
 
 def test_a_path_taken_meanwhile_is_refused_with_the_reason(
