@@ -177,6 +177,23 @@ def _decide(
                 f"{len(chosen)} suggestions are pending — which one? Accept or reject it below, or name the file "
                 f"(“yes, move {chosen[0].file.name}”), or say “yes, move them all”."
             )
+        elif not files.shown_suggestions and not named_words:
+            # A "yes" to a suggestion this conversation never showed is not an informed yes: show it first.
+            step.detail = "the suggestion was not shown in this conversation: shown, nothing decided"
+            shown = chosen
+            verb = "moved" if accept else "changed"
+            if len(chosen) > 1:
+                lines.append(
+                    f"{len(chosen)} suggestions are waiting, shown below. Nothing was {verb} yet — say "
+                    f"“{'yes, move them all' if accept else 'no to all'}” again, or use the buttons."
+                )
+            else:
+                what = chosen[0]
+                target = f"move it to {what.target_folder} ({what.confidence:.0%})" if what.target_folder else "file it"
+                lines.append(
+                    f"{what.file.name} is waiting in your library inbox: {target}? Nothing was {verb} yet — "
+                    f"say “{'yes, move it' if accept else 'no'}” again, or use the buttons below."
+                )
         else:
             results = decide_suggestions(suggestions=chosen, accept=accept)
             shown = [r.suggestion for r in results]

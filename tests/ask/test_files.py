@@ -218,6 +218,21 @@ def test_organize_then_yes_moves_the_file_and_says_where(
     assert Move.objects.filter(library=library).count() == 1
 
 
+def test_a_yes_to_a_suggestion_never_shown_here_shows_it_first(
+    user: Any, tmp_path: Path, django_capture_on_commit_callbacks: Any
+) -> None:
+    inbox = {"inbox/april.txt": "QNB Bank account statement April, IBAN and closing balance."}
+    library = _library(user, tmp_path / "lib", django_capture_on_commit_callbacks, inbox=inbox)
+    organization.scan_library(library=library)  # suggested on the Organize page's schedule, not in Ask
+    client = _client(user)
+    asked = _ask(client, "yes, move it")
+    assert "april.txt is waiting in your library inbox: move it to finance/bank" in asked.answer
+    assert (library.root_path / "inbox/april.txt").is_file() and not Move.objects.exists()
+    moved = _ask(client, "yes, move it", str(asked.conversation_id))
+    assert moved.answer.startswith("Moved april.txt from inbox/ to finance/bank/")
+    assert (library.root_path / "finance/bank/april.txt").is_file()
+
+
 def test_no_keeps_the_file_and_an_ambiguous_yes_asks_which(
     user: Any, tmp_path: Path, django_capture_on_commit_callbacks: Any
 ) -> None:
