@@ -5,6 +5,7 @@ run during the request under the test client (WSGI)."""
 
 from __future__ import annotations
 
+import io
 import re
 from collections import deque
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.core.management import call_command
 from django.test import Client
 from PIL import Image
 
@@ -305,3 +307,17 @@ def test_an_unsure_request_is_routed_by_the_language_model(
     assert run.intent == "query_files" and run.scope["router"]["source"] == "llm"
     assert run.scope["files"][0]["name"] == "driver-license.jpg"
     assert not routed
+
+
+def test_the_ask_command_lists_files_and_suggestions(
+    user: Any, tmp_path: Path, django_capture_on_commit_callbacks: Any
+) -> None:
+    inbox = {"inbox/april.txt": "QNB Bank account statement April, IBAN and closing balance."}
+    _library(user, tmp_path / "lib", django_capture_on_commit_callbacks, inbox=inbox)
+    out = io.StringIO()
+    call_command("ask", "find my ID card photo", "--user", user.email, stdout=out, stderr=io.StringIO())
+    assert "Library files:\n  - documents/identity/national-id-card.jpg" in out.getvalue()
+    out = io.StringIO()
+    call_command("ask", "organize my inbox files", "--user", user.email, stdout=out, stderr=io.StringIO())
+    suggestion = Suggestion.objects.get(file__path="inbox/april.txt")
+    assert f"  {suggestion.pk}: inbox/april.txt → finance/bank (pending when shown)" in out.getvalue()

@@ -82,6 +82,18 @@ class Command(BaseCommand):
         if data["error"]:
             raise CommandError(data["error"])
         self.stdout.write(data["answer"])
+        files = data["scope"].get("files") or []
+        if files:
+            self.stdout.write("\nLibrary files:")
+            for card in files:
+                first = card["lines"].splitlines()[0] if card["lines"] else ""
+                self.stdout.write(f"  - {card['path']}" + (f" — {first}" if first else ""))
+        suggestions = data["scope"].get("suggestions") or []
+        if suggestions:
+            self.stdout.write("\nFolder suggestions (decide with `organize respond ID accept|reject`):")
+            for row in suggestions:
+                target = row["target"] or "no confident folder"
+                self.stdout.write(f"  {row['suggestion_id']}: {row['path']} → {target} ({row['status']} when shown)")
         if data["evidence"]:
             self.stdout.write("\nEvidence:")
             for rank, row in enumerate(data["evidence"], start=1):
