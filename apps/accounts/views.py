@@ -22,7 +22,7 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
-from django.utils.http import content_disposition_header
+from django.utils.http import content_disposition_header, url_has_allowed_host_and_scheme
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
@@ -184,7 +184,7 @@ def _account_import(request: HttpRequest) -> HttpResponse:
         summary = import_path(account, path, route_through_filters=form.cleaned_data["route_through_filters"])
     except MailImportError as exc:
         messages.error(request, f"Import into “{account.name}” failed: {exc}")
-        return redirect("mail:accounts")
+        return _after_import(request)
     finally:
         shutil.rmtree(path.parent, ignore_errors=True)
     text = (
@@ -198,6 +198,17 @@ def _account_import(request: HttpRequest) -> HttpResponse:
     (messages.warning if summary.skipped or summary.parse_errors else messages.success)(request, text)
     for error in summary.errors[:5]:
         messages.warning(request, error)
+    return _after_import(request)
+
+
+def _after_import(request: HttpRequest) -> HttpResponse:
+    """Back to the page of this site the upload came from (`next`: the setup wizard's own import form), else
+    the Accounts page."""
+    target = request.POST.get("next", "")
+    if target and url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return redirect(target)
     return redirect("mail:accounts")
 
 

@@ -11,6 +11,7 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from apps.accounts.forms import ImportUploadForm, max_upload_bytes
 from apps.orchestration import actions as orchestration_actions
 from apps.orchestration import config_actions
 from apps.orchestration.models import Director
@@ -54,7 +55,14 @@ def setup_step(request: HttpRequest, step: str) -> HttpResponse:
         return HttpResponse("Method not allowed", status=405)
     if step == "mailbox":
         accounts = list(selectors.accounts_for_user(user=request.user))
-        return render(request, "setup/pages/wizard.html", _context(request, step, accounts=accounts))
+        context = _context(
+            request,
+            step,
+            accounts=accounts,
+            import_form=ImportUploadForm(owner=request.user),
+            max_upload_bytes=max_upload_bytes(),
+        )
+        return render(request, "setup/pages/wizard.html", context)
     return render(
         request,
         "setup/pages/wizard.html",

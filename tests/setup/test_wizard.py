@@ -94,6 +94,29 @@ def test_a_template_director_and_its_agent_see_the_email(
 
 
 @pytest.mark.django_db
+def test_the_wizards_import_form_comes_back_to_the_wizard(logged_in_client: Any, user: Any) -> None:
+    from django.core.files.uploadedfile import SimpleUploadedFile
+
+    from tests.fakes.dovecot import make_message
+
+    page = logged_in_client.get(reverse("setup:step", args=["mailbox"])).content.decode()
+    assert 'data-testid="wizard-import-form"' in page and 'name="next" value="/setup/"' in page
+    raw = make_message(subject="Hello", body="Hi.\n", sender="a@example.com", to="b@example.com", message_id="<w1@x>")
+
+    def upload(next_url: str) -> Any:
+        archive = SimpleUploadedFile("one.eml", raw, content_type="message/rfc822")
+        data = {"file": archive, "new_account_name": "Imported", "next": next_url}
+        return logged_in_client.post(reverse("mail:account_import"), data)
+
+    response = upload("/setup/")
+    assert response.status_code == 302 and response["Location"] == "/setup/"
+    assert Message.objects.filter(account__owner=user, subject="Hello").count() == 1
+    assert logged_in_client.get("/setup/")["Location"] == reverse("setup:step", args=["model"])
+    # Another site is never a destination: the Accounts page instead.
+    assert upload("https://evil.example/")["Location"] == reverse("mail:accounts")
+
+
+@pytest.mark.django_db
 def test_skip_and_reopen(logged_in_client: Any, user: Any) -> None:
     assert setup_progress(user=user).show
     assert logged_in_client.post(reverse("setup:skip"))["Location"] == reverse("home")
@@ -169,17 +192,15 @@ def test_first_run_in_chromium(asgi_server: str, chromium: Any, user: Any, fake_
         page.goto(f"{asgi_server}/setup/")
         page.wait_for_selector("[data-testid=wizard-step-mailbox]")
         screenshot(page, "setup-mailbox-1280")
-        page.click("a.card:has-text('Import a file')")
-        page.wait_for_selector("[data-testid=import-form]")
-        page.set_input_files("[data-testid=import-form] input[type=file]", str(archive))
-        page.fill("[data-testid=import-form] input[name=new_account_name]", "Demo")
-        page.click("[data-testid=import-form] button[type=submit]")
+        # The wizard's own import form: the upload comes back to the wizard, at step 2.
+        form = "[data-testid=wizard-import-form]"
+        page.set_input_files(f"{form} input[type=file]", str(archive))
+        page.fill(f"{form} input[name=new_account_name]", "Demo")
+        page.click(f"{form} button[type=submit]")
         page.wait_for_selector("text=Imported into “Demo”", timeout=120_000)
+        page.wait_for_selector("[data-testid=wizard-step-model]")  # the mailbox is connected: step 2
         imported = Message.objects.filter(account__owner=user).count()
         assert imported > 50
-
-        page.goto(f"{asgi_server}/setup/")
-        page.wait_for_selector("[data-testid=wizard-step-model]")  # the mailbox is connected: step 2
         page.select_option("select[name=provider]", "ollama")
         assert page.input_value("input[name=base_url]") == "http://127.0.0.1:11434/v1"
         page.fill("input[name=name]", "Local")
