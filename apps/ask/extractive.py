@@ -72,11 +72,15 @@ def _similarities(question: str, texts: list[str]) -> np.ndarray:
         return np.zeros(len(texts), dtype=np.float32)
 
 
-def _word_overlap(plan: Plan, text: str) -> float:
+def _word_overlap(plan: Plan, text: str, subject: str = "") -> float:
+    """The question's words and names in a sentence; those of the mail's subject count half: they name the
+    message (and are in every sentence's embedded text already) more than the sentence that answers."""
     folded = normalize(text)
     words = set(folded.split())
-    found = sum(1 for word in plan.keywords if word in words)
-    found += sum(1 for entity in plan.entities if normalize(entity) in folded)
+    heading = normalize(subject)
+    titled = set(heading.split())
+    found = sum(0.5 if word in titled else 1.0 for word in plan.keywords if word in words)
+    found += sum(0.5 if name in heading else 1.0 for entity in plan.entities if (name := normalize(entity)) in folded)
     return min(found, 4) / 4
 
 
@@ -198,15 +202,13 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
         # No sentence holds a value of the asked kind that the patterns recognise (a phone number, a room, a
         # name, "5 business days"): quote the sentences closest to the question instead, and say so.
         kinds = []
-        flat = [(o, p) for o in options for p in o.message.passages if p.source != "subject"][
-            :MAX_PASSAGES_EMBEDDED
-        ]
+        flat = [(o, p) for o in options for p in o.message.passages if p.source != "subject"][:MAX_PASSAGES_EMBEDDED]
     # Each sentence is embedded with its mail's subject (a bare "label: date" line says little).
     similarities = _similarities(
         plan.semantic_query or plan.question, [f"{o.message.subject}: {p.text}" for o, p in flat]
     )
     for (option, passage), similarity in zip(flat, similarities, strict=True):
-        score = float(similarity) + 0.3 * _word_overlap(plan, passage.text)
+        score = float(similarity) + 0.3 * _word_overlap(plan, passage.text, option.message.subject)
         option.scored.append((score, float(similarity), passage))
     best: tuple[float, _Option, list[tuple[Passage, list[str]]], list[str], float] | None = None
     for option in options:
