@@ -71,6 +71,21 @@ def test_the_deleted_items_tree_reads_in_constant_queries(
     )
 
 
+def test_restore_all_shown(logged_in_client: Client, user: Any, make_result: MakeResult) -> None:
+    first = make_result(items=[{"tags": ["draft"]}, {}])
+    second = make_result(subject="Second", items=[{"tags": ["draft"]}])
+    delete_items(user=user, item_ids=[first.items[0].pk, first.items[1].pk, second.items[0].pk], hard=False)
+    tree = logged_in_client.get("/results/tree/", {"show": "deleted", "tag": "draft"}, headers=HX).content.decode()
+    form = tree.split('data-testid="restore-all"')[0]
+    ids = sorted(int(part.split('"', 1)[0]) for part in form.split('name="item" value="')[1:])
+    assert ids == sorted([first.items[0].pk, second.items[0].pk])  # what the filters show, not the untagged one
+    html = logged_in_client.post("/results/restore/", {"item": ids}, headers=HX).content.decode()
+    assert "Restored 2 items" in html
+    assert list(WorkspaceItem.objects.filter(deleted=True).values_list("pk", flat=True)) == [first.items[1].pk]
+    live = logged_in_client.get("/results/tree/", headers=HX).content.decode()
+    assert 'data-testid="restore-all"' not in live
+
+
 def test_a_path_taken_meanwhile_is_refused_with_the_reason(
     logged_in_client: Client, user: Any, make_result: MakeResult
 ) -> None:
