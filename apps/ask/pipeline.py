@@ -324,6 +324,9 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
             scope["confidence"] = "low"
             mode = "no_evidence"
             step.detail = f"no reliable evidence: {reason}"
+            if scope.get("files"):  # the mail has no answer, but library files hold the question's words
+                names = ", ".join(card["name"] for card in scope["files"])
+                answer += f"\nYour library has files with these words (below): {names}."
         else:
             answer, mode = _answer(ctx, plan, texts, scope)
             step.detail = "answered with a language model" if mode == "llm" else "answered from the evidence text"

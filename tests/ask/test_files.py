@@ -295,6 +295,9 @@ def test_a_mail_question_also_shows_files_with_its_words(
     assert names and names[0] == "statement-2026-03.txt"
     assert "Files in your library with these words" in run.html
     assert "search_files" in [s["stepId"] for s in run.steps]
+    # This user has no mail: the answer says so and points at the files.
+    assert run.answer_mode == "no_evidence"
+    assert "Your library has files with these words (below): statement-2026-03.txt" in run.answer
 
 
 def test_an_unsure_request_is_routed_by_the_language_model(
