@@ -6,6 +6,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -111,6 +112,23 @@ def subprocess_env(**extra: str) -> dict[str, str]:
     env["PYTHONUNBUFFERED"] = "1"
     env.update(extra)
     return env
+
+
+@contextmanager
+def qcluster(env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[Any]]:
+    """A real `manage.py qcluster` on the test database while the block runs; stopped (SIGTERM) after it."""
+    cluster = subprocess.Popen(
+        [sys.executable, "manage.py", "qcluster"],
+        cwd=REPO_ROOT,
+        env=env or subprocess_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        yield cluster
+    finally:
+        cluster.terminate()
+        cluster.wait(timeout=30)
 
 
 def serve_web(command: list[str], port: int, timeout: float = 90) -> Iterator[str]:

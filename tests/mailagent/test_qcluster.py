@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from django_q.models import Task
 
-from tests.services import REPO_ROOT, subprocess_env
+from tests.services import REPO_ROOT, qcluster, subprocess_env
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -21,14 +21,7 @@ ENQUEUE = (
 
 
 def run_cluster_and_wait(env: dict[str, str]) -> Task:
-    cluster = subprocess.Popen(
-        [sys.executable, "manage.py", "qcluster"],
-        cwd=REPO_ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
+    with qcluster(env) as cluster:
         enqueued = subprocess.run(
             [sys.executable, "manage.py", "shell", "--verbosity", "0", "-c", ENQUEUE],
             cwd=REPO_ROOT,
@@ -47,9 +40,6 @@ def run_cluster_and_wait(env: dict[str, str]) -> Task:
             assert cluster.poll() is None, "qcluster exited early"
             time.sleep(0.25)
         raise AssertionError("the cluster did not finish the task within 60s")
-    finally:
-        cluster.terminate()
-        cluster.wait(timeout=30)
 
 
 @pytest.mark.services

@@ -6,8 +6,6 @@ new email without a reload, and clicking the notification opens the run. Screens
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from typing import Any
 
 import pytest
@@ -20,7 +18,7 @@ from apps.workspaces.models import WorkspaceItem
 from tests.browser import horizontal_overflow, login, screenshot
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.results.conftest import make_run, store_message
-from tests.services import REPO_ROOT, subprocess_env
+from tests.services import qcluster
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -50,14 +48,7 @@ def test_tree_copy_and_a_worker_run_raises_a_notification(
         director=Director.objects.create(owner=user, name="Bookkeeping"),
         items=[{"label": "Reply draft", "mime_type": "text/markdown", "data": COPIED}],
     )
-    cluster = subprocess.Popen(
-        [sys.executable, "manage.py", "qcluster"],
-        cwd=REPO_ROOT,
-        env=subprocess_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
+    with qcluster():
         llm = FakeOpenAI()
         with llm:
             llm.script(
@@ -177,6 +168,3 @@ def test_tree_copy_and_a_worker_run_raises_a_notification(
             phone.wait_for_selector("[data-testid=tree-empty]")  # the list of deleted items refreshed itself
             assert WorkspaceItem.objects.filter(pk=earlier.items[0].pk, deleted=False).exists()
             narrow.close()
-    finally:
-        cluster.terminate()
-        cluster.wait(timeout=30)

@@ -4,8 +4,6 @@ template, skips and reopens; and the whole path in Chromium against the fake Ope
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from typing import Any
 
@@ -19,7 +17,7 @@ from apps.orchestration.models import ApiConfig, Director, Run, RunStatus
 from apps.routing.models import Filter
 from apps.setup.selectors import setup_progress
 from tests.fakes.openai_server import FakeOpenAI, Reply, system_text
-from tests.services import REPO_ROOT, free_port, subprocess_env
+from tests.services import free_port, qcluster
 
 
 @pytest.mark.django_db
@@ -174,14 +172,7 @@ def test_first_run_in_chromium(asgi_server: str, chromium: Any, user: Any, fake_
 
     archive = write_demo_archive(tmp_path / "demo.zip", build_demo_messages())
     dead = f"http://127.0.0.1:{free_port()}/v1"
-    cluster = subprocess.Popen(
-        [sys.executable, "manage.py", "qcluster"],
-        cwd=REPO_ROOT,
-        env=subprocess_env(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
+    with qcluster():
         started = time.perf_counter()
         # Notifications granted up front: the results app's one-time permission prompt would cover the buttons.
         context = chromium.new_context(viewport={"width": 1280, "height": 900}, permissions=["notifications"])
@@ -262,9 +253,6 @@ def test_first_run_in_chromium(asgi_server: str, chromium: Any, user: Any, fake_
         assert horizontal_overflow(page) == 0
         assert errors == []
         context.close()
-    finally:
-        cluster.terminate()
-        cluster.wait(timeout=30)
 
     # The same pages at phone width, then the settings the wizard filled in.
     page = chromium.new_context(viewport={"width": 390, "height": 900}, permissions=["notifications"]).new_page()
