@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import openai
+from openai.types.chat import ChatCompletion
 
 from mailagent.llm.errors import describe_failure, endpoint_name, refusal_kind
 
@@ -203,6 +204,16 @@ def backoff_seconds(config: LLMConfig, attempt: int, retry_after: float | None) 
     return random.uniform(0, config.backoff_base * (2 ** (attempt - 1)))
 
 
+def _post_chat(client: openai.OpenAI, request: dict[str, Any]) -> ChatCompletion:
+    """POST /chat/completions through the client (auth, timeout, errors as `chat.completions.create`), with
+    the body as built here: `create` first walks every message and tool schema against its TypedDicts
+    (about 11 ms a call with our tool set, the largest part of a director run's own overhead), which a body
+    of plain JSON values does not need."""
+    return client.post(
+        "/chat/completions", body=request, cast_to=ChatCompletion, options={"security": {"bearer_auth": True}}
+    )
+
+
 def chat(
     config: LLMConfig,
     messages: Sequence[dict[str, Any]],
@@ -236,10 +247,10 @@ def chat(
         try:
             if config.cache_client:
                 with _semaphore(config):
-                    completion = _client(config).chat.completions.create(**request)
+                    completion = _post_chat(_client(config), request)
             else:  # a one-off call: its own client, no shared limit to keep per key
                 with _new_client(config) as client:
-                    completion = client.chat.completions.create(**request)
+                    completion = _post_chat(client, request)
         except openai.OpenAIError as exc:
             latency = int((time.monotonic() - started) * 1000)
             category, status, retry_after = _categorize(exc)
