@@ -7,19 +7,30 @@ from typing import Any
 
 from django import forms
 from django.core.exceptions import ValidationError
+from django.utils.safestring import mark_safe
 
 from apps.orchestration.models import Director
 from apps.routing import actions
 from apps.routing.matching import InvalidPattern, compile_pattern
 from apps.routing.models import FILTER_HELP, Filter, FilterField
 
+# The pattern help as markup: its <code> examples stay code, and "Name <address>" is text, not an HTML
+# <address> element (which italicised the rest of the help).
+PATTERN_HELP = mark_safe(FILTER_HELP.replace("<address>", "&lt;address&gt;"))  # noqa: S308 -- our own text
+
 
 class FilterForm(forms.Form):
     director = forms.ModelChoiceField(queryset=Director.objects.none(), empty_label=None)
     field = forms.ChoiceField(choices=FilterField.choices, initial=FilterField.FROM)
-    regex = forms.CharField(max_length=1000, label="Pattern", help_text=FILTER_HELP, strip=False)
+    regex = forms.CharField(max_length=1000, label="Pattern", help_text=PATTERN_HELP, strip=False)
     case_insensitive = forms.BooleanField(required=False, initial=True, label="Ignore case")
     description = forms.CharField(max_length=300, required=False)
+    save_attachments = forms.BooleanField(
+        required=False,
+        label="Save attachments to the library inbox",
+        help_text="Attachments of the mail this filter matches go to Organize's inbox (the account's size and "
+        "type limits apply), even when the account's own switch is off.",
+    )
 
     def __init__(self, *args: Any, owner: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -46,6 +57,7 @@ class FilterForm(forms.Form):
                 regex_text=data["regex"],
                 case_insensitive=data["case_insensitive"],
                 description=data["description"],
+                save_attachments=bool(data.get("save_attachments")),
             )
         except ValidationError as exc:
             add_validation_errors(self, exc)

@@ -21,12 +21,6 @@ from apps.setup.director_views import move_in
 
 class FilterEditForm(FilterForm):
     enabled = forms.BooleanField(required=False)
-    save_attachments = forms.BooleanField(
-        required=False,
-        label="Save attachments to the library inbox",
-        help_text="Attachments of the mail this filter matches go to Organize's inbox (the account's size and "
-        "type limits apply), even when the account's own switch is off.",
-    )
 
 
 def _filters_page(request: HttpRequest, form: FilterForm | None = None, status: int = 200) -> HttpResponse:

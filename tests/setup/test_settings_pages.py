@@ -191,6 +191,19 @@ def test_filters_edit_reorder_toggle(logged_in_client: Any, user: Any, director:
     first.refresh_from_db()
     assert first.enabled
 
+    # The create forms (here, the routing page and the wizard share FilterForm) take the attachment switch too.
+    assert 'name="save_attachments"' in page
+    # The pattern help is markup: "Name <address>" shown as text (not an <address> element), examples as code.
+    for shown in (page, logged_in_client.get(reverse("routing:filters")).content.decode()):
+        assert "“Name &lt;address&gt;”" in shown and "<code>client.*@domain\\.com</code>" in shown
+    created = logged_in_client.post(
+        reverse("settings:filters"),
+        {"director": boss.pk, "field": "from", "regex": "invoices@", "save_attachments": "on"},
+    )
+    assert created.status_code == 302
+    assert Filter.objects.get(regex="invoices@").save_attachments
+    assert not Filter.objects.get(regex="beta").save_attachments
+
 
 @pytest.mark.django_db
 def test_general_settings_need_the_right_role(logged_in_client: Any, staff_user: Any, tmp_path: Any) -> None:
