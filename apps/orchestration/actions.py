@@ -312,8 +312,6 @@ def approve(*, approval: Approval) -> Approval:
     if claimed is None:
         return Approval.objects.get(pk=approval.pk)
     request = dict(claimed.request or {})
-    if request.get("api") == "calendar":
-        request["params"] = {**(request.get("params") or {}), "sendUpdates": "all"}  # approved: invite them
     try:
         created = perform_request(claimed.account, request)  # slow I/O, outside any transaction
     except ToolFailure as exc:

@@ -15,7 +15,7 @@ from django.contrib import messages
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
-from django.utils.http import content_disposition_header
+from django.utils.http import content_disposition_header, urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.orchestration import actions, selectors
@@ -163,6 +163,7 @@ def _approval_rows(approvals: list[Any]) -> list[dict[str, Any]]:
         {
             "approval": a,
             "request_json": json.dumps((a.request or {}).get("json"), indent=2, ensure_ascii=False),
+            "request_query": urlencode((a.request or {}).get("params") or {}),
             "stale": selectors.approval_is_stale(a),
         }
         for a in approvals

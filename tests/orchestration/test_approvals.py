@@ -159,6 +159,10 @@ def test_google_calendar_mails_attendees_only_after_approval(
     assert google.calls("POST", GOOGLE_EVENTS) == 1  # the event without attendees only
     assert approval.status == ApprovalStatus.PENDING
     assert approval.request["api"] == "calendar" and approval.request["path"] == "/calendars/primary/events"
+    # stored as it will be sent on approval, and shown so: Google mails the invitations
+    assert approval.request["params"] == {"sendUpdates": "all"}
+    card = logged_in_client.get(reverse("runs:approval", args=[approval.pk])).content.decode()
+    assert "POST /calendars/primary/events?sendUpdates=all" in card and "Google emails the invitations" in card
     assert approval.request["json"]["attendees"] == [{"email": "client7@domain.com"}, {"email": "boss@domain.com"}]
 
     logged_in_client.post(reverse("runs:approval_approve", args=[approval.pk]))

@@ -169,7 +169,8 @@ def calendar_read(ctx: RunContext, actor: Actor, args: CalendarReadArgs) -> dict
 
 def event_request(account: MailAccount, args: CalendarAddArgs) -> dict[str, Any]:
     """The provider request that creates the event: {"method", "path", "params", "json"}, path relative to
-    the provider's API base. Google gets sendUpdates=none: it mails attendees only on an approved request."""
+    the provider's API base. Google gets sendUpdates=none here; a request with attendees is stored for approval
+    with sendUpdates=all (see calendar_add), so the approval shows exactly what it will send."""
     event = args.event
     start, end = _iso(event.start), _iso(event.end)
     if end <= start:
@@ -225,6 +226,8 @@ def calendar_add(ctx: RunContext, actor: Actor, args: CalendarAddArgs) -> dict[s
         # Invitations reach other people: nothing is sent until the user approves this exact request.
         from apps.orchestration.actions import request_calendar_approval
 
+        if request["api"] == "calendar":  # what approval will send: Google then mails the invitations
+            request["params"] = {**request["params"], "sendUpdates": "all"}
         approval = request_calendar_approval(
             run=ctx.run, workspace=ctx.workspace, account=account, request=request, attendees=args.event.attendees
         )
