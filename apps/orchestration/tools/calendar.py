@@ -19,12 +19,14 @@ from apps.orchestration.tools.schemas import CalendarAddArgs, CalendarReadArgs, 
 from mailagent.llm import ToolFailure
 
 MAX_EVENTS = 50
+SECRET_FIELDS = ("credentials", "smtp_password")
 
 
 def tool_accounts(ctx: RunContext) -> list[MailAccount]:
-    """Accounts the director's tools may use: its chosen accounts, or all of the owner's, with a calendar."""
-    chosen = list(ctx.director.accounts.all())
-    accounts = chosen or list(MailAccount.objects.filter(owner_id=ctx.owner_id, enabled=True))
+    """Accounts the director's tools may use: its chosen accounts, or all of the owner's, with a calendar.
+    Their secrets are not loaded (nor decrypted): the tool list needs ids, names and providers."""
+    chosen = list(ctx.director.accounts.defer(*SECRET_FIELDS))
+    accounts = chosen or list(MailAccount.objects.filter(owner_id=ctx.owner_id, enabled=True).defer(*SECRET_FIELDS))
     return [a for a in accounts if a.provider in (Provider.OUTLOOK, Provider.GMAIL)]
 
 
