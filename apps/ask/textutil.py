@@ -163,11 +163,14 @@ def normalize(text: str) -> str:
 # 07:05, 18:40, 9:00 (not inside a date or an amount: callers remove those first).
 TIME_RE = re.compile(r"(?<![\d.,:/])(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])")
 # Identifiers: codes mixing capitals and digits (K7Q2MA, PP-5521-0938-DE, HK7730019245), numbered
-# references (#77104) and dash-grouped digit runs (7710-3392-18, 2026-1187).
+# references (#77104) and dash-grouped digit runs of five digits or more (7710-3392-18, 2026-1187, phone
+# numbers and extensions like 1-800-937-6563 or 3-6200; not a range like 5-10).
 IDENTIFIER_RE = re.compile(
     r"(?<![\w-])(?:#\d{4,}|(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9](?:[A-Z0-9-]{3,}[A-Z0-9])"
-    r"|\d{3,}(?:-\d{2,}){1,4}|\d{8,})(?![\w-])"
+    r"|\d+(?:-\d{2,}){1,4}|\d{8,})(?![\w-])"
 )
+_MIN_GROUPED_DIGITS = 5
+_GROUPED = re.compile(r"\d+(?:-\d+)+")
 
 
 def find_times(text: str) -> list[str]:
@@ -177,7 +180,11 @@ def find_times(text: str) -> list[str]:
 
 def find_identifiers(text: str) -> list[str]:
     masked = _mask(text, [*find_dates(text), *find_amounts(text)])
-    return [v for v in _find(IDENTIFIER_RE, masked) if not TIME_RE.fullmatch(v)]
+
+    def short_range(value: str) -> bool:
+        return bool(_GROUPED.fullmatch(value)) and sum(c.isdigit() for c in value) < _MIN_GROUPED_DIGITS
+
+    return [v for v in _find(IDENTIFIER_RE, masked) if not TIME_RE.fullmatch(v) and not short_range(v)]
 
 
 def _mask(text: str, values: list[str]) -> str:

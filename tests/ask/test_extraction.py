@@ -16,7 +16,7 @@ from apps.ask.answer import EvidenceText
 from apps.ask.extraction import ExtractionError, attachment_kind, extract_text
 from apps.ask.extractive import extractive_answer
 from apps.ask.planner import Plan
-from apps.ask.textutil import Passage, find_amounts, find_dates, parse_day, passages, value_key
+from apps.ask.textutil import Passage, find_amounts, find_dates, find_identifiers, parse_day, passages, value_key
 
 
 def test_pdf_from_the_demo_writer() -> None:
@@ -148,3 +148,8 @@ def test_without_a_recognised_value_the_closest_sentences_are_quoted_and_the_gap
     assert answer.text.startswith("I found no amount I could recognise in the best match")
     assert "“If you see suspicious behaviour, call 3-6200.” [1]" in answer.text
     assert answer.confidence == "low" and answer.kinds_missing == ["amount"]
+
+
+def test_phone_numbers_and_extensions_are_identifiers_ranges_are_not() -> None:
+    text = "Dial 1-800-937-6563 or call security at 3-6200; see pages 5-10 and ticket 7710-3392-18."
+    assert find_identifiers(text) == ["1-800-937-6563", "3-6200", "7710-3392-18"]
