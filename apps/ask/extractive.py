@@ -174,6 +174,9 @@ def _answer_values(kind: str, text: str, given: set[str]) -> list[str]:
 def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAnswer:
     kinds = [k for k in plan.answer_types if k in VALUE_KINDS]
     given = {key for kind in VALUE_KINDS for v in find_values(kind, plan.question) if (key := value_key(v))}
+    if "date" in kinds and "time" not in kinds and find_values("date", plan.question):
+        # "when do futures close on October 4, 2001?": the question names the day, so it asks for a time
+        kinds = ["time" if kind == "date" else kind for kind in kinds]
     if not evidence:
         return ExtractiveAnswer(text="Nothing in your mail matched.")
     top_score = evidence[0].score or 1.0

@@ -135,8 +135,11 @@ def _evidence(*sentences: str) -> list[EvidenceText]:
 def test_an_answer_never_repeats_a_value_the_question_states() -> None:
     plan = Plan(question="when do futures close on October 4, 2001?", intent="question", answer_types=["date"])
     plan.keywords = ["futures", "close"]
-    answer = extractive_answer(plan, _evidence("Trading hours change on October 4, 2001.", "Futures close early."))
-    assert "**October 4, 2001**" not in answer.text and answer.kinds_missing == ["date"]
+    no_time = extractive_answer(plan, _evidence("Trading hours change on October 4, 2001.", "Futures close early."))
+    assert "**October 4, 2001**" not in no_time.text and no_time.kinds_missing == ["time"]
+    # the question names the day, so "when" asks for the time
+    answer = extractive_answer(plan, _evidence("Trading hours change on October 4, 2001.", "Futures close at 2:30 PM."))
+    assert answer.text.startswith("Time: **2:30** [1]") and answer.kinds_found == ["time"]
 
 
 def test_without_a_recognised_value_the_closest_sentences_are_quoted_and_the_gap_said() -> None:
