@@ -60,3 +60,11 @@ def screenshot(page: Any, name: str) -> Path:
 def horizontal_overflow(page: Any) -> int:
     """How many CSS pixels the page scrolls sideways (0 when nothing is wider than the viewport)."""
     return int(page.evaluate("document.documentElement.scrollWidth - document.documentElement.clientWidth"))
+
+
+def console_errors(page: Any) -> list[str]:
+    """A list that fills with the text of every console error the page logs from now on (CSP refusals,
+    uncaught exceptions, failed loads): tests assert it stays empty."""
+    errors: list[str] = []
+    page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+    return errors

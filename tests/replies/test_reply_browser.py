@@ -15,7 +15,7 @@ from apps.accounts.providers.base import RemoteMessage
 from apps.accounts.store import store_remote_messages
 from apps.orchestration import actions as orchestration_actions
 from apps.workspaces import actions as workspace_actions
-from tests.browser import horizontal_overflow, login, screenshot
+from tests.browser import console_errors, horizontal_overflow, login, screenshot
 from tests.replies.conftest import original_raw
 
 pytestmark = [
@@ -58,8 +58,7 @@ def test_reply_editor_confirm_and_send_at_two_widths(
         # Notifications already decided: the one-time notification prompt (a fixed bar) stays away.
         context = chromium.new_context(viewport={"width": width, "height": 900}, permissions=["notifications"])
         page = context.new_page()
-        errors: list[str] = []
-        page.on("console", lambda msg, errors=errors: errors.append(msg.text) if msg.type == "error" else None)
+        errors = console_errors(page)
         login(page, asgi_server, user)
         page.goto(f"{asgi_server}/runs/{run_id}/")
         page.locator("[data-testid=reply-item]").nth(index).click()

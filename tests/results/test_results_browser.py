@@ -15,7 +15,7 @@ from apps.orchestration.actions import RunRequest, create_runs
 from apps.orchestration.models import ApiConfig, Director, Run, RunStatus
 from apps.results.actions import delete_items
 from apps.workspaces.models import WorkspaceItem
-from tests.browser import horizontal_overflow, login, screenshot
+from tests.browser import console_errors, horizontal_overflow, login, screenshot
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.results.conftest import make_run, store_message
 from tests.services import qcluster
@@ -70,8 +70,7 @@ def test_tree_copy_and_a_worker_run_raises_a_notification(
             context.grant_permissions(["notifications", "clipboard-read", "clipboard-write"])
             context.add_init_script(RECORD_NOTIFICATIONS)
             page = context.new_page()
-            errors: list[str] = []
-            page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+            errors = console_errors(page)
             login(page, asgi_server, user)
             page.goto(f"{asgi_server}/results/")
             page.wait_for_selector("[data-testid=results-tree]")

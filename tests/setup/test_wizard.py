@@ -168,7 +168,7 @@ def test_first_run_in_chromium(asgi_server: str, chromium: Any, user: Any, fake_
     mailbox as a file → add a model (a dead endpoint first, then the fake server) → template director → filter
     with the dry run → done → open a demo thread → Run director… → a real qcluster worker runs it → the result
     in Results. The time of the path (not asserted) is printed."""
-    from tests.browser import horizontal_overflow, login, screenshot
+    from tests.browser import console_errors, horizontal_overflow, login, screenshot
 
     archive = write_demo_archive(tmp_path / "demo.zip", build_demo_messages())
     dead = f"http://127.0.0.1:{free_port()}/v1"
@@ -177,8 +177,7 @@ def test_first_run_in_chromium(asgi_server: str, chromium: Any, user: Any, fake_
         # Notifications granted up front: the results app's one-time permission prompt would cover the buttons.
         context = chromium.new_context(viewport={"width": 1280, "height": 900}, permissions=["notifications"])
         page = context.new_page()
-        errors: list[str] = []
-        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        errors = console_errors(page)
         login(page, asgi_server, user)
         page.goto(f"{asgi_server}/setup/")
         page.wait_for_selector("[data-testid=wizard-step-mailbox]")
