@@ -4,11 +4,10 @@ events since a cursor. Owner-scoped throughout (another user's ids are 404); con
 from __future__ import annotations
 
 import datetime as dt
-from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Max, Prefetch, Q, QuerySet
+from django.db.models import BooleanField, Expression, F, Max, Prefetch, Q, QuerySet
 from django.http import Http404
 from django.utils import timezone
 
@@ -20,7 +19,8 @@ from apps.results.models import NotificationPreference
 from apps.workspaces.models import CreatedBy, InboxEntry, Workspace, WorkspaceItem, WorkspaceItemLog
 
 TREE_EMAILS = 50  # emails per tree page
-TREE_RUNS = 500  # newest runs scanned for one tree page under a tag filter
+EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+TREE_MAX_EMAILS = 1000  # a live refresh keeps the pages already loaded, up to this many emails
 # Tree rows never need an item's payload (up to 5 MB) or the message bodies.
 ITEM_ROW_FIELDS = ("pk", "workspace_id", "label", "mime_type", "encoding", "tags", "created_by", "created", "revision")
 MESSAGE_HEAVY_FIELDS = ("message__body_text", "message__body_html", "message__raw_headers", "message__references")
@@ -72,6 +72,7 @@ class RunNode:
 @dataclass(slots=True)
 class EmailNode:
     message: Message
+    cursor: str = ""  # its place in the tree: "<latest run time in µs>.<message id>"
     runs: list[RunNode] = field(default_factory=list)
 
     @property
@@ -82,8 +83,72 @@ class EmailNode:
 @dataclass(slots=True)
 class Tree:
     emails: list[EmailNode]
-    truncated: bool
+    next_cursor: str  # older emails exist: the cursor of the last one shown ("" when this is the end)
     active: bool  # some run is queued or running: the page keeps polling
+    through: str = ""  # the refresh kept the pages loaded down to this cursor
+
+    @property
+    def truncated(self) -> bool:
+        return bool(self.next_cursor)
+
+
+class BadTreeCursor(ValueError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class TreeCursor:
+    """A place in the tree (keyset, not OFFSET): an email's latest matching run time and its message id."""
+
+    latest: dt.datetime
+    message_id: int
+
+    def __str__(self) -> str:
+        return f"{(self.latest - EPOCH) // dt.timedelta(microseconds=1)}.{self.message_id}"
+
+    @classmethod
+    def parse(cls, raw: str | None) -> TreeCursor | None:
+        if not raw:
+            return None
+        micros, _, message_id = raw.partition(".")
+        if not (micros.isdigit() and message_id.isdigit() and len(raw) <= 40):
+            raise BadTreeCursor(f"a tree cursor looks like 1700000000000000.42, not {raw[:40]!r}")
+        try:
+            return cls(latest=EPOCH + dt.timedelta(microseconds=int(micros)), message_id=int(message_id))
+        except OverflowError:
+            raise BadTreeCursor(f"tree cursor out of range: {raw[:40]!r}") from None
+
+
+class TagListContains(Expression):
+    """`tags` (a JSON list) holds this exact string, evaluated by the database so a tag filter pages like the
+    others: PostgreSQL jsonb containment, SQLite's json_each."""
+
+    output_field = BooleanField()
+    conditional = True
+
+    def __init__(self, column: str, tag: str) -> None:
+        super().__init__()
+        self.column: Any = F(column)
+        self.tag = tag
+
+    def get_source_expressions(self) -> list[Any]:
+        return [self.column]
+
+    def set_source_expressions(self, exprs: Any) -> None:
+        (self.column,) = exprs
+
+    def resolve_expression(self, *args: Any, **kwargs: Any) -> Any:
+        clone = self.copy()
+        clone.column = self.column.resolve_expression(*args, **kwargs)
+        return clone
+
+    def as_sql(self, compiler: Any, connection: Any, **extra: Any) -> Any:
+        column_sql, params = compiler.compile(self.column)
+        if connection.vendor == "postgresql":
+            return f"({column_sql} @> jsonb_build_array(%s::text))", (*params, self.tag)
+        # column_sql is compiled by Django; the tag is a parameter.
+        sql = f"EXISTS (SELECT 1 FROM json_each({column_sql}) AS tag WHERE tag.type = 'text' AND tag.value = %s)"  # noqa: S608
+        return sql, (*params, self.tag)
 
 
 def filtered_runs(*, user: Any, filters: ResultFilters) -> QuerySet[Run]:
@@ -115,32 +180,41 @@ def _item_matches(item: WorkspaceItem, filters: ResultFilters) -> bool:
     return not filters.tag or (isinstance(item.tags, list) and filters.tag in item.tags)
 
 
-def results_tree(*, user: Any, filters: ResultFilters, emails: int = TREE_EMAILS) -> Tree:
-    """Emails (newest run first) → their runs (newest first) → live items (newest first), or with
-    `filters.deleted` only the runs with soft-deleted items and those items. Four queries (three with a tag
-    filter)."""
+def results_tree(
+    *,
+    user: Any,
+    filters: ResultFilters,
+    emails: int | None = None,
+    before: TreeCursor | None = None,
+    through: TreeCursor | None = None,
+) -> Tree:
+    """One page of emails (newest run first) → their runs (newest first) → live items (newest first), or with
+    `filters.deleted` only the runs with soft-deleted items and those items. `before`: the page after that
+    cursor ("Show older emails"); `through`: every email down to that cursor (a live refresh keeping the pages
+    already loaded, at most TREE_MAX_EMAILS). Four queries per page whatever the filters."""
     matching = filtered_runs(user=user, filters=filters)
-    if filters.author or filters.deleted:
+    if filters.author or filters.deleted or filters.tag:
         chosen = WorkspaceItem.objects.filter(workspace__owner=user, deleted=filters.deleted)
         if filters.author:
             chosen = chosen.filter(created_by=filters.author)
+        if filters.tag:
+            chosen = chosen.filter(TagListContains("tags", filters.tag))
         matching = matching.filter(pk__in=chosen.values("workspace__run_id"))
     rows = matching.select_related("message", "message__account", "director").defer(*MESSAGE_HEAVY_FIELDS)
-    truncated = False
-    if filters.tag:
-        # Tags are JSON lists, matched in Python (portable across SQLite and PostgreSQL): scan the newest runs.
-        runs = list(rows.order_by("-created_at", "-pk")[:TREE_RUNS])
-        truncated = len(runs) == TREE_RUNS
-    else:
-        # The page's emails first (newest run first), then only their runs and items.
-        newest = list(
-            matching.values("message_id")
-            .annotate(latest=Max("created_at"))
-            .order_by("-latest", "-message_id")
-            .values_list("message_id", flat=True)[: emails + 1]
-        )
-        truncated = len(newest) > emails
-        runs = list(rows.filter(message_id__in=newest[:emails]).order_by("-created_at", "-pk"))
+    newest = matching.values("message_id").annotate(latest=Max("created_at"))
+    if before is not None:
+        newest = newest.filter(Q(latest__lt=before.latest) | Q(latest=before.latest, message_id__lt=before.message_id))
+    limit = TREE_MAX_EMAILS if through is not None else (emails or TREE_EMAILS)
+    keys = list(newest.order_by("-latest", "-message_id").values_list("message_id", "latest")[: limit + 1])
+    more = len(keys) > limit
+    keys = keys[:limit]
+    if through is not None:
+        # Whatever was loaded down to `through` (and what arrived since), in the one query: cut where it ended.
+        kept = [key for key in keys if (key[1], key[0]) >= (through.latest, through.message_id)]
+        more = more or len(kept) < len(keys)
+        keys = kept
+    cursors = {message_id: str(TreeCursor(latest=latest, message_id=message_id)) for message_id, latest in keys}
+    runs = list(rows.filter(message_id__in=list(cursors)).order_by("-created_at", "-pk"))
     workspaces: dict[int, Any] = dict(
         Workspace.objects.filter(owner=user, run_id__in=[run.pk for run in runs]).values_list("pk", "run_id")
     )
@@ -151,20 +225,24 @@ def results_tree(*, user: Any, filters: ResultFilters, emails: int = TREE_EMAILS
     for item in live.only(*ITEM_ROW_FIELDS).order_by("-created", "-pk"):
         if _item_matches(item, filters):
             items_by_run.setdefault(workspaces[item.workspace_id], []).append(item)
-    grouped: OrderedDict[int, EmailNode] = OrderedDict()
+    by_message: dict[int, list[RunNode]] = {}
+    messages: dict[int, Message] = {}
     for run in runs:
-        items = items_by_run.get(run.pk, [])
-        if filters.filters_items and not items:
-            continue
-        node = grouped.get(run.message_id)
-        if node is None:
-            if len(grouped) >= emails:
-                truncated = True
-                continue
-            node = grouped[run.message_id] = EmailNode(message=run.message)
-        node.runs.append(RunNode(run=run, items=items))
+        messages[run.message_id] = run.message
+        by_message.setdefault(run.message_id, []).append(RunNode(run=run, items=items_by_run.get(run.pk, [])))
+    shown = [
+        EmailNode(message=messages[message_id], cursor=cursors[message_id], runs=by_message[message_id])
+        for message_id, _ in keys
+        if message_id in by_message
+    ]
     active = any(run.status in (RunStatus.QUEUED, RunStatus.RUNNING) for run in runs)
-    return Tree(emails=list(grouped.values()), truncated=truncated, active=active)
+    return Tree(
+        emails=shown,
+        next_cursor=shown[-1].cursor if more and shown else "",
+        active=active,
+        # Past the first page: the refresh keeps everything down to here (or to where an empty page began).
+        through=(shown[-1].cursor if shown else str(through or before)) if (through or before) else "",
+    )
 
 
 def filter_choices(*, user: Any) -> dict[str, Any]:
@@ -292,8 +370,7 @@ def items_for_filters(*, user: Any, filters: ResultFilters) -> QuerySet[Workspac
     if filters.author:
         items = items.filter(created_by=filters.author)
     if filters.tag:
-        ids = [pk for pk, tags in items.values_list("pk", "tags") if isinstance(tags, list) and filters.tag in tags]
-        items = WorkspaceItem.objects.filter(pk__in=ids)
+        items = items.filter(TagListContains("tags", filters.tag))
     return items
 
 
@@ -303,7 +380,6 @@ def items_for_filters(*, user: Any, filters: ResultFilters) -> QuerySet[Workspac
 # cursor; the window re-reads that far back and browsers de-duplicate by event id.
 CURSOR_OVERLAP = dt.timedelta(seconds=30)
 MAX_EVENTS = 50
-EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
 
 class BadCursor(ValueError):

@@ -34,9 +34,12 @@ def _pane_context(request: HttpRequest, kind: str, number: int) -> tuple[str, di
     return "results/partials/pane_item.html", {"pane": selectors.item_pane(user=request.user, item_id=number)}
 
 
-def _tree_context(request: HttpRequest) -> dict[str, Any]:
+def _tree_context(
+    request: HttpRequest, *, before: selectors.TreeCursor | None = None, through: selectors.TreeCursor | None = None
+) -> dict[str, Any]:
     filters = ResultFilters.from_query(request.GET)
-    return {"tree": selectors.results_tree(user=request.user, filters=filters), "filters": filters}
+    tree = selectors.results_tree(user=request.user, filters=filters, before=before, through=through)
+    return {"tree": tree, "filters": filters}
 
 
 @require_GET
@@ -58,7 +61,16 @@ def results_page(request: HttpRequest) -> HttpResponse:
 
 @require_GET
 def results_tree(request: HttpRequest) -> HttpResponse:
-    context = _tree_context(request)
+    """The tree under the filters: `before=<cursor>` answers the next page of emails (appended under the
+    ones shown, "Show older emails"); `through=<cursor>` refreshes every page loaded down to that cursor."""
+    try:
+        before = selectors.TreeCursor.parse(request.GET.get("before"))
+        through = selectors.TreeCursor.parse(request.GET.get("through"))
+    except selectors.BadTreeCursor as exc:
+        return HttpResponse(f"{exc}. Reload the page to start from the newest emails.", status=400)
+    if before is not None:
+        return render(request, "results/partials/tree_page.html", _tree_context(request, before=before))
+    context = _tree_context(request, through=through)
     context["node"] = request.GET.get("node") or ""
     return render(request, "results/partials/tree.html", context)
 

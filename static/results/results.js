@@ -90,8 +90,31 @@
     if (target) target.focus({ preventScroll: true });
   }
 
+  // "Show older emails" appends a page to the list: the keyboard focus moves to its first email (the button
+  // it was on is replaced), so Tab/arrow navigation continues where the new emails begin.
+  let emailsBefore = null;
+  const emailItems = (list) => Array.from(list.children).filter((el) => el.matches("[role=treeitem]"));
+
+  // A refresh (Refresh, the poller, a delete) asks for the pages loaded when it was sent (`through`); if "Show
+  // older emails" appended a page meanwhile, its answer would drop that page: it is discarded and asked again.
+  function staleRefresh(detail) {
+    const current = document.getElementById("results-through");
+    if (!current || !detail.xhr || !detail.xhr.responseURL) return false;
+    const sent = new URL(detail.xhr.responseURL).searchParams.get("through");
+    // No `through` at all: a filter change, which starts from the newest page on purpose.
+    return sent !== null && sent !== current.value;
+  }
+
   document.addEventListener("htmx:beforeSwap", (event) => {
+    if (event.detail.target === tree() && event.detail.isError === false && staleRefresh(event.detail)) {
+      event.detail.shouldSwap = false;
+      if (window.htmx) window.htmx.trigger(document.body, "results-changed");
+      return;
+    }
     if (event.detail.target === tree()) rememberTree();
+    if (event.detail.target && event.detail.target.id === "results-tree-list") {
+      emailsBefore = emailItems(event.detail.target).length;
+    }
   });
 
   document.addEventListener("keydown", (event) => {
@@ -191,6 +214,18 @@
   document.addEventListener("htmx:afterSwap", (event) => {
     if (event.detail.target === tree()) {
       restoreTree();
+      return;
+    }
+    if (event.detail.target && event.detail.target.id === "results-tree-list" && emailsBefore !== null) {
+      const first = emailItems(event.detail.target)[emailsBefore];
+      emailsBefore = null;
+      const link = first ? first.querySelector(":scope > .rtree-row .rtree-link") : null;
+      if (link) {
+        setRovingFocus(link);
+        link.focus();
+      } else {
+        markActive(activeInput() ? activeInput().value : "");
+      }
       return;
     }
     if (event.detail.target && event.detail.target.id === "results-pane") {

@@ -76,8 +76,9 @@ def test_restore_all_shown(logged_in_client: Client, user: Any, make_result: Mak
     second = make_result(subject="Second", items=[{"tags": ["draft"]}])
     delete_items(user=user, item_ids=[first.items[0].pk, first.items[1].pk, second.items[0].pk], hard=False)
     tree = logged_in_client.get("/results/tree/", {"show": "deleted", "tag": "draft"}, headers=HX).content.decode()
-    form = tree.split('data-testid="restore-all"')[0]
-    ids = sorted(int(part.split('"', 1)[0]) for part in form.split('name="item" value="')[1:])
+    # "Restore all shown" posts the item inputs of every email row loaded (older pages appended included).
+    assert 'hx-include="#results-tree-list input[name=item]"' in tree
+    ids = sorted(int(part.split('"', 1)[0]) for part in tree.split('<input type="hidden" name="item" value="')[1:])
     assert ids == sorted([first.items[0].pk, second.items[0].pk])  # what the filters show, not the untagged one
     html = logged_in_client.post("/results/restore/", {"item": ids}, headers=HX).content.decode()
     assert "Restored 2 items" in html
