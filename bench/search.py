@@ -7,7 +7,8 @@ semantic / hybrid latency (p50, p95), RSS, and `notmuch search` on the same mess
     bench/search.py --workdir DIR --maildir /work/tmp-enron/maildir --quality --http --concurrency 20
         # build once into DIR (later runs reuse DIR/data), then retrieval quality on the labelled questions
         # of bench/data/search_questions.json (plain bm25 OR baseline, keyword, semantic, hybrid: recall@1/@10
-        # and MRR per kind and split) and concurrent HTTP clients on /api/search through a real Daphne
+        # and MRR per kind and split) and concurrent HTTP clients on /api/search through the production web
+        # server (uvicorn, --web-processes 2 by default)
     .venv/bin/python bench/search.py --scale 100000        # grow the index to 100k documents first
     DATABASE_URL=postgres://… bench/search.py ...          # the PostgreSQL backend (default: a fresh SQLite)
     bench/search.py --postgres                             # an embedded PostgreSQL 18 + pgvector
@@ -290,10 +291,11 @@ def run_quality() -> None:
     search_eval.report(questions, results)
 
 
-def run_http(workdir: Path, concurrency: int, duration: float) -> None:
+def run_http(workdir: Path, concurrency: int, duration: float, processes: int) -> None:
     import socket
 
     from bench import search_eval
+    from mailagent.server import web_server_command
 
     questions = search_eval.load_questions()
     queries = search_eval.questions_as_queries(questions)
@@ -305,7 +307,7 @@ def run_http(workdir: Path, concurrency: int, duration: float) -> None:
     # A throwaway bench database holds no secrets: plaintext storage is accepted for this server only.
     env = {**os.environ, "DEBUG": "0", "LOG_LEVEL": "WARNING", "MAILAGENT_ALLOW_PLAINTEXT": "1"}
     server = subprocess.Popen(
-        [sys.executable, "-m", "daphne", "-b", "127.0.0.1", "-p", str(port), "mailagent.asgi:application"],
+        web_server_command(host="127.0.0.1", port=port, processes=processes),
         cwd=REPO,
         env=env,
         stdout=subprocess.DEVNULL,
@@ -313,7 +315,10 @@ def run_http(workdir: Path, concurrency: int, duration: float) -> None:
     )
     try:
         search_eval.wait_for_server(base_url)
-        print(f"\nHTTP: Daphne on {base_url}, GET /api/search, {len(queries)} distinct questions, limit 10")
+        print(
+            f"\nHTTP: the production web server (uvicorn, {processes} process{'es' if processes > 1 else ''}) on"
+            f" {base_url}, GET /api/search, {len(queries)} distinct questions, limit 10"
+        )
         # One pass first: the server loads the model and the vectors, and meets every question once.
         warm = search_eval.http_load(base_url, cookie, queries, mode="hybrid", concurrency=1, duration=duration)
         search_eval.print_load("hybrid, 1 client (first sight)", warm)
@@ -372,8 +377,11 @@ def main() -> None:
     parser.add_argument("--workdir", help="Keep files here instead of a temporary directory.")
     parser.add_argument("--maildir", help="An already extracted corpus (its maildir/ folder) instead of the archive.")
     parser.add_argument("--quality", action="store_true", help="Recall@1/@10 and MRR on the labelled questions.")
-    parser.add_argument("--http", action="store_true", help="Concurrent clients on /api/search through Daphne.")
+    parser.add_argument("--http", action="store_true", help="Concurrent clients on /api/search through uvicorn.")
     parser.add_argument("--concurrency", type=int, default=20, help="Clients for --http.")
+    parser.add_argument(
+        "--web-processes", type=int, default=2, help="Web server processes for --http (MAILAGENT_WEB_PROCESSES)."
+    )
     parser.add_argument("--duration", type=float, default=15.0, help="Seconds per --http measurement.")
     parser.add_argument("--query-only", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -389,7 +397,7 @@ def main() -> None:
         if args.quality:
             run_quality()
         if args.http:
-            run_http(workdir, args.concurrency, args.duration)
+            run_http(workdir, args.concurrency, args.duration, args.web_processes)
         return
     setup_django(workdir, args.postgres)
 

@@ -13,3 +13,4 @@ class MailagentConfig(AppConfig):
 
         checks.register(project_checks.check_encryption_key, checks.Tags.security, deploy=False)
         checks.register(project_checks.check_sqlite_features, checks.Tags.database)
+        checks.register(project_checks.check_web_processes)

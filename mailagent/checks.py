@@ -27,3 +27,19 @@ def check_sqlite_features(app_configs: Any = None, databases: Any = None, **kwar
             )
         ]
     return []
+
+
+def check_web_processes(app_configs: Any = None, **kwargs: Any) -> list[checks.CheckMessage]:
+    from django.conf import settings
+
+    if settings.WEB_PROCESSES > 1 and not settings.REDIS_URL:
+        return [
+            checks.Warning(
+                f"MAILAGENT_WEB_PROCESSES is {settings.WEB_PROCESSES} but REDIS_URL is not set: live page updates"
+                " (websockets) and rate-limit counters are kept per process, so a page may miss events sent"
+                " from another process.",
+                hint="Set REDIS_URL, or keep MAILAGENT_WEB_PROCESSES at 1.",
+                id="mailagent.W002",
+            )
+        ]
+    return []

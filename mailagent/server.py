@@ -20,8 +20,10 @@ import sys
 ASGI_APPLICATION = "mailagent.asgi:application"
 
 
-def web_server_command(*, host: str, port: int) -> list[str]:
-    """The command line of one web process serving HTTP and websockets on host:port."""
+def web_server_command(*, host: str, port: int, processes: int = 1) -> list[str]:
+    """The command line of the web server on host:port: one process, or with `processes` > 1 uvicorn's
+    supervisor and that many worker processes sharing the socket (requests run on several cores; Django runs
+    a process's synchronous views one at a time)."""
     proxy = "--proxy-headers" if os.environ.get("FORWARDED_ALLOW_IPS", "").strip() else "--no-proxy-headers"
     return [
         sys.executable,
@@ -37,5 +39,6 @@ def web_server_command(*, host: str, port: int) -> list[str]:
         "websockets-sansio",  # the `websockets` package's sans-I/O protocol (the legacy one is deprecated)
         proxy,
         "--no-server-header",
+        *(["--workers", str(processes)] if processes > 1 else []),
         ASGI_APPLICATION,
     ]

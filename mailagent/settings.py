@@ -219,6 +219,10 @@ if REDIS_URL:
 else:
     CHANNEL_LAYERS = {"default": {"BACKEND": "channels.layers.InMemoryChannelLayer"}}
 
+# Web server processes started by `manage.py serve` (uvicorn workers). More than one needs REDIS_URL: without
+# it websocket events and rate-limit counters stay inside one process (system check mailagent.W002).
+WEB_PROCESSES = max(1, env_int("MAILAGENT_WEB_PROCESSES", 1))
+
 Q_CLUSTER: dict[str, Any] = {
     "name": env_str("Q_CLUSTER_NAME", "mailagent"),
     "workers": env_int("Q_WORKERS", 2),

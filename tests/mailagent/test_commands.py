@@ -121,3 +121,49 @@ def test_serve_runs_the_web_server_and_the_cluster_and_stops_both_on_ctrl_c() ->
     assert process.returncode == 0, output
     assert "Q Cluster" in output and "running" in output
     assert output.rstrip().endswith("stopped")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_serve_with_two_web_processes_serves_from_two_processes_and_stops_them() -> None:
+    import psutil
+
+    port = free_port()
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "serve", "--no-worker", "--web-processes", "2", "--port", str(port)],
+        cwd=REPO_ROOT,
+        env=subprocess_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        wait_for_port(port, timeout=60, process=process)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=10) as response:
+            assert response.status == 200
+        supervisor = psutil.Process(process.pid).children()[0]  # serve → uvicorn's supervisor → its workers
+
+        def spawned_workers() -> list[Any]:  # not multiprocessing's resource tracker, the other child
+            return [child for child in supervisor.children() if "spawn_main" in " ".join(child.cmdline())]
+
+        deadline = time.monotonic() + 60
+        while len(spawned_workers()) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+        workers = spawned_workers()
+        assert len(workers) == 2
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0, output
+    assert not any(worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE for worker in workers)
+
+
+def test_more_than_one_web_process_without_redis_is_warned_about(settings: Any) -> None:
+    from mailagent.checks import check_web_processes
+
+    settings.REDIS_URL = ""
+    settings.WEB_PROCESSES = 2
+    assert [message.id for message in check_web_processes()] == ["mailagent.W002"]
+    settings.REDIS_URL = "redis://127.0.0.1:6379/0"
+    assert check_web_processes() == []

@@ -23,6 +23,9 @@ BM25_WEIGHTS = (2.0, 1.0, 1.0)
 KIND_CODES = {kind.value: code for code, kind in enumerate(DocumentKind)}
 NO_DATE = np.iinfo(np.int64).min
 APPEND_PAGE = 4096
+# search_document read through its narrow covering index (migration 0005): filters and grouping never
+# walk a long body's overflow pages.
+DOCUMENTS = "search_document d INDEXED BY search_document_filters"
 
 
 def fts5_available() -> bool:
@@ -123,10 +126,8 @@ class VectorMatrix:
             return
         self._reserve(self.size + expected)
         cursor.execute(
-            "SELECT c.id, c.document_id, c.chunk_no, c.embedding, d.account_id, d.kind, d.date, d.has_attachments,"
-            " d.owner_id"
-            " FROM search_chunk c JOIN search_document d ON d.id = c.document_id"
-            " WHERE c.id > %s ORDER BY c.id",
+            "SELECT c.id, c.document_id, c.chunk_no, c.embedding, d.account_id, d.kind, d.date, d.has_attachments,"  # noqa: S608
+            f" d.owner_id FROM search_chunk c JOIN {DOCUMENTS} ON d.id = c.document_id WHERE c.id > %s ORDER BY c.id",
             [self.max_id],
         )
         # Page by page straight into the preallocated matrix: peak memory stays near the matrix itself.
@@ -317,7 +318,7 @@ class SQLiteSearchBackend(BaseSearchBackend):
                 ranked = self._ranked(cursor, expression, overfetch)
                 ids = [pk for pk, _score in ranked]
                 cursor.execute(
-                    f"SELECT d.id FROM search_document d WHERE d.id IN ({', '.join(['%s'] * len(ids))}){where}"  # noqa: S608
+                    f"SELECT d.id FROM {DOCUMENTS} WHERE d.id IN ({', '.join(['%s'] * len(ids))}){where}"  # noqa: S608
                     if ids
                     else "SELECT 1 WHERE 0",
                     [*ids, *params] if ids else [],
@@ -337,7 +338,7 @@ class SQLiteSearchBackend(BaseSearchBackend):
     ) -> list[tuple[int, float]]:
         """bm25 (column weights BM25_WEIGHTS) over every match, best `limit` first; `where` filters on
         search_document d (joined)."""
-        join = " JOIN search_document d ON d.id = search_fts.rowid" if where else ""
+        join = f" JOIN {DOCUMENTS} ON d.id = search_fts.rowid" if where else ""
         weights = ", ".join(str(float(w)) for w in self.options.get("BM25_WEIGHTS") or BM25_WEIGHTS)
         cursor.execute(
             f"SELECT search_fts.rowid, bm25(search_fts, {weights}) AS score FROM search_fts{join}"  # noqa: S608
@@ -352,7 +353,7 @@ class SQLiteSearchBackend(BaseSearchBackend):
             with connection.cursor() as cursor:
                 cursor.execute(
                     "SELECT count(DISTINCT COALESCE(d.message_id, -d.id)) FROM search_fts"  # noqa: S608
-                    f" JOIN search_document d ON d.id = search_fts.rowid WHERE search_fts MATCH %s{where}",
+                    f" JOIN {DOCUMENTS} ON d.id = search_fts.rowid WHERE search_fts MATCH %s{where}",
                     [fts5_query(parsed, "any"), *params],
                 )
                 return int(cursor.fetchone()[0])
@@ -386,7 +387,7 @@ class SQLiteSearchBackend(BaseSearchBackend):
         if filters.needs_sql_for_vectors():
             where, params = filters.sql("d")
             with connection.cursor() as cursor:
-                cursor.execute(f"SELECT d.id FROM search_document d WHERE 1 = 1{where}", params)  # noqa: S608
+                cursor.execute(f"SELECT d.id FROM {DOCUMENTS} WHERE 1 = 1{where}", params)  # noqa: S608
                 allowed = np.fromiter((row[0] for row in cursor.fetchall()), dtype=np.int64)
             if not allowed.size:
                 return []

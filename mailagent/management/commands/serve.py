@@ -28,12 +28,19 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument("--no-worker", action="store_true", help="Serve HTTP only, no qcluster.")
+        parser.add_argument(
+            "--web-processes",
+            type=int,
+            default=settings.WEB_PROCESSES,
+            help="Web server processes (default MAILAGENT_WEB_PROCESSES, 1); more than one needs REDIS_URL.",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         enforce_secret_storage_policy()
         self._collect_static_files_if_missing()
         manage_py = str(Path(settings.BASE_DIR) / "manage.py")
-        commands = {"web": web_server_command(host=options["host"], port=options["port"])}
+        processes = max(1, options["web_processes"])
+        commands = {"web": web_server_command(host=options["host"], port=options["port"], processes=processes)}
         if not options["no_worker"]:
             commands["worker"] = [sys.executable, manage_py, "qcluster"]
 
