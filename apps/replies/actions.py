@@ -15,7 +15,7 @@ from django.db import transaction
 from django.http import Http404
 from django.utils import timezone
 
-from apps.accounts.models import ImapSecurity, MailAccount, Message
+from apps.accounts.models import ImapSecurity, MailAccount, Message, Provider
 from apps.accounts.providers.base import ProviderError, RemoteMessage
 from apps.accounts.sending import PartiallySent, SendPermissionMissing, SentMessage, send_message
 from apps.accounts.store import store_remote_messages
@@ -244,6 +244,25 @@ def store_sent_copy(*, account: MailAccount, raw: bytes, sent: SentMessage, mess
     return Message.objects.filter(account=account, dedupe_key=message_id).first()
 
 
+def append_to_imap_sent(*, account: MailAccount, raw: bytes, sent: SentMessage) -> str:
+    """After an SMTP send: the same bytes into the IMAP account's Sent folder (\\Seen). On success `sent`
+    names that copy, so the local copy stored next is the one the next sync of the folder finds (stored once).
+    Returns why it failed, or "": the mail is out either way."""
+    from apps.accounts.providers.imap import ImapProvider
+
+    try:
+        copy = ImapProvider(account).append_sent_copy(raw)
+    except ProviderError as exc:
+        return str(exc)
+    except Exception as exc:
+        logger.exception("account %s: APPEND to the Sent folder crashed", account.pk)
+        return f"{type(exc).__name__}: {exc}"
+    sent.folder = copy.folder
+    if copy.provider_id:
+        sent.provider_id = copy.provider_id
+    return ""
+
+
 def send_draft(*, owner: Any, draft_id: int, token: str) -> SendResult:
     """Send a confirmed draft through its account's provider and keep the sent copy locally.
 
@@ -278,6 +297,14 @@ def send_draft(*, owner: Any, draft_id: int, token: str) -> SendResult:
         error = f"Sending failed unexpectedly ({type(exc).__name__}: {exc}); the reply was probably not sent."
         _mark(draft, status=DraftStatus.FAILED, last_error=error)
         return SendResult(draft=draft, sent=False, error=error)
+    if account.provider == Provider.IMAP:
+        problem = append_to_imap_sent(account=account, raw=raw, sent=sent)
+        if problem:
+            logger.warning("reply draft %s: sent, but the copy in the IMAP Sent folder failed: %s", draft.pk, problem)
+            warning = (warning + " " if warning else "") + (
+                f"Sent, but the copy in the account's Sent folder could not be saved ({problem}); "
+                "other mail clients will not show it there."
+            )
     stored: Message | None = None
     try:
         stored = store_sent_copy(account=account, raw=raw, sent=sent, message_id=draft.message_id)

@@ -235,6 +235,34 @@ class ImapProvider(MailProvider):
                 self._sync_folder(client, sink, info.name, condstore=condstore)
                 sink.heartbeat()
 
+    def append_sent_copy(self, raw: bytes) -> SentCopy:
+        """APPEND the exact bytes a reply was sent with (by SMTP) to the account's Sent folder, flagged \\Seen,
+        so the user's other mail clients show it. The folder is the one the server marks SPECIAL-USE \\Sent,
+        else the one called by a usual name (Sent, Sent Items, …); none is created."""
+        with self._session() as client:
+            folder = sent_folder(self._list_folders_with_flags(client))
+            if not folder:
+                raise ProviderError(
+                    "the IMAP server has no Sent folder (none marked \\Sent, none named Sent, Sent Items, Sent "
+                    "Messages or Sent Mail), and mailagent does not create one",
+                    category="other",
+                )
+            response = client.append(folder, raw, flags=(b"\\Seen",))
+        return SentCopy(folder=folder, provider_id=_appended_ref(folder, response))
+
+    def _list_folders_with_flags(self, client: IMAPClient) -> list[tuple[str, str]]:
+        """(name, role) of the selectable folders, the role by SPECIAL-USE flag or usual name."""
+        found: list[tuple[str, str]] = []
+        for flags, delimiter, raw_name in client.list_folders():
+            lowered = {flag.lower() for flag in flags}
+            if b"\\noselect" in lowered or b"\\nonexistent" in lowered:
+                continue
+            name = raw_name.decode("utf-8", "replace") if isinstance(raw_name, bytes) else str(raw_name)
+            sep = delimiter.decode("ascii", "replace") if isinstance(delimiter, bytes) else delimiter
+            special = b"\\sent" in lowered
+            found.append((name, "sent!" if special else folder_role(name, flags, sep)))
+        return found
+
     def fetch_attachment(self, attachment: Attachment) -> bytes:
         part = (attachment.provider_ref or "").strip()
         if not part or not all(piece.isdigit() for piece in part.split(".")):
@@ -415,6 +443,32 @@ class ImapProvider(MailProvider):
             sink.heartbeat()
 
 
+@dataclass(frozen=True, slots=True)
+class SentCopy:
+    folder: str
+    provider_id: str  # ImapMessageRef.provider_id of the copy when the server answered APPENDUID, else ""
+
+
+def sent_folder(folders: Sequence[tuple[str, str]]) -> str:
+    """The Sent folder among (name, role) pairs: SPECIAL-USE \\Sent ("sent!") first, then a usual name."""
+    for wanted in ("sent!", "sent"):
+        for name, role in folders:
+            if role == wanted:
+                return name
+    return ""
+
+
+def _appended_ref(folder: str, response: Any) -> str:
+    """UIDPLUS: "[APPENDUID <uidvalidity> <uid>] …" names the copy exactly."""
+    text = response.decode("ascii", "replace") if isinstance(response, bytes) else str(response or "")
+    if "APPENDUID" not in text.upper():
+        return ""
+    parts = text[text.upper().index("APPENDUID") :].split("]", 1)[0].split()
+    if len(parts) < 3 or not (parts[1].isdigit() and parts[2].isdigit()):
+        return ""
+    return ImapMessageRef(folder=folder, uidvalidity=int(parts[1]), uid=int(parts[2])).provider_id
+
+
 @contextmanager
 def _imap_errors(host: str, port: Any) -> Iterator[None]:
     """Translate imapclient/socket failures into categorised ProviderErrors; everything else passes through."""
@@ -458,4 +512,4 @@ def _is_network_error(exc: OSError) -> bool:
     return isinstance(exc, ConnectionError | socket.gaierror | socket.herror) or exc.errno in NETWORK_ERRNOS
 
 
-__all__ = ["ImapMessageRef", "ImapProvider", "decode_part", "folder_role", "plan_batches"]
+__all__ = ["ImapMessageRef", "ImapProvider", "SentCopy", "decode_part", "folder_role", "plan_batches", "sent_folder"]
