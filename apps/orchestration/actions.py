@@ -106,7 +106,10 @@ def claim_run(*, run_id: int) -> Run | None:
     )
     if not taken:
         return None
-    return Run.objects.select_related("director", "message").get(pk=run_id)
+    # The director with what the engine needs of it, in the same query (the engine does not read it again).
+    return Run.objects.select_related("director__api_config", "director__prompt", "director__owner", "message").get(
+        pk=run_id
+    )
 
 
 def finish_run(*, run: Run, status: str, reason: str = "", error: str = "") -> Run:
@@ -131,7 +134,13 @@ def process_run(*, run_id: int) -> Run | None:
         return execute_run(run)
     except Exception as exc:  # an engine bug must not leave the run "running" forever
         logger.exception("run %s crashed", run_id)
-        return finish_run(run=run, status=RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000])
+        from apps.orchestration.models import Conversation, ThreadStatus
+
+        with transaction.atomic():  # nor its threads "ongoing"
+            Conversation.objects.filter(run_id=run_id, status=ThreadStatus.ONGOING).update(
+                status=ThreadStatus.FAILED, ended_at=timezone.now()
+            )
+            return finish_run(run=run, status=RunStatus.FAILED, error=f"{type(exc).__name__}: {exc}"[:4000])
 
 
 class RunNotRetryable(ValueError):

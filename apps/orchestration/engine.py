@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
+from django.db import DatabaseError, connections, models, router, transaction
 from django.utils import timezone
 
 from apps.orchestration.models import (
@@ -48,6 +49,7 @@ from apps.orchestration.tools.schemas import (
     params_summary,
 )
 from apps.workspaces import actions as workspace_actions
+from mailagent.bulk import insert_rows
 from mailagent.crypto import reveal
 from mailagent.llm import (
     ChatResult,
@@ -93,9 +95,50 @@ def estimate_cost(api_config: ApiConfig | None, prompt_tokens: int, completion_t
     ) / million
 
 
+def _run_director(run: Run) -> Director:
+    """The run's director with its API config, prompt and owner: taken from the run when it was loaded with
+    them (claim_run selects them in the same query), else read once."""
+    if Run.director.is_cached(run):
+        director = run.director
+        if all(related.is_cached(director) for related in (Director.api_config, Director.prompt, Director.owner)):
+            return director
+    return Director.objects.select_related("api_config", "prompt", "owner").get(pk=run.director_id)
+
+
+_UPDATE_STATEMENTS: dict[tuple[str, tuple[str, ...]], tuple[str, list[models.Field[Any, Any]]]] = {}
+
+
+def _save_fields(thread: Conversation, names: Sequence[str]) -> None:
+    """`thread.save(update_fields=names)` with the UPDATE statement built once per set of fields instead of
+    compiled by the ORM at every step (a step's transcript save, about a third of its own cost). The values
+    go through each field's get_db_prep_save, as save() does; no signals are sent (nothing listens to
+    Conversation saves). Like save(), it fails when the row is gone."""
+    connection = connections[router.db_for_write(Conversation)]
+    key = (connection.alias, tuple(names))
+    known = _UPDATE_STATEMENTS.get(key)
+    if known is None:
+        quote = connection.ops.quote_name
+        fields: list[models.Field[Any, Any]] = []
+        for name in names:
+            field = Conversation._meta.get_field(name)
+            assert isinstance(field, models.Field)
+            fields.append(field)
+        sets = ", ".join(f"{quote(str(field.column))} = %s" for field in fields)
+        pk = Conversation._meta.pk
+        assert pk is not None
+        table = quote(Conversation._meta.db_table)
+        known = _UPDATE_STATEMENTS[key] = (f"UPDATE {table} SET {sets} WHERE {quote(str(pk.column))} = %s", fields)  # noqa: S608
+    sql, fields = known
+    values = [field.get_db_prep_save(getattr(thread, field.attname), connection) for field in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [*values, thread.pk])
+        if cursor.rowcount != 1:
+            raise DatabaseError(f"conversation {thread.pk} is gone: its transcript could not be saved")
+
+
 class RunEngine:
     def __init__(self, run: Run) -> None:
-        director = Director.objects.select_related("api_config", "prompt", "owner").get(pk=run.director_id)
+        director = _run_director(run)
         message = run.message
         self.run = run
         self.director = director
@@ -125,6 +168,8 @@ class RunEngine:
         # one commit per row (see flush_pending and _persist_turn for what a kill -9 can lose).
         self.pending_logs: list[OrchLog] = []
         self.pending_events: list[ProviderEvent] = []
+        # Whether this attempt opened or continued an agent session (only then can one still be ongoing).
+        self.used_agent_sessions = False
         self.agents = {a.slug: a for a in director.agents.filter(enabled=True).select_related("api_config", "prompt")}
 
     # --- diagnostics -------------------------------------------------------------------------------
@@ -158,11 +203,11 @@ class RunEngine:
 
     def flush_pending(self) -> None:
         """Store the buffered OrchLog entries and ProviderEvents (callers wrap it in the step's transaction)."""
-        if self.pending_events:
-            ProviderEvent.objects.bulk_create(self.pending_events)
+        if self.pending_events:  # mailagent.bulk: the rows as bulk_create would store them, without its compiler
+            insert_rows(self.pending_events)
             self.pending_events = []
         if self.pending_logs:
-            OrchLog.objects.bulk_create(self.pending_logs)
+            insert_rows(self.pending_logs)
             self.pending_logs = []
 
     def provider_events(self, thread: Conversation) -> Any:
@@ -203,7 +248,7 @@ class RunEngine:
             thread.expires_at = now + dt.timedelta(minutes=self.settings.session_timeout_minutes)
             fields.append("expires_at")
         with transaction.atomic(savepoint=False):  # inside the closing transaction a savepoint buys nothing
-            thread.save(update_fields=fields)
+            _save_fields(thread, fields)
             self.flush_pending()
 
     def _tool_logger(self, thread: Conversation, messages: list[dict[str, Any]], agent: Agent | None) -> Any:
@@ -293,21 +338,18 @@ class RunEngine:
         return messages
 
     def _memories_text(self, agent: Agent | None) -> str:
-        found = memory_tools.visible_memories(self.ctx, agent).order_by("-updated_at")[:20]
-        return "\n".join(f"- [{m.scope}] {m.content}" for m in found) or "(none)"
+        found = memory_tools.visible_memories(self.ctx, agent).order_by("-updated_at").values_list("scope", "content")
+        return "\n".join(f"- [{scope}] {content}" for scope, content in found[:20]) or "(none)"
 
     def execute(self) -> Run:
         run, director = self.run, self.director
         if director.api_config is None:
             return self._finish(RunStatus.SKIPPED, reason="Director has no API config: nothing was executed")
         messages = self.initial_messages()
-        with transaction.atomic():
-            thread = Conversation.objects.create(
-                run=run, kind=ThreadKind.DIRECTOR, director=director, messages=messages
-            )
-            self.ctx.director_thread = thread
-            self.log(Phase.DIRECTOR, detail={"action": "director_start", "workspaceId": self.ctx.workspace.pk})
-            self.flush_pending()
+        thread = Conversation.objects.create(run=run, kind=ThreadKind.DIRECTOR, director=director, messages=messages)
+        self.ctx.director_thread = thread
+        # Stored with the first step (or with the run's failure), not in a transaction of its own.
+        self.log(Phase.DIRECTOR, detail={"action": "director_start", "workspaceId": self.ctx.workspace.pk})
         actor = Actor(kind="director", thread=thread)
         try:
             outcome = run_tool_loop(
@@ -351,6 +393,8 @@ class RunEngine:
         thread.save(update_fields=["status", "ended_at", "finalized"])
 
     def _close_agent_sessions(self, status: str) -> None:
+        if not self.used_agent_sessions:
+            return
         Conversation.objects.filter(run=self.run, kind=ThreadKind.AGENT, status=ThreadStatus.ONGOING).update(
             status=status, ended_at=timezone.now()
         )
@@ -374,6 +418,7 @@ class RunEngine:
         director_thread = self.ctx.director_thread
         if director_thread is None or director_thread.finalized or director_thread.status != ThreadStatus.ONGOING:
             raise ToolFailure("the director run is completed", reason="completed", sessionId=session_id)
+        self.used_agent_sessions = True
         if not session_id:
             return Conversation.objects.create(
                 run=self.run,

@@ -57,7 +57,8 @@ def email_variables(message: Message) -> dict[str, str]:
     if fields["email.cc"]:
         header.append(f"Cc: {fields['email.cc']}")
     header += [f"Date: {date}", f"Subject: {message.subject}"]
-    attachments = [a.filename for a in message.attachments.all() if a.filename]
+    # Names only: a full row would load each attachment's extracted text too.
+    attachments = [name for name in message.attachments.values_list("filename", flat=True) if name]
     if attachments:
         header.append(f"Attachments: {', '.join(attachments)}")
     fields["email"] = "\n".join(header) + "\n\n" + body

@@ -96,20 +96,24 @@ def open_workspace(
     director_name: str,
     title: str,
 ) -> Workspace:
-    """One workspace per run (get or create, so a retried run reuses it)."""
-    if run_id is not None:
-        existing = Workspace.objects.filter(run_id=run_id).first()
-        if existing is not None:
-            return existing
-    return Workspace.objects.create(
-        owner=owner,
-        run_id=run_id,
-        message_id=message_id,
-        director_id=director_id,
-        director_name=director_name[:100],
-        title=title[:300],
-        label=(f"{title} — {director_name}" if title and director_name else title or director_name)[:300],
-    )
+    """One workspace per run (create or get, so a retried run reuses it). The insert comes first: a run's
+    first attempt, by far the most common case, then costs one statement; run_id is unique."""
+    fields = {
+        "owner": owner,
+        "run_id": run_id,
+        "message_id": message_id,
+        "director_id": director_id,
+        "director_name": director_name[:100],
+        "title": title[:300],
+        "label": (f"{title} — {director_name}" if title and director_name else title or director_name)[:300],
+    }
+    if run_id is None:
+        return Workspace.objects.create(**fields)
+    try:
+        with transaction.atomic():
+            return Workspace.objects.create(**fields)
+    except IntegrityError:
+        return Workspace.objects.get(run_id=run_id)
 
 
 def create_user_workspace(*, owner: Any, label: str) -> Workspace:

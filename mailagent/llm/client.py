@@ -139,19 +139,32 @@ def _semaphore(config: LLMConfig) -> threading.BoundedSemaphore:
         return current[1]
 
 
+_secret_key_cache: dict[Any, bool] = {}
+
+
+def _is_secret_key(key: Any) -> bool:
+    """Whether a dict key names a secret; remembered per key (a run sees the same few dozen keys)."""
+    known = _secret_key_cache.get(key)
+    if known is None:
+        lowered = str(key).lower()
+        known = any(secret in lowered for secret in SECRET_KEYS)
+        if len(_secret_key_cache) < 4096:
+            _secret_key_cache[key] = known
+    return known
+
+
 def redact(value: Any, *, depth: int = 0) -> Any:
     """Secrets out, long strings shortened: what a ProviderEvent may keep."""
     if depth > 12:
         return "…"
+    if isinstance(value, str):
+        if len(value) > MAX_EVENT_STRING:
+            return value[:MAX_EVENT_STRING] + f"… [{len(value) - MAX_EVENT_STRING} more characters]"
+        return value
     if isinstance(value, dict):
-        return {
-            k: ("[redacted]" if any(s in str(k).lower() for s in SECRET_KEYS) else redact(v, depth=depth + 1))
-            for k, v in value.items()
-        }
+        return {k: "[redacted]" if _is_secret_key(k) else redact(v, depth=depth + 1) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [redact(v, depth=depth + 1) for v in value]
-    if isinstance(value, str) and len(value) > MAX_EVENT_STRING:
-        return value[:MAX_EVENT_STRING] + f"… [{len(value) - MAX_EVENT_STRING} more characters]"
     return value
 
 

@@ -6,7 +6,7 @@ account was connected without calendar/to-do permission (reason "missing_scope")
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, NamedTuple
 
 import requests
 from django.conf import settings
@@ -14,20 +14,38 @@ from django.conf import settings
 from apps.accounts import oauth
 from apps.accounts.models import MailAccount, Provider
 from apps.accounts.providers.base import ProviderError
+from apps.orchestration.models import Director
 from apps.orchestration.tools.context import Actor, RunContext
 from apps.orchestration.tools.schemas import CalendarAddArgs, CalendarReadArgs, TodoAddArgs
 from mailagent.llm import ToolFailure
 
 MAX_EVENTS = 50
-SECRET_FIELDS = ("credentials", "smtp_password")
 
 
-def tool_accounts(ctx: RunContext) -> list[MailAccount]:
-    """Accounts the director's tools may use: its chosen accounts, or all of the owner's, with a calendar.
-    Their secrets are not loaded (nor decrypted): the tool list needs ids, names and providers."""
-    chosen = list(ctx.director.accounts.defer(*SECRET_FIELDS))
-    accounts = chosen or list(MailAccount.objects.filter(owner_id=ctx.owner_id, enabled=True).defer(*SECRET_FIELDS))
-    return [a for a in accounts if a.provider in (Provider.OUTLOOK, Provider.GMAIL)]
+class ToolAccount(NamedTuple):
+    pk: int
+    name: str
+    provider: str
+
+
+def tool_accounts(ctx: RunContext) -> list[ToolAccount]:
+    """Accounts the director's tools may use: its chosen accounts, or all of the owner's enabled ones, with a
+    calendar. Read once per run (cached in the run context) as plain values: the tool list needs ids, names
+    and providers, not the account rows with their secrets."""
+    if "tool_accounts" not in ctx.cache:
+        through = Director.accounts.through
+        chosen = list(through.objects.filter(director_id=ctx.director.pk).values_list("mailaccount_id", flat=True))
+        accounts = (
+            MailAccount.objects.filter(pk__in=chosen)
+            if chosen
+            else MailAccount.objects.filter(owner_id=ctx.owner_id, enabled=True)
+        )
+        ctx.cache["tool_accounts"] = [
+            ToolAccount(*row)
+            for row in accounts.values_list("pk", "name", "provider")
+            if row[2] in (Provider.OUTLOOK, Provider.GMAIL)
+        ]
+    return list(ctx.cache["tool_accounts"])
 
 
 def _account(ctx: RunContext, account_id: int) -> MailAccount:
