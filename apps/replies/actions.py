@@ -7,12 +7,17 @@ task calls `send_draft`; the views call it after the user's Send + Confirm.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import logging
+import mimetypes
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.http import Http404
+from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 
 from apps.accounts.models import ImapSecurity, MailAccount, Message, Provider
@@ -21,10 +26,12 @@ from apps.accounts.sending import PartiallySent, SendPermissionMissing, SentMess
 from apps.accounts.store import store_remote_messages
 from apps.ask.models import Draft as AskDraft
 from apps.replies import compose, selectors
-from apps.replies.models import BodyFormat, DraftSource, DraftStatus, ReplyDraft, ReplyMode
-from apps.workspaces.models import WorkspaceItem
+from apps.replies.models import BodyFormat, DraftSource, DraftStatus, ReplyAttachment, ReplyDraft, ReplyMode
+from apps.workspaces.models import Encoding, WorkspaceItem
 
 logger = logging.getLogger(__name__)
+
+MAX_ATTACHMENTS = 50
 
 
 class CannotReply(Exception):
@@ -165,6 +172,91 @@ def discard_draft(*, draft: ReplyDraft) -> None:
     if locked.status == DraftStatus.SENDING and not selectors.is_stale_sending(locked):
         raise SendRefused("This reply is being sent right now; it cannot be discarded.")
     locked.delete()
+
+
+# --- attachments -----------------------------------------------------------------------------------------
+
+
+class AttachmentRefused(Exception):
+    """The files were not attached (too large, too many, not the user's); the message says why."""
+
+
+@dataclass(frozen=True, slots=True)
+class NewAttachment:
+    filename: str
+    content_type: str
+    data: bytes
+    workspace_item_id: int | None = None
+
+
+def clean_filename(name: str, *, fallback: str = "attachment") -> str:
+    """The last path component, without control characters, at most 255 characters."""
+    base = str(name or "").replace("\\", "/").rsplit("/", 1)[-1]
+    base = "".join(char for char in base if char.isprintable()).strip().strip(".")
+    if len(base) > 255:
+        stem, dot, extension = base.rpartition(".")
+        base = (stem[: 250 - len(extension)] + dot + extension) if dot and len(extension) < 10 else base[:255]
+    return base or fallback
+
+
+def attachment_from_item(item: WorkspaceItem) -> NewAttachment:
+    """A workspace item as a file: its bytes (base64 items decoded), named after its path or label."""
+    if item.encoding == Encoding.BASE64:
+        try:
+            data = base64.b64decode(item.data, validate=False)
+        except (binascii.Error, ValueError) as exc:
+            raise AttachmentRefused(f"“{item.label or item.path}” could not be decoded ({exc}).") from exc
+    else:
+        data = item.data.encode("utf-8")
+    content_type = item.mime_type.split(";")[0].strip().lower() or "application/octet-stream"
+    name = clean_filename(item.path or item.label or "", fallback=f"item-{item.pk}")
+    if "." not in name:
+        name += mimetypes.guess_extension(content_type) or ""
+    return NewAttachment(filename=name, content_type=content_type, data=data, workspace_item_id=item.pk)
+
+
+def max_attachment_bytes() -> int:
+    """A reply's attachments together: what one logged-in request may carry (MAILAGENT_MAX_REQUEST_BYTES)."""
+    return int(settings.MAILAGENT_MAX_REQUEST_BYTES)
+
+
+@transaction.atomic
+def change_attachments(
+    *, draft: ReplyDraft, add: list[NewAttachment], remove_ids: list[int]
+) -> tuple[ReplyDraft, list[ReplyAttachment]]:
+    """Remove and add a draft's attachments in one go (a new revision: a confirmation covers the files too).
+    All or nothing: over the size or count limit, nothing changes and the error names the limit."""
+    locked = ReplyDraft.objects.select_for_update(of=("self",)).get(pk=draft.pk)
+    _editable(locked)
+    kept = ReplyAttachment.objects.filter(draft=locked).exclude(pk__in=remove_ids)
+    current = list(kept.values_list("size", flat=True))
+    limit = max_attachment_bytes()
+    total = sum(current) + sum(len(new.data) for new in add)
+    if total > limit:
+        names = ", ".join(new.filename for new in add)
+        raise AttachmentRefused(
+            f"Not attached: {names}. A reply's attachments may total {filesizeformat(limit)}; these would make "
+            f"{filesizeformat(total)}. Attach fewer or smaller files (or share a link in the text)."
+        )
+    if len(current) + len(add) > MAX_ATTACHMENTS:
+        raise AttachmentRefused(f"A reply can carry at most {MAX_ATTACHMENTS} files.")
+    removed, _ = ReplyAttachment.objects.filter(draft=locked, pk__in=remove_ids).delete()
+    made = ReplyAttachment.objects.bulk_create(
+        ReplyAttachment(
+            draft=locked,
+            filename=new.filename,
+            content_type=new.content_type,
+            size=len(new.data),
+            data=new.data,
+            workspace_item_id=new.workspace_item_id,
+        )
+        for new in add
+    )
+    if removed or made:
+        locked.revision += 1
+        locked.updated_at = timezone.now()
+        locked.save(update_fields=["revision", "updated_at"])
+    return locked, made
 
 
 # --- sending ---------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ import datetime as dt
 import html as html_lib
 import re
 import textwrap
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from email.headerregistry import Address
 from email.message import EmailMessage
 from email.policy import SMTP
@@ -25,6 +25,7 @@ Person = dict[str, str]
 SIGNATURE_DELIMITER = "-- "
 _TAG = re.compile(r"<\s*/?\s*[a-zA-Z][a-zA-Z0-9-]*(\s[^<>]*)?/?\s*>")
 _REPLY_PREFIX = re.compile(r"^\s*re\s*:", re.IGNORECASE)
+_MIME_TOKEN = re.compile(r"[a-z0-9][a-z0-9!#$&^_.+-]*")
 
 
 def people(entries: Any) -> list[Person]:
@@ -174,6 +175,21 @@ class Outgoing:
     in_reply_to: str
     references: str
     date: dt.datetime
+    attachments: list[OutgoingAttachment] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class OutgoingAttachment:
+    filename: str
+    content_type: str
+    data: bytes
+
+
+def _mime_type(content_type: str) -> tuple[str, str]:
+    maintype, _, subtype = content_type.split(";")[0].strip().lower().partition("/")
+    if not (_MIME_TOKEN.fullmatch(maintype) and _MIME_TOKEN.fullmatch(subtype)) or maintype == "multipart":
+        return "application", "octet-stream"
+    return maintype, subtype
 
 
 def build_mime(outgoing: Outgoing) -> bytes:
@@ -192,6 +208,9 @@ def build_mime(outgoing: Outgoing) -> bytes:
     message.set_content(outgoing.rendered.text)
     if outgoing.rendered.html:
         message.add_alternative(outgoing.rendered.html, subtype="html")
+    for attachment in outgoing.attachments:  # the message becomes multipart/mixed
+        maintype, subtype = _mime_type(attachment.content_type)
+        message.add_attachment(attachment.data, maintype=maintype, subtype=subtype, filename=attachment.filename)
     return message.as_bytes()
 
 

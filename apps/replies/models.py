@@ -74,3 +74,24 @@ class ReplyDraft(models.Model):
     @property
     def is_editable(self) -> bool:
         return self.status in (DraftStatus.DRAFT, DraftStatus.FAILED)
+
+
+class ReplyAttachment(models.Model):
+    """A file that goes with a reply: uploaded in the editor, or a copy of a workspace item of the run the reply
+    came from (the bytes are copied, so the reply sends what the user attached even if the item changes)."""
+
+    draft = models.ForeignKey(ReplyDraft, on_delete=models.CASCADE, related_name="attachments")
+    filename = models.CharField(max_length=255)
+    content_type = models.CharField(max_length=255, default="application/octet-stream")
+    size = models.PositiveBigIntegerField(default=0)
+    data = models.BinaryField()
+    workspace_item = models.ForeignKey(
+        "workspaces.WorkspaceItem", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["created_at", "pk"]
+
+    def __str__(self) -> str:
+        return self.filename

@@ -9,14 +9,15 @@ from typing import Any
 
 from django.core import signing
 from django.http import Http404
+from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 
 from apps.accounts import oauth
-from apps.accounts.models import MailAccount
+from apps.accounts.models import MailAccount, Provider
 from apps.accounts.sending import sending_problem
 from apps.ask.models import Draft as AskDraft
 from apps.replies import compose
-from apps.replies.models import DraftStatus, ReplyDraft
+from apps.replies.models import DraftStatus, ReplyAttachment, ReplyDraft
 from apps.workspaces.models import Encoding, WorkspaceItem
 
 CONFIRM_SALT = "replies.confirm-send"
@@ -137,8 +138,9 @@ def account_signature(account: MailAccount) -> str:
 
 
 def outgoing_for(
-    draft: ReplyDraft, *, message_id: str | None = None, now: dt.datetime | None = None
+    draft: ReplyDraft, *, message_id: str | None = None, now: dt.datetime | None = None, with_files: bool = True
 ) -> compose.Outgoing:
+    """The message as it goes out; `with_files=False` leaves the attachments' bytes unread (a preview)."""
     account = draft.account
     signature = account_signature(account) if draft.include_signature else ""
     return compose.Outgoing(
@@ -152,6 +154,53 @@ def outgoing_for(
         in_reply_to=draft.in_reply_to_header,
         references=draft.references_header,
         date=now or timezone.now(),
+        attachments=[
+            compose.OutgoingAttachment(filename=a.filename, content_type=a.content_type, data=bytes(a.data))
+            for a in ReplyAttachment.objects.filter(draft=draft).order_by("created_at", "pk")
+        ]
+        if with_files
+        else [],
+    )
+
+
+def draft_attachments(draft: ReplyDraft) -> list[ReplyAttachment]:
+    """The draft's files without their bytes."""
+    return list(ReplyAttachment.objects.filter(draft=draft).defer("data").order_by("created_at", "pk"))
+
+
+def attachable_items(draft: ReplyDraft) -> list[WorkspaceItem]:
+    """The live items of the workspace (the run) the reply came from, without their data, newest first."""
+    if draft.workspace_item_id is None:
+        return []
+    workspace_id = WorkspaceItem.objects.filter(pk=draft.workspace_item_id).values("workspace_id")
+    return list(
+        WorkspaceItem.objects.filter(workspace_id__in=workspace_id, workspace__owner=draft.owner_id, deleted=False)
+        .only("pk", "label", "path", "mime_type", "encoding", "created")
+        .order_by("-created", "-pk")
+    )
+
+
+def items_to_attach(draft: ReplyDraft, item_ids: list[int]) -> list[WorkspaceItem]:
+    """Those of `item_ids` that are live items of the reply's workspace (others are ignored), with their data."""
+    allowed = {item.pk for item in attachable_items(draft)}
+    return list(WorkspaceItem.objects.filter(pk__in=[pk for pk in item_ids if pk in allowed]).order_by("pk"))
+
+
+# Microsoft Graph takes a sendMail request of at most 4 MB; the MIME travels base64 inside it, so about 3 MB of
+# files fit. Larger needs an upload session on a draft message, which is not implemented.
+GRAPH_ATTACHMENTS_LIMIT = 3 * 1024 * 1024
+
+
+def graph_attachment_problem(draft: ReplyDraft) -> str:
+    if draft.account.provider != Provider.OUTLOOK:
+        return ""
+    total = sum(ReplyAttachment.objects.filter(draft=draft).values_list("size", flat=True))
+    if total <= GRAPH_ATTACHMENTS_LIMIT:
+        return ""
+    return (
+        f"Attachments over 3 MB in total ({filesizeformat(total)} here) cannot be sent from an Outlook / Microsoft "
+        "365 account yet: Microsoft Graph takes about 3 MB in one send and mailagent does not use its upload "
+        "sessions. Remove some files, or share a link instead."
     )
 
 
@@ -168,4 +217,7 @@ def draft_problems(draft: ReplyDraft) -> list[str]:
         problems.append("The account has no email address to send from.")
     if not draft.body.strip():
         problems.append("The reply is empty.")
+    graph = graph_attachment_problem(draft)
+    if graph:
+        problems.append(graph)
     return problems

@@ -8,6 +8,8 @@ what will go out and carries a signed token for that revision; only the confirma
 
 from __future__ import annotations
 
+import mimetypes
+
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from django.shortcuts import get_object_or_404, redirect, render
@@ -73,8 +75,32 @@ def _editor(request: HttpRequest, draft: ReplyDraft, form: DraftForm, *, status:
         "signature_text": compose.signature_text(signature),
         "readiness": selectors.send_readiness(draft.account),
         "stale": selectors.is_stale_sending(draft),
+        "attachments": selectors.draft_attachments(draft),
+        "attachable": selectors.attachable_items(draft),
+        "max_attachment_bytes": actions.max_attachment_bytes(),
+        "graph_limit": selectors.GRAPH_ATTACHMENTS_LIMIT if draft.account.provider == Provider.OUTLOOK else None,
     }
     return render(request, "replies/pages/draft_edit.html", context, status=status)
+
+
+def _attachment_changes(request: HttpRequest, draft: ReplyDraft) -> tuple[list[actions.NewAttachment], list[int]]:
+    """The editor's files to add (uploads, and ticked workspace items of the reply's run) and to remove."""
+
+    def numbers(name: str) -> list[int]:
+        return [int(raw) for raw in request.POST.getlist(name) if raw.isdigit()]
+
+    added = [
+        actions.NewAttachment(
+            filename=actions.clean_filename(upload.name or ""),
+            content_type=upload.content_type
+            or mimetypes.guess_type(upload.name or "")[0]
+            or "application/octet-stream",
+            data=upload.read(),
+        )
+        for upload in request.FILES.getlist("attachment_file")
+    ]
+    added += [actions.attachment_from_item(item) for item in selectors.items_to_attach(draft, numbers("attach_item"))]
+    return added, numbers("remove_attachment")
 
 
 @require_http_methods(["GET", "POST"])
@@ -97,6 +123,13 @@ def edit(request: HttpRequest, draft_id: int) -> HttpResponse:
     except actions.SendRefused as exc:
         messages.error(request, str(exc))
         return redirect("replies:edit", draft_id=draft.pk)
+    try:
+        added, removed = _attachment_changes(request, draft)
+        if added or removed:
+            draft, _ = actions.change_attachments(draft=draft, add=added, remove_ids=removed)
+    except (actions.AttachmentRefused, actions.SendRefused) as exc:  # the text is saved; the files say why not
+        messages.error(request, str(exc))
+        return redirect(f"{reverse('replies:edit', args=[draft.pk])}#attachments")
     if request.POST.get("action") == "send":
         return redirect("replies:confirm", draft_id=draft.pk)
     messages.success(request, "Draft saved. Nothing was sent.")
@@ -119,10 +152,11 @@ def confirm(request: HttpRequest, draft_id: int) -> HttpResponse:
     if draft.status == DraftStatus.SENT:
         messages.info(request, "This reply was already sent.")
         return redirect("replies:drafts")
-    outgoing = selectors.outgoing_for(draft)
+    outgoing = selectors.outgoing_for(draft, with_files=False)
     context = {
         "draft": draft,
         "outgoing": outgoing,
+        "attachments": selectors.draft_attachments(draft),
         "problems": selectors.draft_problems(draft),
         "readiness": selectors.send_readiness(draft.account),
         "token": selectors.confirm_token(draft),
