@@ -195,3 +195,57 @@ def test_graph_reply_sends_the_files_and_over_3_mb_is_refused_before_sending(
     assert refused.status_code == 302
     assert len(graph.sent) == 1
     assert ReplyDraft.objects.get(pk=second.pk).status == DraftStatus.DRAFT
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_attach_in_the_browser_at_two_widths(asgi_server: str, chromium: Any, user: Any, smtp_server: Any) -> None:
+    from apps.replies import actions as reply_actions
+    from tests.browser import console_errors, horizontal_overflow, login, screenshot
+
+    account = imap_account(user, smtp_server)
+    original = store_original(account, original_with_attachment())
+    for index, width in enumerate((1280, 390)):
+        item = item_for(user, original, f"Hi Alice, take {index}")
+        report = workspace_actions.add_item(
+            workspace=item.workspace,
+            label="Q3 report",
+            path="reports/quarterly-report-for-the-board-with-a-very-long-file-name-2026-q3.pdf",
+            mime_type="application/pdf",
+            encoding="base64",
+            data=base64.b64encode(PDF).decode(),
+        )
+        draft = reply_actions.create_draft_from_item(owner=user, item=item)
+        context = chromium.new_context(viewport={"width": width, "height": 900}, permissions=["notifications"])
+        page = context.new_page()
+        errors = console_errors(page)
+        login(page, asgi_server, user)
+        page.goto(f"{asgi_server}/replies/{draft.pk}/")
+        files = page.locator("#reply-attachment-file")
+        if index == 0:  # over the limit: refused in the browser before anything is sent, with the reason
+            files.set_input_files(
+                {"name": "huge.bin", "mimeType": "application/octet-stream", "buffer": b"\0" * (17 << 20)}
+            )
+            assert "at most 16.0 MB" in page.locator("[data-testid=attachment-too-large]").inner_text()
+            assert page.evaluate("document.getElementById('reply-attachment-file').files.length") == 0
+        files.set_input_files({"name": "numbers.csv", "mimeType": "text/csv", "buffer": CSV})
+        assert page.locator("[data-testid=attachment-too-large]").is_hidden()
+        page.locator("[data-testid=attachable-items] summary").click()
+        page.locator(f"input[name=attach_item][value='{report.pk}']").check()
+        page.click("button[name=action][value=save]")
+        page.wait_for_selector("[data-testid=attachment] >> nth=1")
+        assert page.locator("[data-testid=attachment]").count() == 2
+        assert horizontal_overflow(page) == 0, f"editor with attachments scrolls sideways at {width}px"
+        screenshot(page, f"replies-attachments-{width}")
+        page.click("[data-testid=send]")
+        page.wait_for_selector("[data-testid=confirm-attachments]")
+        assert horizontal_overflow(page) == 0, f"confirmation scrolls sideways at {width}px"
+        screenshot(page, f"replies-attachments-confirm-{width}")
+        page.click("[data-testid=confirm-send]")
+        page.wait_for_url(f"{asgi_server}/mail/threads/**")
+        assert _files(smtp_server.received[index]["data"]) == {
+            "numbers.csv": ("text/csv", CSV),
+            "quarterly-report-for-the-board-with-a-very-long-file-name-2026-q3.pdf": ("application/pdf", PDF),
+        }
+        assert errors == []
+        context.close()
