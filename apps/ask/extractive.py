@@ -61,12 +61,12 @@ def _similarities(question: str, texts: list[str]) -> np.ndarray:
     if not texts:
         return np.zeros(0, dtype=np.float32)
     try:
-        from apps.search.embedders import get_embedder
+        from apps.search.embedders import embed_passages_cached, embed_query_cached, get_embedder
 
         embedder = get_embedder()
-        query = np.asarray(embedder.embed_query(question[:2000]), dtype=np.float32).reshape(-1)
-        rows = np.asarray(embedder.embed_documents([t[:500] for t in texts]), dtype=np.float32)
-        return rows @ query
+        query = np.asarray(embed_query_cached(embedder, question[:2000]), dtype=np.float32).reshape(-1)
+        rows = embed_passages_cached(embedder, [t[:500] for t in texts])
+        return np.asarray(rows @ query, dtype=np.float32)
     except Exception:  # the embedder is optional here: words and names still rank the sentences
         logger.warning("ask: sentence similarity unavailable", exc_info=True)
         return np.zeros(len(texts), dtype=np.float32)

@@ -197,9 +197,40 @@ def embed_query_cached(embedder: Embedder, text: str) -> np.ndarray:
     return vector
 
 
+PASSAGE_CACHE_SIZE = 8192  # ~16 MB of 512-dim vectors
+_passage_vectors: OrderedDict[tuple[str, str], np.ndarray] = OrderedDict()
+
+
+def embed_passages_cached(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """Rows for `texts` (as embed_documents), each distinct text embedded once and kept in a per-process LRU:
+    Ask reads the same mails again for a follow-up or a rephrased question, and one mail often sits in
+    several mailboxes."""
+    keys = [(embedder.key, text) for text in texts]
+    found: dict[tuple[str, str], np.ndarray] = {}
+    with _query_vectors_lock:
+        for key in keys:
+            vector = _passage_vectors.get(key)
+            if vector is not None:
+                _passage_vectors.move_to_end(key)
+                found[key] = vector
+    missing = [key for key in dict.fromkeys(keys) if key not in found]
+    if missing:
+        rows = np.asarray(embedder.embed_documents([text for _key, text in missing]), dtype=np.float32)
+        with _query_vectors_lock:
+            for key, row in zip(missing, rows, strict=True):
+                row.setflags(write=False)
+                found[key] = _passage_vectors[key] = row
+            while len(_passage_vectors) > PASSAGE_CACHE_SIZE:
+                _passage_vectors.popitem(last=False)
+    if not keys:
+        return np.zeros((0, embedder.dimension), dtype=np.float32)
+    return np.stack([found[key] for key in keys])
+
+
 def forget_query_vectors() -> None:
     with _query_vectors_lock:
         _query_vectors.clear()
+        _passage_vectors.clear()
 
 
 def get_embedder() -> Embedder:

@@ -99,3 +99,20 @@ def test_embedder_comes_from_settings(embeddings_server: str) -> None:
         assert first.key.endswith(":configured:8")
     with override_settings(SEARCH_EMBEDDER={"backend": "word2vec"}), pytest.raises(Exception, match="Unknown"):
         get_embedder()
+
+
+def test_passages_are_embedded_once_per_process(embeddings_server: str) -> None:
+    from apps.search.embedders import embed_passages_cached
+
+    model = build_embedder({"backend": "openai", "model": "cache-test", "base_url": embeddings_server, "api_key": "k"})
+    model.embed_query("probe the dimension")
+    before = len(_EmbeddingsHandler.requests)
+    texts = ["due on 25 March", "a longer sentence about the invoice", "due on 25 March"]
+    rows = embed_passages_cached(model, texts)
+    assert np.allclose(rows, model.embed_documents(texts))  # same rows as the model gives, in order
+    assert _EmbeddingsHandler.requests[before]["input"] == ["due on 25 March", "a longer sentence about the invoice"]
+    requests = len(_EmbeddingsHandler.requests)
+    again = embed_passages_cached(model, ["a longer sentence about the invoice", "new text"])
+    assert _EmbeddingsHandler.requests[requests]["input"] == ["new text"]  # only the unseen text goes out
+    assert len(_EmbeddingsHandler.requests) == requests + 1
+    assert np.allclose(again[0], rows[1])
