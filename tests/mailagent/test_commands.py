@@ -153,7 +153,9 @@ def test_serve_with_two_web_processes_serves_from_two_processes_and_stops_them()
         process.send_signal(signal.SIGINT)
         output, _ = process.communicate(timeout=60)
     finally:
-        if process.poll() is None:
+        if process.poll() is None:  # a failed assertion: kill the whole tree, not only `serve`
+            for child in psutil.Process(process.pid).children(recursive=True):
+                child.kill()
             process.kill()
     assert process.returncode == 0, output
     assert not any(worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE for worker in workers)
