@@ -66,11 +66,6 @@ from mailagent.llm import (
 logger = logging.getLogger(__name__)
 
 
-def orchestration_settings() -> OrchestrationSettings:
-    current, _ = OrchestrationSettings.objects.get_or_create(pk=1)
-    return current
-
-
 def llm_config(api_config: ApiConfig) -> LLMConfig:
     return LLMConfig(
         key=f"apiconfig:{api_config.pk}",
@@ -142,7 +137,6 @@ class RunEngine:
         message = run.message
         self.run = run
         self.director = director
-        self.settings = orchestration_settings()
         workspace = workspace_actions.open_workspace(
             owner=director.owner,
             run_id=run.pk,
@@ -157,7 +151,6 @@ class RunEngine:
             director=director,
             message=message,
             workspace=workspace,
-            settings=self.settings,
             virtual_root=filesystem_root_for_owner(owner_id=director.owner_id),
             owner_id=director.owner_id,
             email_summary=summary,
@@ -171,6 +164,10 @@ class RunEngine:
         # Whether this attempt opened or continued an agent session (only then can one still be ongoing).
         self.used_agent_sessions = False
         self.agents = {a.slug: a for a in director.agents.filter(enabled=True).select_related("api_config", "prompt")}
+
+    @property
+    def settings(self) -> OrchestrationSettings:
+        return self.ctx.settings
 
     # --- diagnostics -------------------------------------------------------------------------------
 
@@ -346,7 +343,8 @@ class RunEngine:
         if director.api_config is None:
             return self._finish(RunStatus.SKIPPED, reason="Director has no API config: nothing was executed")
         messages = self.initial_messages()
-        thread = Conversation.objects.create(run=run, kind=ThreadKind.DIRECTOR, director=director, messages=messages)
+        thread = Conversation(run=run, kind=ThreadKind.DIRECTOR, director=director, messages=messages)
+        insert_rows([thread])
         self.ctx.director_thread = thread
         # Stored with the first step (or with the run's failure), not in a transaction of its own.
         self.log(Phase.DIRECTOR, detail={"action": "director_start", "workspaceId": self.ctx.workspace.pk})

@@ -41,7 +41,7 @@ def root(tmp_path: Path, engine: RunEngine) -> Path:
     folder.mkdir()
     (folder / "readme.txt").write_text("inside the root")
     FilesystemRoot.objects.update_or_create(owner_id=engine.director.owner_id, defaults={"path": str(folder)})
-    engine.ctx.settings = OrchestrationSettings.objects.get(pk=1)
+    engine.ctx.settings = OrchestrationSettings.objects.get_or_create(pk=1)[0]
     engine.ctx.virtual_root = filesystem_root_for_owner(owner_id=engine.director.owner_id)
     return folder
 

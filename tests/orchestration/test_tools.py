@@ -75,7 +75,7 @@ def documents(tmp_path: Path, engine: RunEngine) -> Path:
     secret.write_text("outside the root")
     os.symlink(secret, root / "escape.txt")
     os.symlink(tmp_path, root / "escape-dir")
-    settings = OrchestrationSettings.objects.get(pk=1)
+    settings, _ = OrchestrationSettings.objects.get_or_create(pk=1)
     settings.max_file_bytes = 4096
     settings.save()
     FilesystemRoot.objects.update_or_create(owner_id=engine.director.owner_id, defaults={"path": str(root)})

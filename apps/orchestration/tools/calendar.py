@@ -14,7 +14,6 @@ from django.conf import settings
 from apps.accounts import oauth
 from apps.accounts.models import MailAccount, Provider
 from apps.accounts.providers.base import ProviderError
-from apps.orchestration.models import Director
 from apps.orchestration.tools.context import Actor, RunContext
 from apps.orchestration.tools.schemas import CalendarAddArgs, CalendarReadArgs, TodoAddArgs
 from mailagent.llm import ToolFailure
@@ -29,21 +28,22 @@ class ToolAccount(NamedTuple):
 
 
 def tool_accounts(ctx: RunContext) -> list[ToolAccount]:
-    """Accounts the director's tools may use: its chosen accounts, or all of the owner's enabled ones, with a
-    calendar. Read once per run (cached in the run context) as plain values: the tool list needs ids, names
-    and providers, not the account rows with their secrets."""
+    """Accounts the director's tools may use: its chosen accounts (the owner's), or all of the owner's enabled
+    ones, with a calendar. Read once per run (cached in the run context) as plain values: the tool list needs
+    ids, names and providers, not the account rows with their secrets."""
     if "tool_accounts" not in ctx.cache:
-        through = Director.accounts.through
-        chosen = list(through.objects.filter(director_id=ctx.director.pk).values_list("mailaccount_id", flat=True))
-        accounts = (
-            MailAccount.objects.filter(pk__in=chosen)
-            if chosen
-            else MailAccount.objects.filter(owner_id=ctx.owner_id, enabled=True)
+        # One query: the owner's accounts, each with the directors that chose it (a row per choice).
+        rows = list(
+            MailAccount.objects.filter(owner_id=ctx.owner_id).values_list(
+                "pk", "name", "provider", "enabled", "directors"
+            )
         )
+        chosen = {row[0] for row in rows if row[4] == ctx.director.pk}
+        usable = {row[0]: row for row in rows if (row[0] in chosen if chosen else row[3])}
         ctx.cache["tool_accounts"] = [
-            ToolAccount(*row)
-            for row in accounts.values_list("pk", "name", "provider")
-            if row[2] in (Provider.OUTLOOK, Provider.GMAIL)
+            ToolAccount(pk, name, provider)
+            for pk, name, provider, _enabled, _director in usable.values()
+            if provider in (Provider.OUTLOOK, Provider.GMAIL)
         ]
     return list(ctx.cache["tool_accounts"])
 

@@ -28,19 +28,35 @@ class Actor:
         return data
 
 
+def orchestration_settings() -> OrchestrationSettings:
+    current, _ = OrchestrationSettings.objects.get_or_create(pk=1)
+    return current
+
+
 @dataclass(slots=True)
 class RunContext:
     run: Run
     director: Director
     message: Message
     workspace: Workspace
-    settings: OrchestrationSettings
     # The owner's filesystem root (apps.orchestration.selectors.filesystem_root_for_owner); "" = no tools.
     virtual_root: str = ""
     director_thread: Conversation | None = None
     owner_id: int = 0
     email_summary: str = ""
     cache: dict[str, Any] = field(default_factory=dict)
+    loaded_settings: OrchestrationSettings | None = None
+
+    @property
+    def settings(self) -> OrchestrationSettings:
+        """Read on first use: a run that opens no agent session and reads no file never needs them."""
+        if self.loaded_settings is None:
+            self.loaded_settings = orchestration_settings()
+        return self.loaded_settings
+
+    @settings.setter
+    def settings(self, value: OrchestrationSettings) -> None:
+        self.loaded_settings = value
 
     def email_json(self) -> dict[str, Any]:
         message = self.message
