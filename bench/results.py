@@ -129,7 +129,7 @@ def main() -> None:
         client.force_login(user)
 
         def get(url: str, **headers: str) -> Any:
-            response = client.get(url, headers=headers)
+            response = client.get(url, headers=headers, secure=True)  # production redirects plain http
             assert response.status_code == 200, (url, response.status_code)
             return response
 
@@ -147,7 +147,35 @@ def main() -> None:
             args.repeat,
             lambda: selectors.results_tree(user=user, filters=ResultFilters(tag="finance")),
         )
+        first = selectors.results_tree(user=user, filters=ResultFilters())
+        second = selectors.results_tree(
+            user=user, filters=ResultFilters(), before=selectors.TreeCursor.parse(first.next_cursor)
+        )
+        older = selectors.TreeCursor.parse(second.next_cursor)
+        deep = selectors.TreeCursor.parse(
+            selectors.results_tree(user=user, filters=ResultFilters(), emails=600).emails[-1].cursor
+        )
+        measure(
+            "tree selector, page 3 (before a cursor)",
+            args.repeat,
+            lambda: selectors.results_tree(user=user, filters=ResultFilters(), before=older),
+        )
+        measure(
+            "tree selector, tag filter, page 3",
+            args.repeat,
+            lambda: selectors.results_tree(user=user, filters=ResultFilters(tag="finance"), before=older),
+        )
+        measure(
+            "tree selector, refresh keeping 600 loaded emails",
+            args.repeat,
+            lambda: selectors.results_tree(user=user, filters=ResultFilters(), through=deep),
+        )
         measure("GET /results/ (page, 50 emails)", args.repeat, lambda: get("/results/"))
+        measure(
+            "GET /results/tree/?before= (Show older emails)",
+            args.repeat,
+            lambda: get(f"/results/tree/?before={second.next_cursor}", **HX),
+        )
         measure("GET /results/tree/", args.repeat, lambda: get("/results/tree/", **HX))
         measure(
             "GET /results/runs/<id>/ (pane)",
@@ -155,7 +183,9 @@ def main() -> None:
             lambda: get(f"/results/runs/{run.pk}/", **HX),
         )
         measure(
-            "GET /results/events/?since= (poll)", args.repeat, lambda: client.get(f"/results/events/?since={since}")
+            "GET /results/events/?since= (poll)",
+            args.repeat,
+            lambda: client.get(f"/results/events/?since={since}", secure=True),
         )
 
 
