@@ -119,8 +119,9 @@ def main() -> None:
         from django.db import connection
         from django.test.utils import CaptureQueriesContext
 
+        probe = create_runs(1, api_config, director, account, offset=20_000_000)[0]  # its setup is not the run's
         with CaptureQueriesContext(connection) as captured:
-            process_run(run_id=create_runs(1, api_config, director, account, offset=20_000_000)[0])
+            process_run(run_id=probe)
         statements = [q["sql"] for q in captured.captured_queries]
         # Outside a transaction every write is its own implicit commit (SQLite autocommit).
         writes_alone, depth = 0, 0

@@ -27,6 +27,7 @@ from apps.workspaces.models import (
     WorkspaceItemLog,
     WorkspaceToken,
 )
+from mailagent.bulk import insert_rows
 
 MAX_ITEM_BYTES = 5 * 1024 * 1024
 MAX_PATH_CHARS = 500
@@ -222,22 +223,34 @@ def _create_item(
     created_by: str,
     path: str | None,
 ) -> WorkspaceItem:
-    with transaction.atomic():
-        item = WorkspaceItem.objects.create(
-            workspace=workspace,
-            label=label[:300],
-            description=description,
-            mime_type=(mime_type or "text/plain")[:255],
-            encoding=encoding,
-            data=data,
-            tags=tags,
-            created=now,
-            updated=now,
-            context=context,
-            created_by=created_by,
-            path=path,
-        )
-        _log(item, ItemAction.ADD, context)
+    """The item and its log row (the caller's transaction holds both; a director adds items on its hot path,
+    so the rows go through mailagent.bulk.insert_rows, as bulk_create would store them)."""
+    item = WorkspaceItem(
+        workspace=workspace,
+        label=label[:300],
+        description=description,
+        mime_type=(mime_type or "text/plain")[:255],
+        encoding=encoding,
+        data=data,
+        tags=tags,
+        created=now,
+        updated=now,
+        context=context,
+        created_by=created_by,
+        path=path,
+    )
+    insert_rows([item])
+    insert_rows(
+        [
+            WorkspaceItemLog(
+                workspace_id=item.workspace_id,
+                item_id=item.pk,
+                action=ItemAction.ADD,
+                revision=item.revision,
+                actor=dict(context),
+            )
+        ]
+    )
     return item
 
 
