@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from apps.organization import actions as organization
 from apps.organization.decisions import OrganizationDecisionError, respond
+from apps.organization.fsops import LibraryPathError, MoveError
 from apps.organization.models import FileSource, FileStatus, LibraryFile, Move, Suggestion
 from apps.organization.suggesting import suggest_for_file
 
@@ -90,13 +91,13 @@ class Decided:
     error: str = ""
 
 
-def decide_suggestions(*, suggestions: list[Suggestion], accept: bool) -> list[Decided]:
-    """Accept (move to the suggested folder) or reject (keep in the inbox) each suggestion, through the
-    organization app's decision (journal, undo, learning). A failure is reported per file; nothing else
-    changes for it."""
+def decide_suggestions(*, suggestions: list[Suggestion], accept: bool, folder: str = "") -> list[Decided]:
+    """Accept (move to the suggested folder, or to `folder` when the user named another one) or reject (keep
+    in the inbox) each suggestion, through the organization app's decision (journal, undo, learning). A
+    failure is reported per file; nothing else changes for it."""
     results: list[Decided] = []
     for suggestion in suggestions:
-        if accept and not suggestion.target_folder:
+        if accept and not folder and not suggestion.target_folder:
             results.append(
                 Decided(
                     suggestion=suggestion,
@@ -104,9 +105,10 @@ def decide_suggestions(*, suggestions: list[Suggestion], accept: bool) -> list[D
                 )
             )
             continue
+        action = ("choose" if folder else "accept") if accept else "reject"
         try:
-            decided = respond(suggestion=suggestion, action="accept" if accept else "reject")
-        except OrganizationDecisionError as exc:
+            decided = respond(suggestion=suggestion, action=action, folder=folder)
+        except (OrganizationDecisionError, LibraryPathError, MoveError) as exc:
             results.append(Decided(suggestion=suggestion, error=str(exc)))
             continue
         move = Move.objects.filter(suggestion=decided).order_by("-created_at", "-pk").first() if accept else None

@@ -59,7 +59,7 @@ def run_file_request(
     scope["router"] = route.as_json() | {k: v for k, v in scope.get("router", {}).items() if k == "llm_error"}
     if route.intent == "query_files":
         return _query_files(ctx, tracker, started, route, files, scope)
-    if route.intent in ("confirm", "reject"):
+    if route.intent in ("confirm", "reject", "choose"):
         return _decide(ctx, tracker, started, route, files, scope)
     if route.intent == "organize":
         return _organize(ctx, tracker, started, route, scope)
@@ -148,7 +148,7 @@ def _query_files(
 def _decide(
     ctx: AskContext, tracker: StepTracker, started: float, route: Route, files: ConversationFiles, scope: dict
 ) -> AskOutcome:
-    accept = route.intent == "confirm"
+    accept = route.intent in ("confirm", "choose")
     moved: list[dict[str, Any]] = []
     with tracker.step("decide") as step:
         candidates = pending_for_decision(owner=ctx.owner, shown=files.shown_suggestions)
@@ -182,20 +182,22 @@ def _decide(
             step.detail = "the suggestion was not shown in this conversation: shown, nothing decided"
             shown = chosen
             verb = "moved" if accept else "changed"
+            again_all = f"move them all to {route.folder}" if route.folder else "yes, move them all"
+            again_one = f"move it to {route.folder}" if route.folder else "yes, move it"
             if len(chosen) > 1:
                 lines.append(
                     f"{len(chosen)} suggestions are waiting, shown below. Nothing was {verb} yet — say "
-                    f"“{'yes, move them all' if accept else 'no to all'}” again, or use the buttons."
+                    f"“{again_all if accept else 'no to all'}” again, or use the buttons."
                 )
             else:
                 what = chosen[0]
                 target = f"move it to {what.target_folder} ({what.confidence:.0%})" if what.target_folder else "file it"
                 lines.append(
                     f"{what.file.name} is waiting in your library inbox: {target}? Nothing was {verb} yet — "
-                    f"say “{'yes, move it' if accept else 'no'}” again, or use the buttons below."
+                    f"say “{again_one if accept else 'no'}” again, or use the buttons below."
                 )
         else:
-            results = decide_suggestions(suggestions=chosen, accept=accept)
+            results = decide_suggestions(suggestions=chosen, accept=accept, folder=route.folder)
             shown = [r.suggestion for r in results]
             done = [r for r in results if not r.error]
             step.detail = f"{'moved' if accept else 'kept in the inbox'}: {len(done)}"

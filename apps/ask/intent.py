@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from apps.ask.textutil import normalize
-from apps.search.folding import STOPWORDS
+from apps.search.folding import STOPWORDS, fold_tokens
 
 IntentName = Literal["question", "follow_up_drafts", "unsupported"]
 
@@ -161,9 +161,9 @@ def draft_request(question: str) -> DraftRequest:
 # unsure (see route_with_llm in apps/ask/file_router.py); anything else stays a mail question.
 
 RequestIntent = Literal[
-    "question", "follow_up_drafts", "unsupported", "query_files", "confirm", "reject", "organize", "save"
+    "question", "follow_up_drafts", "unsupported", "query_files", "confirm", "reject", "choose", "organize", "save"
 ]
-FILE_INTENTS = ("query_files", "confirm", "reject", "organize", "save")
+FILE_INTENTS = ("query_files", "confirm", "reject", "choose", "organize", "save")
 SURE = 0.8  # below this the rules are unsure and a configured language model decides
 
 # Nouns that name the kind of object asked for: library files (and which kind) or mail. UI vocabulary about
@@ -208,6 +208,14 @@ DECISION_WORDS = {
     "suggested", "suggestion", "folder", "all", "both", "every", "of", "and", "just", "now", "we", "can",
 }  # fmt: skip
 ALL_WORDS = {"all", "both", "every", "them", "these", "those"}
+# "no, move it to Taxes/2024", "put them in Receipts", "file it under Work": another folder than the suggested one
+# (a pronoun only: "move the newsletters to archive" is about mail, and a file is named on the buttons' card).
+MOVE_TO = re.compile(
+    r"^(?:(?:yes|yeah|ok|okay|no|nope|nah|actually|rather|instead)\b[\s,.!]*)*"
+    r"(?:move|put|file|place)\s+(?P<object>it|this|that|them|these|those|both|all(?: of them)?)\s+"
+    r"(?:to|in|into|under)\s+(?:the\s+)?(?P<folder>[^?]+?)(?:\s+folder)?(?:\s+(?:instead|please|then))?\s*[.!]*$",
+    re.IGNORECASE,
+)
 SAVE = re.compile(
     r"^(?:(?:save|store|note down|jot down|write down|add to (?:my )?library)\b"
     r"(?:\s+(?:this|that|the following|a|my))?(?P<object>\s+(?:note|link|url|text|page|idea|thought))?"
@@ -228,6 +236,7 @@ class RouterContext:
     shown_pending: int = 0  # of them, the ones this conversation showed last
     last_file_query: bool = False  # the previous turn of this conversation was a file query
     has_files: bool = False  # the owner's library has files
+    folders: tuple[str, ...] = ()  # the library's folders (relative paths), read when a suggestion is pending
 
 
 @dataclass(slots=True)
@@ -242,6 +251,7 @@ class Route:
     exclude_previous: bool = False  # query_files: "not that one" — leave out the file shown first last time
     content: str = ""  # save: the note or the link
     names: list[str] = field(default_factory=list)  # confirm/reject: other words (a file's name), "all"
+    folder: str = ""  # choose: the folder the user named instead of the suggested one
     reason: str = ""  # why the rules decided this (shown in the step detail)
 
     def as_json(self) -> dict[str, Any]:
@@ -254,6 +264,7 @@ class Route:
             "narrow": self.narrow,
             "exclude_previous": self.exclude_previous,
             "names": self.names,
+            "folder": self.folder,
             "reason": self.reason,
         }
 
@@ -301,6 +312,34 @@ def decision_route(text: str, intent: Literal["confirm", "reject"], match: re.Ma
     return Route(intent, confidence, names=names, reason="a yes/no naming a file")
 
 
+def named_folder(typed: str, folders: tuple[str, ...]) -> str:
+    """The library folder the user named: a folder's path, or the last part of exactly one folder's path
+    ("Receipts" → "Finance/Receipts"), compared case- and accent-insensitively; else the words as typed
+    (a new folder, created when the file moves there)."""
+    wanted = " ".join(fold_tokens(typed.strip().strip("/")))
+    if not wanted:
+        return ""
+    exact = [f for f in folders if " ".join(fold_tokens(f)) == wanted]
+    if exact:
+        return exact[0]
+    by_name = [f for f in folders if " ".join(fold_tokens(f.rsplit("/", 1)[-1])) == wanted]
+    return by_name[0] if len(by_name) == 1 else typed.strip().strip("/")
+
+
+def move_to_route(text: str, ctx: RouterContext) -> Route | None:
+    """ "no, move it to Taxes/2024": a pending suggestion answered with another folder."""
+    match = MOVE_TO.match(text)
+    if match is None or not (ctx.pending_suggestions or ctx.shown_pending) or set(_words(text)) & MAIL_NOUNS:
+        return None
+    folder = named_folder(match.group("folder"), ctx.folders)
+    if not folder:
+        return None
+    target = match.group("object").lower()
+    names = ["all"] if target.split()[0] in ALL_WORDS or target.startswith("all") else []
+    kind = "an existing" if folder in ctx.folders else "a new"
+    return Route("choose", 0.9, folder=folder, names=names, reason=f"another folder ({kind} one) for a suggestion")
+
+
 def saved_content(question: str) -> str:
     """The note or link after "save this note:", with its own line breaks (the router's text has none)."""
     raw = question.strip()
@@ -327,6 +366,8 @@ def route_request(question: str, ctx: RouterContext | None = None) -> Route:
         query, kind = file_query_words(text[narrow.end() :])
         return Route("query_files", 0.9, query=query, kind=kind, narrow=True, exclude_previous=True,
                      reason="narrows the previous file search")  # fmt: skip
+    if (chosen := move_to_route(text, ctx)) is not None:
+        return chosen
     affirm, negate = AFFIRM.match(text), NEGATE.match(text)
     if affirm or negate:
         route = decision_route(text, "confirm" if affirm else "reject", affirm or negate, ctx)  # type: ignore[arg-type]

@@ -59,6 +59,15 @@ def owner_file_count(owner: Any) -> int:
     return LibraryFile.objects.filter(library__owner=owner).exclude(status=FileStatus.MISSING).count()
 
 
+def library_folders(owner: Any) -> tuple[str, ...]:
+    """The folders of the owner's library (relative paths, without the inbox), for "move it to <folder>"."""
+    from apps.organization.fsops import folder_tree
+    from apps.organization.models import Library
+
+    library = Library.objects.filter(owner=owner).first()
+    return tuple(folder_tree(library.root_path)) if library is not None else ()
+
+
 def conversation_files(*, run_id: Any, owner: Any) -> ConversationFiles:
     """The router's context for one run: the owner's pending suggestions, the ones this conversation showed
     last (still pending), and the previous turn's file search, if the previous turn was one."""
@@ -89,8 +98,10 @@ def conversation_files(*, run_id: Any, owner: Any) -> ConversationFiles:
             excluded=[int(pk) for pk in saved.get("excluded") or []],
             top=saved.get("top"),
         )
+    pending_count = pending.count()
     router = RouterContext(
-        pending_suggestions=pending.count(),
+        pending_suggestions=pending_count,
+        folders=library_folders(owner) if pending_count else (),
         shown_pending=len(shown_pending),
         last_file_query=previous is not None,
         has_files=owner_file_count(owner) > 0,

@@ -38,6 +38,7 @@ class Intent(models.TextChoices):
     QUERY_FILES = "query_files", "Find library files"
     CONFIRM = "confirm", "Yes to a folder suggestion"
     REJECT = "reject", "No to a folder suggestion"
+    CHOOSE = "choose", "Another folder for a suggestion"
     ORGANIZE = "organize", "Organize the library inbox"
     SAVE = "save", "Save into the library"
 

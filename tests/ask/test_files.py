@@ -121,6 +121,10 @@ def stranger(db: Any) -> Any:
         ("sort the mail from Tom", RouterContext(has_files=True), "question", "", ""),
         ("save the invoice from QNB", RouterContext(has_files=True), "question", "", ""),  # an attachment: not here
         ("note: buy milk", RouterContext(), "save", "", ""),
+        ("no, move it to travel", RouterContext(pending_suggestions=1, folders=("finance/bank", "travel")), "choose",
+         "", ""),
+        ("move the newsletters to archive", RouterContext(pending_suggestions=1), "unsupported", "", ""),
+        ("put it in travel", RouterContext(), "question", "", ""),  # nothing pending: not a decision
     ],
 )  # fmt: skip
 def test_router_rules(text: str, context: RouterContext, intent: str, query: str, kind: str) -> None:
@@ -233,6 +237,40 @@ def test_a_yes_to_a_suggestion_never_shown_here_shows_it_first(
     moved = _ask(client, "yes, move it", str(asked.conversation_id))
     assert moved.answer.startswith("Moved april.txt from inbox/ to finance/bank/")
     assert (library.root_path / "finance/bank/april.txt").is_file()
+
+
+@pytest.mark.parametrize(
+    ("typed", "folder"),
+    [("bank", "finance/bank"), ("Finance/Bank/", "finance/bank"), ("travel", "travel"), ("Taxes/2026", "Taxes/2026")],
+)
+def test_a_named_folder_is_the_librarys_own_or_a_new_one(typed: str, folder: str) -> None:
+    context = RouterContext(pending_suggestions=1, folders=("finance", "finance/bank", "travel"))
+    route = route_request(f"no, put it in {typed}", context)
+    assert (route.intent, route.folder) == ("choose", folder), route
+
+
+def test_move_it_to_another_folder_moves_it_there_and_a_bad_folder_moves_nothing(
+    user: Any, tmp_path: Path, django_capture_on_commit_callbacks: Any
+) -> None:
+    inbox = {"inbox/april.txt": "QNB Bank account statement April, IBAN and closing balance."}
+    library = _library(user, tmp_path / "lib", django_capture_on_commit_callbacks, inbox=inbox)
+    client = _client(user)
+    organized = _ask(client, "organize my inbox files")
+    suggestion = Suggestion.objects.get(file__library=library, status=SuggestionStatus.PENDING)
+    assert suggestion.target_folder == "finance/bank"
+
+    refused = _ask(client, "no, move it to ../outside", str(organized.conversation_id))
+    assert refused.intent == "choose", refused.plan
+    assert "Could not move april.txt" in refused.answer and "Nothing moved" in refused.answer
+    assert not (tmp_path / "outside").exists() and (library.root_path / "inbox/april.txt").is_file()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        moved = _ask(client, "no, put it in Taxes/2026 instead", str(organized.conversation_id))
+    assert moved.intent == "choose", moved.plan
+    assert (library.root_path / "Taxes/2026/april.txt").is_file(), moved.answer
+    suggestion.refresh_from_db()
+    assert (suggestion.status, suggestion.action, suggestion.final_folder) == ("accepted", "choose", "Taxes/2026")
+    assert "Moved april.txt from inbox/ to Taxes/2026/ (now Taxes/2026/april.txt)" in moved.answer
 
 
 def test_no_keeps_the_file_and_an_ambiguous_yes_asks_which(
