@@ -57,8 +57,13 @@ def email_variables(message: Message) -> dict[str, str]:
     if fields["email.cc"]:
         header.append(f"Cc: {fields['email.cc']}")
     header += [f"Date: {date}", f"Subject: {message.subject}"]
-    # Names only: a full row would load each attachment's extracted text too.
-    attachments = [name for name in message.attachments.values_list("filename", flat=True) if name]
+    # Names only (a full row would load each attachment's extracted text too), and no query at all for a
+    # message stored without attachments (the store sets has_attachments from the rows it creates).
+    attachments = (
+        [name for name in message.attachments.values_list("filename", flat=True) if name]
+        if message.has_attachments
+        else []
+    )
     if attachments:
         header.append(f"Attachments: {', '.join(attachments)}")
     fields["email"] = "\n".join(header) + "\n\n" + body
