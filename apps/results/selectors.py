@@ -86,6 +86,7 @@ class Tree:
     next_cursor: str  # older emails exist: the cursor of the last one shown ("" when this is the end)
     active: bool  # some run is queued or running: the page keeps polling
     through: str = ""  # the refresh kept the pages loaded down to this cursor
+    top: str = ""  # the end of the first page: a live refresh re-reads down to here, older pages stay as shown
 
     @property
     def truncated(self) -> bool:
@@ -242,6 +243,7 @@ def results_tree(
         active=active,
         # Past the first page: the refresh keeps everything down to here (or to where an empty page began).
         through=(shown[-1].cursor if shown else str(through or before)) if (through or before) else "",
+        top=shown[min(len(shown), emails or TREE_EMAILS) - 1].cursor if shown else "",
     )
 
 

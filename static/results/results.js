@@ -95,21 +95,69 @@
   let emailsBefore = null;
   const emailItems = (list) => Array.from(list.children).filter((el) => el.matches("[role=treeitem]"));
 
-  // A refresh (Refresh, the poller, a delete) asks for the pages loaded when it was sent (`through`); if "Show
-  // older emails" appended a page meanwhile, its answer would drop that page: it is discarded and asked again.
+  // Two kinds of refresh. Refresh and a delete/restore re-read every loaded page (`through` = the last loaded
+  // email); if "Show older emails" appended a page meanwhile, that answer would drop it, so it is discarded and
+  // asked again. The live ones (the poller, a notification: elements with data-live-refresh) re-read only down to
+  // the end of the first page (`through` = #results-top) and keep the older pages as shown, minus the emails the
+  // answer brought to the top: a refresh every few seconds stays one page of work however many pages are open.
+  const sentThrough = (detail) =>
+    detail.xhr && detail.xhr.responseURL ? new URL(detail.xhr.responseURL).searchParams.get("through") : null;
+
+  function cursorKey(raw) {
+    const [micros, id] = String(raw || "").split(".");
+    return [Number(micros) || 0, Number(id) || 0];
+  }
+
+  const isOlder = (a, b) => a[0] < b[0] || (a[0] === b[0] && a[1] < b[1]);
+  const isLive = (detail) => {
+    const elt = detail.requestConfig ? detail.requestConfig.elt : null;
+    return Boolean(elt && elt.hasAttribute("data-live-refresh"));
+  };
+  let keptOlder = null;
+
   function staleRefresh(detail) {
     const current = document.getElementById("results-through");
-    if (!current || !detail.xhr || !detail.xhr.responseURL) return false;
-    const sent = new URL(detail.xhr.responseURL).searchParams.get("through");
+    const sent = sentThrough(detail);
     // No `through` at all: a filter change, which starts from the newest page on purpose.
-    return sent !== null && sent !== current.value;
+    return Boolean(current) && sent !== null && sent !== current.value;
+  }
+
+  function keepOlderPages(detail) {
+    const sent = sentThrough(detail);
+    const list = document.getElementById("results-tree-list");
+    keptOlder = null;
+    if (!sent || !list) return;
+    const top = cursorKey(sent);
+    const items = emailItems(list).filter((li) => isOlder(cursorKey(li.dataset.cursor), top));
+    if (items.length) keptOlder = { items, more: document.getElementById("results-more") };
+  }
+
+  function putBackOlderPages() {
+    const kept = keptOlder;
+    keptOlder = null;
+    const list = document.getElementById("results-tree-list");
+    if (!kept || !list) return;
+    const present = new Set(emailItems(list).map((li) => li.dataset.node));
+    kept.items.forEach((li) => {
+      if (present.has(li.dataset.node)) return; // it moved up: the answer shows it at the top
+      list.appendChild(li);
+      if (window.htmx) window.htmx.process(li);
+    });
+    const more = document.getElementById("results-more");
+    if (more && kept.more) {
+      more.replaceWith(kept.more);
+      if (window.htmx) window.htmx.process(kept.more);
+    }
   }
 
   document.addEventListener("htmx:beforeSwap", (event) => {
-    if (event.detail.target === tree() && event.detail.isError === false && staleRefresh(event.detail)) {
-      event.detail.shouldSwap = false;
-      if (window.htmx) window.htmx.trigger(document.body, "results-changed");
-      return;
+    if (event.detail.target === tree() && event.detail.isError === false) {
+      if (isLive(event.detail)) keepOlderPages(event.detail);
+      else if (staleRefresh(event.detail)) {
+        event.detail.shouldSwap = false;
+        if (window.htmx) window.htmx.trigger(document.body, "results-changed");
+        return;
+      }
     }
     if (event.detail.target === tree()) rememberTree();
     if (event.detail.target && event.detail.target.id === "results-tree-list") {
@@ -213,6 +261,7 @@
   // Pane loads from links outside the tree (cards, provenance) also move the highlight.
   document.addEventListener("htmx:afterSwap", (event) => {
     if (event.detail.target === tree()) {
+      putBackOlderPages();
       restoreTree();
       return;
     }
@@ -238,9 +287,9 @@
     }
   });
 
-  // Live: a finished run or a new Inbox entry refreshes the tree in place.
+  // Live: a finished run or a new Inbox entry refreshes the tree in place (the first page; see above).
   document.addEventListener("mailagent:result", () => {
-    if (tree() && window.htmx) window.htmx.trigger(document.body, "results-changed");
+    if (tree() && window.htmx) window.htmx.trigger(document.body, "results-live");
   });
 
   // A clicked notification: show its node (from the server if the tree has not caught up yet).

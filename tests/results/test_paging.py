@@ -80,6 +80,8 @@ def test_a_refresh_keeps_the_loaded_pages(user: Any, make_result: MakeResult, dj
     shown = [email.message.subject for email in refreshed.emails]
     assert shown == ["Arrived", "Mail 6", "Mail 5", "Mail 4", "Mail 3", "Mail 2", "Mail 1"]
     assert refreshed.next_cursor == refreshed.through == refreshed.emails[-1].cursor  # "Mail 0" is still older
+    # A live refresh reads only down to the end of the first page (its 3rd email here); the page keeps the rest.
+    assert refreshed.top == refreshed.emails[2].cursor and page_one.top == page_one.emails[-1].cursor
 
 
 def _more_button_cursor(html: str) -> str:
@@ -171,6 +173,7 @@ def _bulk_results(user: Any, emails: int) -> None:
 def test_show_older_emails_from_the_keyboard_and_a_refresh_keeps_them(
     asgi_server: str, chromium: Any, user: Any
 ) -> None:
+    from apps.accounts.models import Message
     from tests.browser import console_errors, horizontal_overflow, login, screenshot
 
     _bulk_results(user, 62)
@@ -199,6 +202,24 @@ def test_show_older_emails_from_the_keyboard_and_a_refresh_keeps_them(
     page.locator("[data-testid=results-refresh]").click()
     page.wait_for_function(f"() => document.querySelector('{emails}') && !document.querySelector('.htmx-request')")
     assert page.locator(emails).count() == 62
+    # A live refresh (what a notification or the poller does) reads only the first page and keeps the older
+    # ones as shown; an old email with a new run moves to the top instead of showing twice.
+    from apps.orchestration.models import Director, Run
+
+    moved = Message.objects.get(subject="Order 55")
+    second = Director.objects.create(owner=user, name="Bookkeeping")
+    Run.objects.create(message=moved, director=second, status="completed")
+    with page.expect_response(lambda r: "/results/tree/" in r.url and "through=" in r.url) as live:
+        page.evaluate("document.dispatchEvent(new CustomEvent('mailagent:result'))")
+    top = page.evaluate("document.getElementById('results-top').value")
+    assert live.value.url.split("through=")[1].split("&")[0] != ""
+    page.wait_for_function(f"() => document.querySelector('{emails}').dataset.node === 'email-{moved.pk}'")
+    assert page.locator(emails).count() == 62
+    assert page.locator(f"[data-node='email-{moved.pk}']").count() == 1
+    assert top
+    # The kept older pages still work: a click on one of them opens it.
+    page.locator(emails).nth(61).locator(".rtree-link").first.click()
+    page.wait_for_selector("[data-testid=results-pane] h2")
     # A new filter starts from the newest page again.
     page.fill("#results-q", "Order 6")
     page.press("#results-q", "Enter")
