@@ -89,8 +89,9 @@ def test_a_failed_append_keeps_the_reply_sent_and_says_why(
     assert draft.status == DraftStatus.SENT and len(smtp_server.received) == 1
     assert "Sent, but the copy in the account's Sent folder could not be saved" in draft.last_error
     assert "password" in draft.last_error.lower() or "auth" in draft.last_error.lower()
-    page = logged_in_client.get(f"/replies/{draft.pk}/").content.decode()
-    assert "could not be saved" in page
+    logged_in_client.get(f"/replies/{draft.pk}/")  # the one-time message after sending
+    page = logged_in_client.get(f"/replies/{draft.pk}/").content.decode()  # and later: the draft keeps saying it
+    assert 'data-testid="sent-warning"' in page and "could not be saved" in page
     with imap_mailbox.client() as client:
         client.select_folder("Sent", readonly=True)
         assert client.search(["ALL"]) == []
