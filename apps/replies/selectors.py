@@ -169,12 +169,14 @@ def draft_attachments(draft: ReplyDraft) -> list[ReplyAttachment]:
 
 
 def attachable_items(draft: ReplyDraft) -> list[WorkspaceItem]:
-    """The live items of the workspace (the run) the reply came from, without their data, newest first."""
+    """The live items of the workspace (the run) the reply came from, except the one whose text the reply is,
+    without their data, newest first."""
     if draft.workspace_item_id is None:
         return []
     workspace_id = WorkspaceItem.objects.filter(pk=draft.workspace_item_id).values("workspace_id")
     return list(
         WorkspaceItem.objects.filter(workspace_id__in=workspace_id, workspace__owner=draft.owner_id, deleted=False)
+        .exclude(pk=draft.workspace_item_id)
         .only("pk", "label", "path", "mime_type", "encoding", "created")
         .order_by("-created", "-pk")
     )

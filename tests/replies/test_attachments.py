@@ -71,6 +71,7 @@ def _attach(client: Any, user: Any, draft: ReplyDraft) -> None:
     )
     page = client.get(f"/replies/{draft.pk}/").content.decode()
     assert 'data-testid="attachable-items"' in page and "reports/q3.pdf" in page
+    assert f'name="attach_item" value="{source.pk}"' not in page  # the reply's own text is not offered
     assert "does not carry the original email's attachments" in page
     upload = SimpleUploadedFile("numbers.csv", CSV, content_type="text/csv")
     saved = _post_editor(client, draft, attachment_file=upload, attach_item=[str(report.pk)])
