@@ -4,6 +4,7 @@ sources a reply can start from, the confirmation token, and the exact message a 
 from __future__ import annotations
 
 import datetime as dt
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -188,21 +189,25 @@ def items_to_attach(draft: ReplyDraft, item_ids: list[int]) -> list[WorkspaceIte
     return list(WorkspaceItem.objects.filter(pk__in=[pk for pk in item_ids if pk in allowed]).order_by("pk"))
 
 
-# Microsoft Graph takes a sendMail request of at most 4 MB; the MIME travels base64 inside it, so about 3 MB of
-# files fit. Larger needs an upload session on a draft message, which is not implemented.
-GRAPH_ATTACHMENTS_LIMIT = 3 * 1024 * 1024
+# Microsoft Graph answers 413 to a request over 4 MB. A MIME sendMail carries the message base64-encoded, and
+# the files inside it are base64 already: about 2 MB of files fit. Larger needs upload sessions on a draft
+# message, which are not implemented.
+GRAPH_REQUEST_LIMIT = 4 * 1024 * 1024
+GRAPH_ATTACHMENTS_HINT = 2 * 1024 * 1024  # what the editor's file picker lets through for Outlook accounts
 
 
 def graph_attachment_problem(draft: ReplyDraft) -> str:
-    if draft.account.provider != Provider.OUTLOOK:
+    """For Outlook accounts with files: the exact sendMail request size (the MIME, base64) against Graph's limit."""
+    if draft.account.provider != Provider.OUTLOOK or not ReplyAttachment.objects.filter(draft=draft).exists():
         return ""
-    total = sum(ReplyAttachment.objects.filter(draft=draft).values_list("size", flat=True))
-    if total <= GRAPH_ATTACHMENTS_LIMIT:
+    request = 4 * math.ceil(len(compose.build_mime(outgoing_for(draft))) / 3)
+    if request <= GRAPH_REQUEST_LIMIT:
         return ""
     return (
-        f"Attachments over 3 MB in total ({filesizeformat(total)} here) cannot be sent from an Outlook / Microsoft "
-        "365 account yet: Microsoft Graph takes about 3 MB in one send and mailagent does not use its upload "
-        "sessions. Remove some files, or share a link instead."
+        f"With its attachments this reply is a {filesizeformat(request)} request to Microsoft Graph, over the "
+        "4 MB one send can carry (files travel base64-encoded twice, so about 2 MB of files fit). Larger "
+        "attachments need Graph upload sessions, which mailagent does not use yet. Remove some files, or share "
+        "a link instead."
     )
 
 

@@ -78,7 +78,7 @@ def _editor(request: HttpRequest, draft: ReplyDraft, form: DraftForm, *, status:
         "attachments": selectors.draft_attachments(draft),
         "attachable": selectors.attachable_items(draft),
         "max_attachment_bytes": actions.max_attachment_bytes(),
-        "graph_limit": selectors.GRAPH_ATTACHMENTS_LIMIT if draft.account.provider == Provider.OUTLOOK else None,
+        "graph_limit": selectors.GRAPH_ATTACHMENTS_HINT if draft.account.provider == Provider.OUTLOOK else None,
     }
     return render(request, "replies/pages/draft_edit.html", context, status=status)
 
