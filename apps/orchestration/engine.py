@@ -35,7 +35,9 @@ from apps.orchestration.prompts import (
     DIRECTOR_GUIDANCE,
     base_variables,
     mentions_email,
+    prompt_rows,
     render_prompt,
+    variables_used,
 )
 from apps.orchestration.selectors import filesystem_root_for_owner
 from apps.orchestration.tools import memory as memory_tools
@@ -325,12 +327,15 @@ class RunEngine:
                 "workspace.label": self.ctx.workspace.display_label,
             },
         )
-        variables["memories"] = self._memories_text(None)
+        rows = prompt_rows(director.prompt)
+        used = variables_used(rows)
+        if "memories" in used:  # read only for a prompt that shows them
+            variables["memories"] = self._memories_text(None)
         messages: list[dict[str, Any]] = [{"role": "system", "content": DIRECTOR_GUIDANCE}]
-        messages += render_prompt(director.prompt, variables)
+        messages += render_prompt(rows, variables)
         if director.imprint.strip():
             messages.append({"role": "system", "content": director.imprint.strip()})
-        if not mentions_email(director.prompt):
+        if not mentions_email(used):
             messages.append({"role": "user", "content": f"New email:\n\n{variables['email']}"})
         return messages
 
@@ -466,12 +471,15 @@ class RunEngine:
             variables = base_variables(
                 self.ctx.message, **{"director.name": self.director.name, "agent.name": agent.name}
             )
-            variables["memories"] = self._memories_text(agent)
+            rows = prompt_rows(agent.prompt)
+            used = variables_used(rows)
+            if "memories" in used:
+                variables["memories"] = self._memories_text(agent)
             messages.append({"role": "system", "content": AGENT_GUIDANCE.format(name=agent.name)})
-            messages += render_prompt(agent.prompt, variables)
+            messages += render_prompt(rows, variables)
             if agent.imprint.strip():
                 messages.append({"role": "system", "content": agent.imprint.strip()})
-            if not mentions_email(agent.prompt):
+            if not mentions_email(used):
                 messages.append({"role": "system", "content": f"The email:\n\n{variables['email']}"})
         messages.append({"role": "user", "content": args.input})
         self._persist_turn(thread, messages)

@@ -74,13 +74,25 @@ def render_text(text: str, variables: Mapping[str, str]) -> str:
     return VARIABLE.sub(lambda m: variables.get(m.group(1), m.group(0)), text)
 
 
-def render_prompt(prompt: Prompt | None, variables: Mapping[str, str]) -> list[dict[str, Any]]:
+PromptRows = list[tuple[str, str]]
+
+
+def prompt_rows(prompt: Prompt | None) -> PromptRows:
+    """(role, content) of a prompt's messages in order: read once per run, then rendered and inspected."""
     if prompt is None:
         return []
+    return list(prompt.messages.order_by("order", "pk").values_list("role", "content"))
+
+
+def variables_used(rows: PromptRows) -> set[str]:
+    return {match.group(1) for _role, content in rows for match in VARIABLE.finditer(content)}
+
+
+def render_prompt(rows: PromptRows, variables: Mapping[str, str]) -> list[dict[str, Any]]:
     return [
-        {"role": m.role, "content": render_text(m.content, variables)}
-        for m in prompt.messages.order_by("order", "pk")
-        if m.role in ("system", "user", "assistant")  # a lone tool message without its call would be invalid
+        {"role": role, "content": render_text(content, variables)}
+        for role, content in rows
+        if role in ("system", "user", "assistant")  # a lone tool message without its call would be invalid
     ]
 
 
@@ -88,16 +100,11 @@ def base_variables(message: Message, **extra: str) -> dict[str, str]:
     return {**email_variables(message), "today": timezone.localdate().isoformat(), **extra}
 
 
-def mentions_email(prompt: Prompt | None) -> bool:
-    if prompt is None:
-        return False
-    # A {{email}} or {{email.…}} variable, not the word: "For each client email … {{director.name}}" does not
-    # put the email in the prompt (the first-run template's director and psychologist never saw it).
-    return any(
-        match.group(1) == "email" or match.group(1).startswith("email.")
-        for m in prompt.messages.all()
-        for match in VARIABLE.finditer(m.content)
-    )
+def mentions_email(used: set[str]) -> bool:
+    """Whether the prompt's variables (variables_used) put the email in it: an {{email}} or {{email.…}}
+    variable, not the word: "For each client email … {{director.name}}" does not (the first-run template's
+    director and psychologist never saw it)."""
+    return any(name == "email" or name.startswith("email.") for name in used)
 
 
 # Every variable the engine resolves (prompt messages of directors and agents), with what it holds: the
