@@ -183,17 +183,18 @@ class RunEngine:
         result: Any = None,
         error: str = "",
     ) -> None:
-        entry = OrchLog(
-            run=self.run,
+        director_thread = self.ctx.director_thread
+        entry = OrchLog(  # ids, not instances: the row is only stored
+            run_id=self.run.pk,
             fetch_cycle_id=self.run.fetch_cycle_id,
-            director=self.director,
+            director_id=self.director.pk,
             director_name=self.director.name,
-            agent=agent,
+            agent_id=agent.pk if agent else None,
             agent_name=agent.name if agent else "",
             email_summary=self.ctx.email_summary,
             phase=phase,
-            dir_thread=self.ctx.director_thread,
-            agent_thread=agent_thread,
+            dir_thread_id=director_thread.pk if director_thread else None,
+            agent_thread_id=agent_thread.pk if agent_thread else None,
             detail=redact(detail or {}),
             result=redact(result) if result is not None else None,
             error=error[:4000],
@@ -211,7 +212,7 @@ class RunEngine:
 
     def provider_events(self, thread: Conversation) -> Any:
         def record(event: ProviderEventData) -> None:
-            self.pending_events.append(ProviderEvent.from_data(event, run=self.run, thread=thread))
+            self.pending_events.append(ProviderEvent.from_data(event, run_id=self.run.pk, thread_id=thread.pk))
 
         return record
 

@@ -110,11 +110,13 @@ def open_workspace(
     }
     if run_id is None:
         return Workspace.objects.create(**fields)
+    workspace = Workspace(**fields)
     try:
         with transaction.atomic():
-            return Workspace.objects.create(**fields)
+            insert_rows([workspace])  # as create() stores it (no signal listens to workspaces), without its compiler
     except IntegrityError:
         return Workspace.objects.get(run_id=run_id)
+    return workspace
 
 
 def create_user_workspace(*, owner: Any, label: str) -> Workspace:
