@@ -97,11 +97,11 @@ def test_bootstrap_refuses_demo_and_no_demo_together() -> None:
         call_command("bootstrap", "--demo", "--no-demo", stdout=StringIO())
 
 
-@pytest.mark.django_db(transaction=True)
-def test_serve_runs_the_web_server_and_the_cluster_and_stops_both_on_ctrl_c() -> None:
+def _serve_until_healthy(*options: str) -> subprocess.Popen[str]:
+    """`manage.py serve` on a free port, once /api/health answers 200."""
     port = free_port()
     process = subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--port", str(port)],
+        [sys.executable, "manage.py", "serve", *options, "--port", str(port)],
         cwd=REPO_ROOT,
         env=subprocess_env(),
         stdout=subprocess.PIPE,
@@ -112,6 +112,16 @@ def test_serve_runs_the_web_server_and_the_cluster_and_stops_both_on_ctrl_c() ->
         wait_for_port(port, timeout=60, process=process)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=10) as response:
             assert response.status == 200
+    except BaseException:
+        process.kill()
+        raise
+    return process
+
+
+@pytest.mark.django_db(transaction=True)
+def test_serve_runs_the_web_server_and_the_cluster_and_stops_both_on_ctrl_c() -> None:
+    process = _serve_until_healthy()
+    try:
         time.sleep(1.5)  # let the cluster finish starting so both children are really up
         process.send_signal(signal.SIGINT)
         output, _ = process.communicate(timeout=60)
@@ -127,19 +137,8 @@ def test_serve_runs_the_web_server_and_the_cluster_and_stops_both_on_ctrl_c() ->
 def test_serve_with_two_web_processes_serves_from_two_processes_and_stops_them() -> None:
     import psutil
 
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, "manage.py", "serve", "--no-worker", "--web-processes", "2", "--port", str(port)],
-        cwd=REPO_ROOT,
-        env=subprocess_env(),
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
+    process = _serve_until_healthy("--no-worker", "--web-processes", "2")
     try:
-        wait_for_port(port, timeout=60, process=process)
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=10) as response:
-            assert response.status == 200
         supervisor = psutil.Process(process.pid).children()[0]  # serve → uvicorn's supervisor → its workers
 
         def spawned_workers() -> list[Any]:  # not multiprocessing's resource tracker, the other child

@@ -252,16 +252,10 @@ class ImapProvider(MailProvider):
 
     def _list_folders_with_flags(self, client: IMAPClient) -> list[tuple[str, str]]:
         """(name, role) of the selectable folders, the role by SPECIAL-USE flag or usual name."""
-        found: list[tuple[str, str]] = []
-        for flags, delimiter, raw_name in client.list_folders():
-            lowered = {flag.lower() for flag in flags}
-            if b"\\noselect" in lowered or b"\\nonexistent" in lowered:
-                continue
-            name = raw_name.decode("utf-8", "replace") if isinstance(raw_name, bytes) else str(raw_name)
-            sep = delimiter.decode("ascii", "replace") if isinstance(delimiter, bytes) else delimiter
-            special = b"\\sent" in lowered
-            found.append((name, "sent!" if special else folder_role(name, flags, sep)))
-        return found
+        return [
+            (name, "sent!" if b"\\sent" in {flag.lower() for flag in flags} else folder_role(name, flags, sep))
+            for name, sep, flags in _selectable_folders(client)
+        ]
 
     def fetch_attachment(self, attachment: Attachment) -> bytes:
         part = (attachment.provider_ref or "").strip()
@@ -303,12 +297,7 @@ class ImapProvider(MailProvider):
 
     def _list_folders(self, client: IMAPClient) -> list[FolderInfo]:
         folders: list[FolderInfo] = []
-        for flags, delimiter, raw_name in client.list_folders():
-            lowered = {flag.lower() for flag in flags}
-            if b"\\noselect" in lowered or b"\\nonexistent" in lowered:
-                continue
-            name = raw_name.decode("utf-8", "replace") if isinstance(raw_name, bytes) else str(raw_name)
-            sep = delimiter.decode("ascii", "replace") if isinstance(delimiter, bytes) else delimiter
+        for name, sep, flags in _selectable_folders(client):
             role = folder_role(name, flags, sep)
             display = "Inbox" if role == "inbox" else name
             folders.append(FolderInfo(name=name, display_name=display, role=role))
@@ -441,6 +430,17 @@ class ImapProvider(MailProvider):
                 )
             sink.update_flags(changes)
             sink.heartbeat()
+
+
+def _selectable_folders(client: IMAPClient) -> Iterator[tuple[str, Any, Any]]:
+    """(name, hierarchy delimiter, flags) of every folder that can be selected (not \\Noselect/\\NonExistent)."""
+    for flags, delimiter, raw_name in client.list_folders():
+        lowered = {flag.lower() for flag in flags}
+        if b"\\noselect" in lowered or b"\\nonexistent" in lowered:
+            continue
+        name = raw_name.decode("utf-8", "replace") if isinstance(raw_name, bytes) else str(raw_name)
+        sep = delimiter.decode("ascii", "replace") if isinstance(delimiter, bytes) else delimiter
+        yield name, sep, flags
 
 
 @dataclass(frozen=True, slots=True)
