@@ -210,11 +210,20 @@ def evaluate(account: Any, repeat: int, questions: list[dict[str, Any]]) -> None
             f"{name:24} {len(group):>3}  {recall:>8.3f} {mrr:>6.3f}  {t_recall:>11.3f} {t_mrr:>6.3f}"
             f"  {b_recall:>11.3f} {b_mrr:>6.3f}  {shown}"
         )
-    p50, p95 = percentiles(latencies)
+    first = latencies[: len(questions)]
+    p50, p95 = percentiles(first)
     print(
-        f"retrieval-to-answer latency without LLM ({len(latencies)} runs): p50 {p50:.0f} ms   p95 {p95:.0f} ms"
-        f"   max {max(latencies) * 1000:.0f} ms"
+        f"retrieval-to-answer latency without LLM, each question seen the first time ({len(first)} runs):"
+        f" p50 {p50:.0f} ms   p95 {p95:.0f} ms   max {max(first) * 1000:.0f} ms"
     )
+    if len(latencies) > len(first):
+        # Asked again: the process's query and sentence vectors are cached (as for a repeated or rephrased
+        # question over the same mails), so these are lower than first sight.
+        p50, p95 = percentiles(latencies[len(first) :])
+        print(
+            f"the same questions asked again ({len(latencies) - len(first)} runs, cached vectors):"
+            f" p50 {p50:.0f} ms   p95 {p95:.0f} ms"
+        )
     print("median per step (ms): " + ", ".join(f"{name} {statistics.median(v):.0f}" for name, v in steps.items()))
     print(f"rss: {rss_mb():.0f} MB")
 
