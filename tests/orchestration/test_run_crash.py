@@ -128,7 +128,7 @@ def thread_events(thread: Conversation) -> list[tuple[str, int]]:
     return list(ProviderEvent.objects.filter(thread=thread).order_by("pk").values_list("kind", "attempt"))
 
 
-def thread_actions(thread: Conversation) -> list[tuple[str, str]]:
+def thread_actions(thread: Conversation) -> list[tuple[str, Any]]:
     return [
         (entry.phase, (entry.detail or {}).get("action") or (entry.detail or {}).get("tool"))
         for entry in OrchLog.objects.filter(dir_thread=thread).order_by("pk")
