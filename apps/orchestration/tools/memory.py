@@ -32,19 +32,24 @@ def visible_memories(ctx: RunContext, agent: Agent | None) -> QuerySet[Memory]:
     return Memory.objects.filter(visible, owner_id=ctx.owner_id)
 
 
-def memory_json(memory: Memory) -> dict[str, Any]:
+def memory_json(memory: Memory, agent_slugs: dict[int, str] | None = None) -> dict[str, Any]:
+    """`agent_slugs` (agent id → slug) saves reading each memory's agent; without it the agent is read."""
+    if memory.agent_id:
+        owner = agent_slugs.get(memory.agent_id, "") if agent_slugs is not None else memory.agent.slug  # type: ignore[union-attr]
+    else:
+        owner = "director" if memory.director_id else ""
     return {
         "id": memory.pk,
         "scope": memory.scope,
         "content": memory.content,
         "tags": memory.tags,
-        "owner": memory.agent.slug if memory.agent_id and memory.agent else ("director" if memory.director_id else ""),
+        "owner": owner,
         "timestamp": memory.updated_at.isoformat(),
     }
 
 
 def search(ctx: RunContext, actor: Actor, args: MemorySearchArgs) -> dict[str, Any]:
-    memories = visible_memories(ctx, actor.agent).select_related("agent")
+    memories = visible_memories(ctx, actor.agent)
     if args.scope:
         memories = memories.filter(scope=args.scope)
     if args.owner:
@@ -58,7 +63,12 @@ def search(ctx: RunContext, actor: Actor, args: MemorySearchArgs) -> dict[str, A
     if args.tag:
         found = [m for m in found if isinstance(m.tags, list) and args.tag in m.tags]
     found.sort(key=lambda m: (CASCADE.get(m.scope, 9), -m.updated_at.timestamp()))
-    return {"memories": [memory_json(m) for m in found[:SEARCH_LIMIT]], "total": len(found)}
+    shown = found[:SEARCH_LIMIT]
+    # The agents' slugs in one query, and only when an agent's own memory is shown (a join on every search
+    # cost more than this lookup).
+    agent_ids = {m.agent_id for m in shown if m.agent_id}
+    slugs = dict(Agent.objects.filter(pk__in=agent_ids).values_list("pk", "slug")) if agent_ids else {}
+    return {"memories": [memory_json(m, slugs) for m in shown], "total": len(found)}
 
 
 def _check_scope(ctx: RunContext, scope: str) -> None:
