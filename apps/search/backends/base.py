@@ -560,11 +560,13 @@ class BaseSearchBackend:
         """Attach kind/object/message ids (and snippets) to the final page of hits in one query."""
         if not hits:
             return hits
-        documents = SearchDocument.objects.filter(pk__in=[h.document_id for h in hits])
+        ids = [h.document_id for h in hits]
         if with_snippets:
-            documents = documents.annotate(head=Substr("body", 1, SNIPPET_SCAN_CHARS))
-        fields = ["id", "kind", "object_id", "message_id"] + (["title", "head"] if with_snippets else [])
-        rows = {row["id"]: row for row in documents.values(*fields)}
+            documents = SearchDocument.objects.filter(pk__in=ids).annotate(head=Substr("body", 1, SNIPPET_SCAN_CHARS))
+            fields = ("id", "kind", "object_id", "message_id", "title", "head")
+            rows = {row["id"]: row for row in documents.values(*fields)}
+        else:
+            rows = self._document_refs(ids)
         finished: list[SearchHit] = []
         for hit in hits:
             row = rows.get(hit.document_id)
@@ -575,6 +577,11 @@ class BaseSearchBackend:
                 hit.snippet = highlight(row["head"] or row["title"] or "", parsed)
             finished.append(hit)
         return finished
+
+    def _document_refs(self, ids: list[int]) -> dict[int, dict[str, Any]]:
+        """{document id: {"kind", "object_id", "message_id"}} for ranked hits."""
+        rows = SearchDocument.objects.filter(pk__in=ids).values("id", "kind", "object_id", "message_id")
+        return {row["id"]: dict(row) for row in rows}
 
     # ---------------------------------------------------------------- embeddings
 

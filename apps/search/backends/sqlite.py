@@ -333,6 +333,21 @@ class SQLiteSearchBackend(BaseSearchBackend):
                 return []
             raise
 
+    def _document_refs(self, ids: list[int]) -> dict[int, dict[str, Any]]:
+        # Through the covering index: a hit's references never read the document's (long) row.
+        refs: dict[int, dict[str, Any]] = {}
+        with connection.cursor() as cursor:
+            for start in range(0, len(ids), 500):
+                batch = ids[start : start + 500]
+                cursor.execute(
+                    f"SELECT d.id, d.kind, d.object_id, d.message_id FROM {DOCUMENTS}"  # noqa: S608
+                    f" WHERE d.id IN ({', '.join(['%s'] * len(batch))})",
+                    batch,
+                )
+                for pk, kind, object_id, message_id in cursor.fetchall():
+                    refs[pk] = {"id": pk, "kind": kind, "object_id": object_id, "message_id": message_id}
+        return refs
+
     def _ranked(
         self, cursor: Any, expression: str, limit: int, *, where: str = "", params: Sequence[Any] = ()
     ) -> list[tuple[int, float]]:

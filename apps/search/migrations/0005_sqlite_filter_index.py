@@ -1,4 +1,4 @@
-"""SQLite: a covering index over the columns the search filters and the result grouping read.
+"""SQLite: a covering index over the columns the search filters, the result grouping and the hit references read.
 
 search_document keeps account_id, owner_id and message_id after the (often long) body, so reading them
 for a row walks the body's overflow pages. Keyword search joins every full-text match to its document to
@@ -11,7 +11,7 @@ from django.db import migrations
 
 FORWARD = (
     "CREATE INDEX IF NOT EXISTS search_document_filters ON search_document"
-    " (id, account_id, owner_id, message_id, kind, date, has_attachments)"
+    " (id, account_id, owner_id, message_id, kind, object_id, date, has_attachments)"
 )
 BACKWARD = "DROP INDEX IF EXISTS search_document_filters"
 
