@@ -412,7 +412,7 @@ SEARCH_BACKEND: dict[str, Any] = {
     "CHUNK_CHARS": env_int("SEARCH_CHUNK_CHARS", 1200),
     "MAX_CHUNKS": env_int("SEARCH_MAX_CHUNKS", 16),
     "EMBED_BATCH": env_int("SEARCH_EMBED_BATCH", 64),
-    "RRF_K": env_int("SEARCH_RRF_K", 60),
+    "RRF_K": env_int("SEARCH_RRF_K", 30),
     "PG_EF_SEARCH": env_int("SEARCH_PG_EF_SEARCH", 100),
     "KEYWORD_MAX_DF": float(os.environ.get("SEARCH_KEYWORD_MAX_DF", "0.5")),
 }
