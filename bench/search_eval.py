@@ -1,6 +1,6 @@
 """Retrieval quality and HTTP load for bench/search.py: labelled questions (bench/data/search_questions.json)
 ranked by a plain bm25 OR-query baseline and by the keyword, semantic and hybrid modes; and concurrent
-clients against /api/search on a real Daphne. Prints numbers, asserts nothing."""
+clients against /api/search on the production web server (uvicorn). Prints numbers, asserts nothing."""
 
 from __future__ import annotations
 
