@@ -91,6 +91,7 @@ INTENT_DETAILS = {
     "query_files": "find files in your library",
     "confirm": "yes to a folder suggestion",
     "reject": "no to a folder suggestion",
+    "choose": "another folder for a folder suggestion",
     "organize": "organize the library inbox",
     "save": "save into your library",
 }

@@ -267,6 +267,7 @@ def test_move_it_to_another_folder_moves_it_there_and_a_bad_folder_moves_nothing
     with django_capture_on_commit_callbacks(execute=True):
         moved = _ask(client, "no, put it in Taxes/2026 instead", str(organized.conversation_id))
     assert moved.intent == "choose", moved.plan
+    assert "another folder for a folder suggestion" in moved.html  # the routing step says what it understood
     assert (library.root_path / "Taxes/2026/april.txt").is_file(), moved.answer
     suggestion.refresh_from_db()
     assert (suggestion.status, suggestion.action, suggestion.final_folder) == ("accepted", "choose", "Taxes/2026")
