@@ -164,8 +164,17 @@ def _validate_payload(*, encoding: str, data: str, tags: Any, texts: Mapping[str
 
 
 def _log(item: WorkspaceItem, action: str, actor: Mapping[str, Any]) -> None:
-    WorkspaceItemLog.objects.create(
-        workspace_id=item.workspace_id, item_id=item.pk, action=action, revision=item.revision, actor=dict(actor)
+    # mailagent.bulk stores the row as create() would (no signal listens to item logs), without its compiler.
+    insert_rows(
+        [
+            WorkspaceItemLog(
+                workspace_id=item.workspace_id,
+                item_id=item.pk,
+                action=action,
+                revision=item.revision,
+                actor=dict(actor),
+            )
+        ]
     )
 
 
@@ -242,17 +251,7 @@ def _create_item(
         path=path,
     )
     insert_rows([item])
-    insert_rows(
-        [
-            WorkspaceItemLog(
-                workspace_id=item.workspace_id,
-                item_id=item.pk,
-                action=ItemAction.ADD,
-                revision=item.revision,
-                actor=dict(context),
-            )
-        ]
-    )
+    _log(item, ItemAction.ADD, context)
     return item
 
 
