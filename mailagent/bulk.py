@@ -20,6 +20,8 @@ keys, expressions, db_default, a database without RETURNING) falls back to bulk_
 from __future__ import annotations
 
 import datetime as dt
+import threading
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -82,37 +84,51 @@ def _auto_now(field: models.Field[Any, Any]) -> bool:
 
 
 class _Insert:
-    """The statement shape for one model on one database."""
+    """The statement shape for one model on one database connection, built once (see `_insert_for`)."""
 
-    def __init__(self, model: type[models.Model]) -> None:
+    def __init__(self, model: type[models.Model], alias: str, connection: BaseDatabaseWrapper) -> None:
         self.model = model
-        self.alias = router.db_for_write(model)
-        self.connection = connections[self.alias]
+        self.alias = alias
+        self.connection = connection
         pk = model._meta.pk
         assert pk is not None and pk.column is not None
         self.pk = pk
         self.fields = [field for field in model._meta.concrete_fields if field is not pk]
-        self.usable = bool(self.connection.features.can_return_rows_from_bulk_insert) and isinstance(
+        self.usable = bool(connection.features.can_return_rows_from_bulk_insert) and isinstance(
             pk, models.AutoField | models.BigAutoField | models.SmallAutoField
         )
-        self.preparers = [_preparer(field, self.connection) for field in self.fields]
+        self.has_db_default = any(field.db_default is not NOT_PROVIDED for field in self.fields)
+        self.preparers = [_preparer(field, connection) for field in self.fields]
+        self.plan = list(zip(self.fields, self.preparers, strict=True))
+        self.value_plan = [
+            (field.attname, prepare, _auto_now(field), field.get_default)
+            for field, prepare in zip(self.fields, self.preparers, strict=True)
+        ]
+        quote = connection.ops.quote_name
+        self.head = (
+            f"INSERT INTO {quote(model._meta.db_table)} "  # noqa: S608
+            f"({', '.join(quote(str(field.column)) for field in self.fields)}) VALUES "
+        )
+        self.placeholder = "(" + ", ".join(["%s"] * len(self.fields)) + ")"
+        self.returning = f" RETURNING {quote(str(pk.column))}"
+        self.statements: dict[int, str] = {}  # rows in the statement -> SQL
+
+    def statement(self, count: int) -> str:
+        sql = self.statements.get(count)
+        if sql is None:
+            sql = self.head + ", ".join([self.placeholder] * count) + self.returning
+            if len(self.statements) < 64:
+                self.statements[count] = sql
+        return sql
 
     def execute(self, rows: list[list[Any]], batch_size: int) -> list[Any]:
-        quote = self.connection.ops.quote_name
-        columns = ", ".join(quote(str(field.column)) for field in self.fields)
-        placeholder = "(" + ", ".join(["%s"] * len(self.fields)) + ")"
-        size = max(1, min(batch_size, self.connection.ops.bulk_batch_size(self.fields, rows)))
-        table = quote(self.model._meta.db_table)
-        returning = quote(str(self.pk.column))
+        # The backend's limit (SQLite asks the connection for it) only matters for more than one row a statement.
+        size = 1 if len(rows) == 1 else max(1, min(batch_size, self.connection.ops.bulk_batch_size(self.fields, rows)))
         pks: list[Any] = []
         with transaction.atomic(using=self.alias, savepoint=False), self.connection.cursor() as cursor:
             for start in range(0, len(rows), size):
                 chunk = rows[start : start + size]
-                cursor.execute(
-                    f"INSERT INTO {table} ({columns}) VALUES "  # noqa: S608
-                    f"{', '.join([placeholder] * len(chunk))} RETURNING {returning}",
-                    [value for row in chunk for value in row],
-                )
+                cursor.execute(self.statement(len(chunk)), [value for row in chunk for value in row])
                 returned = cursor.fetchall()
                 if len(returned) != len(chunk):
                     raise RuntimeError(f"{self.model._meta.label}: {len(chunk)} rows inserted, {len(returned)} ids")
@@ -120,22 +136,37 @@ class _Insert:
         return pks
 
 
+# One _Insert per (connection, model): Django's connections are per thread, and the preparers use the
+# connection's operations, so the shapes live with the connection object and go away with it.
+_shapes: weakref.WeakKeyDictionary[BaseDatabaseWrapper, dict[type[models.Model], _Insert]] = weakref.WeakKeyDictionary()
+_shapes_lock = threading.Lock()
+
+
+def _insert_for(model: type[models.Model]) -> _Insert:
+    alias = router.db_for_write(model)
+    connection = connections[alias]
+    with _shapes_lock:
+        per_connection = _shapes.get(connection)
+        if per_connection is None:
+            per_connection = _shapes[connection] = {}
+    insert = per_connection.get(model)
+    if insert is None:
+        insert = per_connection[model] = _Insert(model, alias, connection)
+    return insert
+
+
 def insert_values(model: type[models.Model], rows: Sequence[Mapping[str, Any]], *, batch_size: int = 500) -> list[Any]:
     """Insert new rows given as {attname: value} and return their primary keys, in order."""
     if not rows:
         return []
-    insert = _Insert(model)
+    insert = _insert_for(model)
     known = {field.attname for field in insert.fields}
     unknown = {key for row in rows for key in row} - known
     if unknown:
         raise TypeError(f"{model._meta.label} has no fields {sorted(unknown)}")
-    fields = insert.fields
-    if not insert.usable or any(field.db_default is not NOT_PROVIDED for field in fields):
+    if not insert.usable or insert.has_db_default:
         return _bulk_create([model(**row) for row in rows], batch_size)
-    plan = [
-        (field.attname, prepare, _auto_now(field), field.get_default)
-        for field, prepare in zip(fields, insert.preparers, strict=True)
-    ]
+    plan = insert.value_plan
     prepared: list[list[Any]] = []
     try:
         for row in rows:
@@ -159,11 +190,11 @@ def insert_rows(objs: Sequence[models.Model], *, batch_size: int = 500) -> None:
     if not objs:
         return
     model = type(objs[0])
-    insert = _Insert(model)
+    insert = _insert_for(model)
     if not insert.usable or any(type(obj) is not model or obj.pk is not None for obj in objs):
         _bulk_create(objs, batch_size)
         return
-    plan = list(zip(insert.fields, insert.preparers, strict=True))
+    plan = insert.plan
     prepared: list[list[Any]] = []
     try:
         for obj in objs:
