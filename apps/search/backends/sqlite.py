@@ -14,14 +14,20 @@ from django.core.checks import CheckMessage, Error
 from django.db import connection
 
 from apps.search.backends.base import BaseSearchBackend, KeywordMatch, SearchFilters
+from apps.search.backends.keyword_index import (
+    CHANGE_LOG_KEEP,
+    KIND_CODES,
+    KeywordIndex,
+    forget_keyword_indexes,
+    index_answers,
+    keyword_index,
+    metadata_mask,
+)
 from apps.search.documents import IndexDocument
 from apps.search.folding import ParsedQuery, QueryTerm, fold_for_index
-from apps.search.models import DocumentKind
 
 # Column weights for bm25(): subject, people, body (tuned on the dev questions of bench/data/search_questions.json).
 BM25_WEIGHTS = (2.0, 1.0, 1.0)
-KIND_CODES = {kind.value: code for code, kind in enumerate(DocumentKind)}
-NO_DATE = np.iinfo(np.int64).min
 APPEND_PAGE = 4096
 # search_document read through its narrow covering index (migration 0005): filters and grouping never
 # walk a long body's overflow pages.
@@ -167,34 +173,11 @@ class VectorMatrix:
             setattr(self, name, grown)
 
     def mask(self, filters: SearchFilters, allowed_documents: np.ndarray | None) -> np.ndarray | None:
-        size = self.size
-        mask: np.ndarray | None = None
-
-        def both(current: np.ndarray | None, condition: np.ndarray) -> np.ndarray:
-            return condition if current is None else current & condition
-
-        if filters.account_ids is not None:
-            accounts = self.account_ids[:size]
-            if len(filters.account_ids) == 1:
-                allowed = accounts == filters.account_ids[0]
-            else:
-                allowed = np.isin(accounts, np.array(filters.account_ids, dtype=np.int64))
-            if filters.owner_id is not None:
-                allowed |= (accounts == -1) & (self.owner_ids[:size] == filters.owner_id)
-            mask = both(mask, allowed)
-        if filters.kinds and set(filters.kinds) != set(KIND_CODES):
-            codes = np.array([KIND_CODES.get(kind, -2) for kind in filters.kinds], dtype=np.int8)
-            mask = both(mask, np.isin(self.kinds[:size], codes))
-        if filters.has_attachment is not None:
-            mask = both(mask, self.attachments[:size] == filters.has_attachment)
-        if filters.date_from is not None:
-            mask = both(mask, self.dates[:size] >= int(filters.date_from.timestamp()))
-        if filters.date_to is not None:
-            dates = self.dates[:size]
-            mask = both(mask, (dates <= int(filters.date_to.timestamp())) & (dates != NO_DATE))
-        if allowed_documents is not None:
-            mask = both(mask, np.isin(self.document_ids[:size], allowed_documents))
-        return mask
+        return metadata_mask(
+            size=self.size, filters=filters, allowed_documents=allowed_documents, account_ids=self.account_ids,
+            owner_ids=self.owner_ids, kinds=self.kinds, attachments=self.attachments, dates=self.dates,
+            document_ids=self.document_ids,
+        )  # fmt: skip
 
     def snapshot(self) -> VectorMatrix:
         """The rows loaded now, for a search outside the lock: appends write past `size` or into new arrays
@@ -251,9 +234,10 @@ def vector_matrix(database_key: str) -> VectorMatrix:
 
 
 def forget_vector_matrices() -> None:
-    """Drop every in-process matrix (tests roll the database back under it)."""
+    """Drop every in-process matrix and keyword index (tests roll the database back under them)."""
     with _matrices_lock:
         _matrices.clear()
+    forget_keyword_indexes()
 
 
 class SQLiteSearchBackend(BaseSearchBackend):
@@ -266,8 +250,53 @@ class SQLiteSearchBackend(BaseSearchBackend):
     def matrix(self) -> VectorMatrix:
         return vector_matrix(self._database_key())
 
+    @property
+    def keyword_index(self) -> KeywordIndex:
+        weights = tuple(float(w) for w in self.options.get("BM25_WEIGHTS") or BM25_WEIGHTS)
+        return keyword_index(self._database_key(), (weights[0], weights[1], weights[2]))
+
+    def _uses_keyword_index(self, parsed: ParsedQuery) -> bool:
+        return bool(self.options.get("KEYWORD_INDEX", True)) and index_answers(parsed)
+
+    def _allowed_documents(self, filters: SearchFilters) -> np.ndarray | None:
+        """Ids of the documents passing the filters in-memory metadata cannot judge (None: no such filter)."""
+        if not filters.needs_sql_for_vectors():
+            return None
+        where, params = filters.sql("d")
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT d.id FROM {DOCUMENTS} WHERE 1 = 1{where}", params)  # noqa: S608
+            return np.fromiter((row[0] for row in cursor.fetchall()), dtype=np.int64)
+
+    def _indexed_keyword_ids(
+        self, parsed: ParsedQuery, match: KeywordMatch, filters: SearchFilters, limit: int
+    ) -> list[tuple[int, float]]:
+        allowed = self._allowed_documents(filters)
+        if allowed is not None and not allowed.size:
+            return []
+        index = self.keyword_index
+        with index.lock:  # appends and change marks mutate the arrays: rank under the lock (a few ms)
+            with connection.cursor() as cursor:
+                index.refresh(cursor)
+            return index.top(parsed, match_all=match == "all", mask=index.mask(filters, allowed), limit=limit)
+
+    def _indexed_keyword_count(self, parsed: ParsedQuery, filters: SearchFilters) -> int:
+        allowed = self._allowed_documents(filters)
+        if allowed is not None and not allowed.size:
+            return 0
+        index = self.keyword_index
+        with index.lock:
+            with connection.cursor() as cursor:
+                index.refresh(cursor)
+            return index.count(parsed, mask=index.mask(filters, allowed))
+
     def _write_fulltext(self, written: list[tuple[int, IndexDocument]], *, replaced_ids: list[int]) -> None:
         with connection.cursor() as cursor:
+            if replaced_ids:
+                # The update trigger logged them for the in-process keyword indexes; keep the log short.
+                cursor.execute(
+                    "DELETE FROM search_keyword_change WHERE seq < (SELECT max(seq) FROM search_keyword_change) - %s",
+                    [CHANGE_LOG_KEEP],
+                )
             for start in range(0, len(replaced_ids), 500):
                 batch = replaced_ids[start : start + 500]
                 placeholders = ", ".join(["%s"] * len(batch))
@@ -305,6 +334,14 @@ class SQLiteSearchBackend(BaseSearchBackend):
     def _keyword_ids(
         self, parsed: ParsedQuery, match: KeywordMatch, filters: SearchFilters, limit: int
     ) -> list[tuple[int, float]]:
+        if self._uses_keyword_index(parsed):
+            return self._indexed_keyword_ids(parsed, match, filters, limit)
+        return self._fts5_keyword_ids(parsed, match, filters, limit)
+
+    def _fts5_keyword_ids(
+        self, parsed: ParsedQuery, match: KeywordMatch, filters: SearchFilters, limit: int
+    ) -> list[tuple[int, float]]:
+        """bm25 computed by FTS5 itself: phrases, prefixes, non-ASCII words (and the reference for the index)."""
         expression = fts5_query(parsed, match)
         where, params = filters.sql("d")
         try:
@@ -363,6 +400,11 @@ class SQLiteSearchBackend(BaseSearchBackend):
         return [(int(pk), -float(score)) for pk, score in cursor.fetchall()]
 
     def _keyword_count(self, parsed: ParsedQuery, filters: SearchFilters) -> int:
+        if self._uses_keyword_index(parsed):
+            return self._indexed_keyword_count(parsed, filters)
+        return self._fts5_keyword_count(parsed, filters)
+
+    def _fts5_keyword_count(self, parsed: ParsedQuery, filters: SearchFilters) -> int:
         where, params = filters.sql("d")
         try:
             with connection.cursor() as cursor:
@@ -398,14 +440,9 @@ class SQLiteSearchBackend(BaseSearchBackend):
     def _vector_ids(
         self, vector: np.ndarray, filters: SearchFilters, limit: int, dimension: int
     ) -> list[tuple[int, int, float]]:
-        allowed: np.ndarray | None = None
-        if filters.needs_sql_for_vectors():
-            where, params = filters.sql("d")
-            with connection.cursor() as cursor:
-                cursor.execute(f"SELECT d.id FROM {DOCUMENTS} WHERE 1 = 1{where}", params)  # noqa: S608
-                allowed = np.fromiter((row[0] for row in cursor.fetchall()), dtype=np.int64)
-            if not allowed.size:
-                return []
+        allowed = self._allowed_documents(filters)
+        if allowed is not None and not allowed.size:
+            return []
         matrix = self.matrix
         with matrix.lock:
             with connection.cursor() as cursor:

@@ -1,0 +1,134 @@
+"""SQLite ranks plain-word queries with an in-process keyword index (backends/keyword_index.py): its hits,
+scores and counts must be FTS5's own bm25, and it must follow new, changed and deleted documents without
+reloading everything."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from typing import Any
+
+import pytest
+from django.db import connection
+
+from apps.accounts.actions import create_local_account
+from apps.search import actions
+from apps.search.backends.base import SearchFilters
+from apps.search.backends.sqlite import SQLiteSearchBackend
+from apps.search.folding import parse_query
+
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.skipif(connection.vendor != "sqlite", reason="the in-process keyword index is the SQLite backend's"),
+]
+
+# Made-up words with a skewed (Zipf-like) use, so some are in most documents and some in a few.
+SYLLABLES = ["ka", "lo", "mir", "tesh", "du", "van", "rel", "po", "sin", "gar", "ul", "bre"]
+
+
+def _words(rng: random.Random, count: int) -> list[str]:
+    return [
+        "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(1, 3))) + rng.choice(["", "s", "ed"])
+        for _ in range(count)
+    ]
+
+
+def _corpus(make_message: Any, other_account: Any) -> tuple[list[Any], list[str]]:
+    rng = random.Random(11)
+    vocabulary = _words(rng, 120)
+    weights = [1.0 / (rank + 1) for rank in range(len(vocabulary))]
+    messages = []
+    for number in range(70):
+        subject = " ".join(rng.choices(vocabulary, weights, k=rng.randint(1, 6)))
+        body = " ".join(rng.choices(vocabulary, weights, k=rng.randint(3, 120)))
+        messages.append(
+            make_message(
+                subject,
+                body,
+                sender=(rng.choice(vocabulary).title(), f"{rng.choice(vocabulary)}@example.com"),
+                date=dt.datetime(2024, 1, 1, tzinfo=dt.UTC) + dt.timedelta(days=number),
+                folder="Archive" if number % 3 else "INBOX",
+                owner_account=other_account if number % 5 == 0 else None,
+                attachments=[("notes.pdf", " ".join(rng.choices(vocabulary, weights, k=30)))] if number % 7 else None,
+            )
+        )
+    return messages, vocabulary
+
+
+def test_the_index_ranks_and_counts_exactly_as_fts5_bm25(
+    make_message: Any, backend: SQLiteSearchBackend, account: Any, user: Any
+) -> None:
+    other = create_local_account(owner=user, name="second", address="second@example.com")
+    _messages, vocabulary = _corpus(make_message, other)
+    actions.index_messages(message_ids=[m.pk for m in _messages])
+    rng = random.Random(5)
+    filter_sets = [
+        SearchFilters(),
+        SearchFilters(account_ids=(account.pk,)),
+        SearchFilters(account_ids=(account.pk, other.pk), date_from=dt.datetime(2024, 2, 1, tzinfo=dt.UTC)),
+        SearchFilters(kinds=("attachment",)),
+        SearchFilters(folder="INBOX", date_to=dt.datetime(2024, 2, 15, tzinfo=dt.UTC)),  # resolved by SQL
+    ]
+    compared = 0
+    for _ in range(40):
+        query = " ".join(rng.sample(vocabulary, rng.randint(1, 4)) + ["zzzunknown"] * rng.randint(0, 1))
+        parsed = parse_query(query)
+        assert backend._uses_keyword_index(parsed)
+        for filters in filter_sets:
+            for match in ("any", "all"):
+                indexed = backend._indexed_keyword_ids(parsed, match, filters, 1000)
+                reference = backend._fts5_keyword_ids(parsed, match, filters, 1000)
+                assert dict(indexed) == pytest.approx(dict(reference), rel=1e-9), (query, filters, match)
+                assert [score for _pk, score in indexed] == pytest.approx([s for _pk, s in reference], rel=1e-9)
+                top = backend._indexed_keyword_ids(parsed, match, filters, 5)
+                assert top == indexed[:5]  # the same best 5 when asked for 5
+                compared += bool(reference)
+            count = backend._indexed_keyword_count(parsed, filters)
+            assert count == backend._fts5_keyword_count(parsed, filters), (query, filters)
+    assert compared > 200  # most queries match something
+    assert backend.keyword_index.full_loads == 1
+
+
+def test_the_index_follows_new_changed_and_deleted_documents(make_message: Any, backend: SQLiteSearchBackend) -> None:
+    crane = make_message("Harbour crane", "The crane needs a new winch cable.")
+    forklift = make_message("Forklift battery", "The forklift battery is swollen.")
+    actions.index_messages(message_ids=[crane.pk, forklift.pk])
+
+    def found(words: str) -> list[int]:
+        return [hit.message_id or 0 for hit in backend.keyword(words, snippets=False)]
+
+    assert found("winch") == [crane.pk]
+    index = backend.keyword_index
+    assert (index.full_loads, index.live) == (1, 2)
+
+    pallet = make_message("Pallet jack", "The pallet jack wheel is cracked.")
+    actions.index_messages(message_ids=[pallet.pk])
+    assert found("pallet wheel") == [pallet.pk]
+    assert (index.full_loads, index.live, index.appended_rows) == (1, 3, 3)
+
+    crane.subject, crane.body_text = "Harbour gantry", "The gantry needs a new hoist rope."
+    crane.save()
+    actions.index_messages(message_ids=[crane.pk])
+    assert found("winch") == []
+    assert found("hoist rope") == [crane.pk]
+    assert (index.full_loads, index.live, index.size) == (1, 3, 4)  # the old row is dead, the new one live
+    assert (
+        backend.keyword_count("gantry OR swollen")
+        == 2
+        == backend._fts5_keyword_count(backend.informative_query(parse_query("gantry swollen")), SearchFilters())
+    )
+
+    forklift.delete()
+    assert found("forklift battery") == []
+    assert index.full_loads == 1
+    assert found("cracked") == [pallet.pk]
+
+
+def test_phrases_prefixes_and_other_scripts_are_left_to_fts5(make_message: Any, backend: SQLiteSearchBackend) -> None:
+    note = make_message("Σύμβαση ενοικίασης", 'The "winch cable" order and the crane schedule.')
+    actions.index_messages(message_ids=[note.pk])
+    for query, prefix_last in (('"winch cable"', False), ("cran", True), ("σύμβαση", False)):
+        parsed = parse_query(query, prefix_last=prefix_last)
+        assert not backend._uses_keyword_index(parsed)
+        assert [hit.message_id for hit in backend.keyword(query, prefix_last=prefix_last)] == [note.pk]
+    assert backend.keyword_index.full_loads == 0
