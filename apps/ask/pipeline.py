@@ -1,7 +1,7 @@
 """An Ask run as ordered steps. Each step emits step_started / step_completed with a label and a detail,
 and records its time; the steps themselves live in planner, retrieval, rerank, answer and drafts.
 
-question:  classify → plan → local_fts → local_vector → provider_search → attachment_text → rerank
+question:  classify → plan → local_fts → local_vector → hybrid → provider_search → attachment_text → rerank
            → read_evidence → answer
 drafts:    classify → plan → find_threads → create_drafts
 refusal:   classify → answer (an honest refusal; nothing is touched)
@@ -31,9 +31,10 @@ from apps.ask.extractive import extractive_answer
 from apps.ask.file_router import route_for_run
 from apps.ask.intent import FILE_INTENTS
 from apps.ask.planner import Plan, PreviousTurn, plan_question, refusal_text
-from apps.ask.rerank import Candidate, ThreadResult, is_weak, merge_threads, score_candidates
+from apps.ask.rerank import Candidate, ThreadResult, is_weak, keyword_sets, merge_threads, score_candidates
 from apps.ask.retrieval import (
     CandidatePool,
+    hybrid_search,
     keyword_search,
     load_candidates,
     pending_attachments,
@@ -62,6 +63,7 @@ STEPS: tuple[tuple[str, str], ...] = (
     ("plan", "Planning the search"),
     ("local_fts", "Searching local mail for the words"),
     ("local_vector", "Searching local mail by meaning"),
+    ("hybrid", "Ranking words and meaning together"),
     ("provider_search", "Searching Gmail / Outlook"),
     ("attachment_text", "Reading attachments"),
     ("rerank", "Ranking the evidence"),
@@ -256,6 +258,10 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
         step.detail = sources["local_vector"].get("note") or (
             f"{sources['local_vector']['hits']} messages ({len(pool.by_message) - before} new)"
         )
+    with tracker.step("hybrid") as step:
+        sources["hybrid"] = hybrid_search(plan, pool, filters)
+        by = "words only (no embeddings yet)" if sources["local_vector"].get("note") else "words and meaning"
+        step.detail = f"{sources['hybrid']['hits']} messages ranked by {by} ({sources['hybrid']['new']} new)"
     with tracker.step("provider_search") as step:
         report = provider_search(plan, pool, ctx.accounts) if ctx.thread_id is None else {}
         sources["provider_search"] = report
@@ -285,7 +291,7 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
             f", {len(failed)} unreadable" if failed else ""
         )
     with tracker.step("rerank") as step:
-        rarity = word_rarity([*plan.keywords, *plan.entities])
+        rarity = word_rarity([*plan.entities, *(word for words in keyword_sets(plan) for word in words)])
         ranked = score_candidates(plan, shortlist, keyword_lists=pool.keyword_lists, word_weights=rarity)
         threads = merge_threads(ranked)
         step.detail = f"{len(pool.by_message)} candidates → {len(threads)} threads"

@@ -54,7 +54,7 @@ def test_key_case_without_llm_ranks_the_turkish_statement_first(ask_mailbox: Ask
     assert events[-1]["type"] == "completed"
     completed = [e["stepId"] for e in events if e["type"] == "step_completed"]
     assert completed == [
-        "classify", "plan", "local_fts", "local_vector", "provider_search", "attachment_text", "rerank",
+        "classify", "plan", "local_fts", "local_vector", "hybrid", "provider_search", "attachment_text", "rerank",
         "read_evidence", "answer",
     ]  # fmt: skip
     assert all(e["label"] == STEP_LABELS[e["stepId"]] for e in events if e["stepId"])
