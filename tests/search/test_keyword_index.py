@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import datetime as dt
 import random
+import threading
 from typing import Any
 
 import pytest
 from django.db import connection
 
 from apps.accounts.actions import create_local_account
+from apps.accounts.models import Message
 from apps.search import actions
 from apps.search.backends.base import SearchFilters
 from apps.search.backends.sqlite import SQLiteSearchBackend
@@ -55,6 +57,12 @@ def _corpus(make_message: Any, other_account: Any) -> tuple[list[Any], list[str]
     return messages, vocabulary
 
 
+def _ranked(backend: SQLiteSearchBackend, parsed: Any, match: Any, filters: SearchFilters, limit: int) -> Any:
+    ranked = backend._indexed_keyword_ids(parsed, match, filters, limit)
+    assert ranked is not None  # inside the test's transaction the index loads at once
+    return ranked
+
+
 def test_the_index_ranks_and_counts_exactly_as_fts5_bm25(
     make_message: Any, backend: SQLiteSearchBackend, account: Any, user: Any
 ) -> None:
@@ -76,11 +84,11 @@ def test_the_index_ranks_and_counts_exactly_as_fts5_bm25(
         assert backend._uses_keyword_index(parsed)
         for filters in filter_sets:
             for match in ("any", "all"):
-                indexed = backend._indexed_keyword_ids(parsed, match, filters, 1000)
+                indexed = _ranked(backend, parsed, match, filters, 1000)
                 reference = backend._fts5_keyword_ids(parsed, match, filters, 1000)
                 assert dict(indexed) == pytest.approx(dict(reference), rel=1e-9), (query, filters, match)
                 assert [score for _pk, score in indexed] == pytest.approx([s for _pk, s in reference], rel=1e-9)
-                top = backend._indexed_keyword_ids(parsed, match, filters, 5)
+                top = _ranked(backend, parsed, match, filters, 5)
                 assert top == indexed[:5]  # the same best 5 when asked for 5
                 compared += bool(reference)
             count = backend._indexed_keyword_count(parsed, filters)
@@ -132,3 +140,23 @@ def test_phrases_prefixes_and_other_scripts_are_left_to_fts5(make_message: Any, 
         assert not backend._uses_keyword_index(parsed)
         assert [hit.message_id for hit in backend.keyword(query, prefix_last=prefix_last)] == [note.pk]
     assert backend.keyword_index.full_loads == 0
+
+
+@pytest.mark.django_db(transaction=True)
+def test_outside_a_transaction_the_first_load_runs_in_the_background(
+    make_message: Any, backend: SQLiteSearchBackend
+) -> None:
+    crane = make_message("Harbour crane", "The crane needs a new winch cable.")
+    make_message("Forklift battery", "The forklift battery is swollen.")
+    actions.index_messages(message_ids=list(Message.objects.values_list("pk", flat=True)))
+    parsed = parse_query("winch")
+    assert backend._indexed_keyword_ids(parsed, "any", SearchFilters(), 10) is None  # loading: not ready yet
+    # Meanwhile FTS5 answers.
+    assert [hit.message_id for hit in backend.keyword("winch", snippets=False)] == [crane.pk]
+    loaders = [thread for thread in threading.enumerate() if thread.name == "search-keyword-index"]
+    for thread in loaders:
+        thread.join(timeout=30)
+    ranked = backend._indexed_keyword_ids(parsed, "any", SearchFilters(), 10)
+    assert ranked is not None and [pk for pk, _score in ranked] == [crane.search_documents.get().pk]
+    reference = backend._fts5_keyword_ids(parsed, "any", SearchFilters(), 10)
+    assert dict(ranked) == pytest.approx(dict(reference), rel=1e-9)

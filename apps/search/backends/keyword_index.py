@@ -21,6 +21,7 @@ characters outside ASCII (unicode61 folds some scripts differently from Python's
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 from dataclasses import dataclass, field
@@ -31,6 +32,8 @@ import scipy.sparse as sp
 
 from apps.search.folding import ParsedQuery
 from apps.search.models import DocumentKind
+
+logger = logging.getLogger(__name__)
 
 KIND_CODES = {kind.value: code for code, kind in enumerate(DocumentKind)}
 NO_DATE = np.iinfo(np.int64).min
@@ -389,9 +392,14 @@ class KeywordIndex:
         return [(int(documents[i]), float(row_scores[i])) for i in order]
 
     def count(self, parsed: ParsedQuery, *, mask: np.ndarray | None) -> int:
-        """Distinct messages (an attachment counts for its message) and other documents that match."""
-        rows, _scores = self.candidates(parsed, match_all=False, mask=mask)
-        return int(np.unique(self.message_keys[rows]).size)
+        """Distinct messages (an attachment counts for its message) and other documents matching any word."""
+        matched = np.zeros(self.size, dtype=bool)
+        for term in parsed.terms:
+            for variant in term.variants:
+                matched[self.postings(variant)[0]] = True
+        if mask is not None:
+            matched &= mask
+        return int(np.unique(self.message_keys[: self.size][matched]).size)
 
     def mask(self, filters: Any, allowed_documents: np.ndarray | None) -> np.ndarray | None:
         return metadata_mask(
@@ -407,18 +415,54 @@ class KeywordIndex:
 
 
 _indexes: dict[tuple[str, tuple[float, ...]], KeywordIndex] = {}
+_loading: set[tuple[str, tuple[float, ...]]] = set()
+_epoch = [0]  # bumped by forget_keyword_indexes: a load started before that is thrown away
 _indexes_lock = threading.Lock()
 
 
-def keyword_index(database_key: str, weights: tuple[float, float, float]) -> KeywordIndex:
+def keyword_index(database_key: str, weights: tuple[float, float, float], *, background: bool) -> KeywordIndex | None:
+    """This process's index of the database. The first load reads every document (~10 s for 45k mails):
+    with `background` it runs in a thread and None is returned until it is done (callers rank with FTS5
+    meanwhile); without, an empty index is returned and the caller's refresh loads it."""
+    key = (database_key, weights)
     with _indexes_lock:
-        index = _indexes.get((database_key, weights))
-        if index is None:
-            index = _indexes[(database_key, weights)] = KeywordIndex(weights=weights)
-        return index
+        index = _indexes.get(key)
+        if index is not None:
+            return index
+        if not background:
+            index = _indexes[key] = KeywordIndex(weights=weights)
+            return index
+        if key not in _loading:
+            _loading.add(key)
+            thread = threading.Thread(
+                target=_load, args=(key, weights, _epoch[0]), name="search-keyword-index", daemon=True
+            )
+            thread.start()
+        return None
+
+
+def _load(key: tuple[str, tuple[float, ...]], weights: tuple[float, float, float], epoch: int) -> None:
+    from django.db import connection  # this thread's own connection, closed when done
+
+    index = KeywordIndex(weights=weights)
+    try:
+        with index.lock, connection.cursor() as cursor:
+            index.refresh(cursor)
+        with _indexes_lock:
+            if epoch == _epoch[0]:
+                _indexes.setdefault(key, index)
+        logger.info("search: keyword index loaded (%d documents, %.0f MB)", index.live, index.memory_bytes() / 1e6)
+    except Exception:
+        logger.exception("search: loading the keyword index failed; keyword search uses FTS5 until it loads")
+    finally:
+        with _indexes_lock:
+            _loading.discard(key)
+        connection.close()
 
 
 def forget_keyword_indexes() -> None:
     """Drop every in-process keyword index (tests roll the database back under it)."""
     with _indexes_lock:
         _indexes.clear()
+        _loading.clear()
+        _epoch[0] += 1

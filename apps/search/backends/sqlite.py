@@ -250,10 +250,22 @@ class SQLiteSearchBackend(BaseSearchBackend):
     def matrix(self) -> VectorMatrix:
         return vector_matrix(self._database_key())
 
+    def _keyword_index(self, *, background: bool) -> KeywordIndex | None:
+        weights = tuple(float(w) for w in self.options.get("BM25_WEIGHTS") or BM25_WEIGHTS)
+        return keyword_index(self._database_key(), (weights[0], weights[1], weights[2]), background=background)
+
     @property
     def keyword_index(self) -> KeywordIndex:
-        weights = tuple(float(w) for w in self.options.get("BM25_WEIGHTS") or BM25_WEIGHTS)
-        return keyword_index(self._database_key(), (weights[0], weights[1], weights[2]))
+        """The loaded index, loading it now if needed."""
+        index = self._keyword_index(background=False)
+        assert index is not None
+        return index
+
+    def _ready_keyword_index(self) -> KeywordIndex | None:
+        """The index when it can answer now; None while its first load runs in the background. Inside a
+        transaction it loads here: another connection would not see this transaction's writes."""
+        background = bool(self.options.get("KEYWORD_INDEX_BACKGROUND_LOAD", True)) and not connection.in_atomic_block
+        return self._keyword_index(background=background)
 
     def _uses_keyword_index(self, parsed: ParsedQuery) -> bool:
         return bool(self.options.get("KEYWORD_INDEX", True)) and index_answers(parsed)
@@ -269,21 +281,25 @@ class SQLiteSearchBackend(BaseSearchBackend):
 
     def _indexed_keyword_ids(
         self, parsed: ParsedQuery, match: KeywordMatch, filters: SearchFilters, limit: int
-    ) -> list[tuple[int, float]]:
+    ) -> list[tuple[int, float]] | None:
+        index = self._ready_keyword_index()
+        if index is None:
+            return None
         allowed = self._allowed_documents(filters)
         if allowed is not None and not allowed.size:
             return []
-        index = self.keyword_index
         with index.lock:  # appends and change marks mutate the arrays: rank under the lock (a few ms)
             with connection.cursor() as cursor:
                 index.refresh(cursor)
             return index.top(parsed, match_all=match == "all", mask=index.mask(filters, allowed), limit=limit)
 
-    def _indexed_keyword_count(self, parsed: ParsedQuery, filters: SearchFilters) -> int:
+    def _indexed_keyword_count(self, parsed: ParsedQuery, filters: SearchFilters) -> int | None:
+        index = self._ready_keyword_index()
+        if index is None:
+            return None
         allowed = self._allowed_documents(filters)
         if allowed is not None and not allowed.size:
             return 0
-        index = self.keyword_index
         with index.lock:
             with connection.cursor() as cursor:
                 index.refresh(cursor)
@@ -335,7 +351,9 @@ class SQLiteSearchBackend(BaseSearchBackend):
         self, parsed: ParsedQuery, match: KeywordMatch, filters: SearchFilters, limit: int
     ) -> list[tuple[int, float]]:
         if self._uses_keyword_index(parsed):
-            return self._indexed_keyword_ids(parsed, match, filters, limit)
+            ranked = self._indexed_keyword_ids(parsed, match, filters, limit)
+            if ranked is not None:
+                return ranked
         return self._fts5_keyword_ids(parsed, match, filters, limit)
 
     def _fts5_keyword_ids(
@@ -401,7 +419,9 @@ class SQLiteSearchBackend(BaseSearchBackend):
 
     def _keyword_count(self, parsed: ParsedQuery, filters: SearchFilters) -> int:
         if self._uses_keyword_index(parsed):
-            return self._indexed_keyword_count(parsed, filters)
+            count = self._indexed_keyword_count(parsed, filters)
+            if count is not None:
+                return count
         return self._fts5_keyword_count(parsed, filters)
 
     def _fts5_keyword_count(self, parsed: ParsedQuery, filters: SearchFilters) -> int:
