@@ -25,6 +25,7 @@ import os
 import random
 import resource
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -312,6 +313,7 @@ def run_http(workdir: Path, concurrency: int, duration: float, processes: int) -
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
+        start_new_session=True,  # its own process group: the worker processes are killed with the supervisor
     )
     try:
         search_eval.wait_for_server(base_url)
@@ -319,9 +321,13 @@ def run_http(workdir: Path, concurrency: int, duration: float, processes: int) -
             f"\nHTTP: the production web server (uvicorn, {processes} process{'es' if processes > 1 else ''}) on"
             f" {base_url}, GET /api/search, {len(queries)} distinct questions, limit 10"
         )
-        # One pass first: the server loads the model and the vectors, and meets every question once.
-        warm = search_eval.http_load(base_url, cookie, queries, mode="hybrid", concurrency=1, duration=duration)
-        search_eval.print_load("hybrid, 1 client (first sight)", warm)
+        # Warm-up first, not counted: each web process loads the model, the vectors and (in a background
+        # thread, FTS5 ranks meanwhile) the keyword index, and embeds each question once. Concurrent clients
+        # for at least 30 s, so every process gets requests and finishes loading.
+        warm = search_eval.http_load(
+            base_url, cookie, queries, mode="hybrid", concurrency=concurrency, duration=max(duration, 30.0)
+        )
+        search_eval.print_load(f"warm-up: hybrid, {concurrency} clients", warm)
         for mode in ("keyword", "hybrid"):
             for clients in sorted({1, concurrency}):
                 result = search_eval.http_load(
@@ -329,7 +335,9 @@ def run_http(workdir: Path, concurrency: int, duration: float, processes: int) -
                 )
                 search_eval.print_load(f"{mode}, {clients} clients", result)
     finally:
-        server.kill()  # requests may still be in flight after a timed-out client; nothing to shut down cleanly
+        # Requests may still be in flight after a timed-out client; nothing to shut down cleanly. Killing only the
+        # supervisor left uvicorn's worker processes running (and loading the CPU of the next measurements).
+        os.killpg(server.pid, signal.SIGKILL)
         server.wait()
 
 
