@@ -13,6 +13,7 @@ from django.utils import timezone
 from django_q.tasks import async_task
 
 from apps.orchestration.models import Approval, ApprovalStatus, Director, Memory, MemoryScope, Run, RunStatus
+from apps.orchestration.prepared import PreparedQuery
 
 logger = logging.getLogger(__name__)
 
@@ -107,9 +108,19 @@ def claim_run(*, run_id: int) -> Run | None:
     if not taken:
         return None
     # The director with what the engine needs of it, in the same query (the engine does not read it again).
-    return Run.objects.select_related("director__api_config", "director__prompt", "director__owner", "message").get(
-        pk=run_id
-    )
+    found = _CLAIMED_RUN(run_id=run_id)
+    if not found:
+        raise Run.DoesNotExist(f"run {run_id} is gone")
+    return found[0]
+
+
+_CLAIMED_RUN = PreparedQuery(
+    Run,
+    lambda run_id: Run.objects.select_related(
+        "director__api_config", "director__prompt", "director__owner", "message"
+    ).filter(pk=run_id),
+    "run_id",
+)
 
 
 def finish_run(*, run: Run, status: str, reason: str = "", error: str = "") -> Run:

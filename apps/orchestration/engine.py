@@ -30,6 +30,7 @@ from apps.orchestration.models import (
     ThreadKind,
     ThreadStatus,
 )
+from apps.orchestration.prepared import PreparedQuery
 from apps.orchestration.prompts import (
     AGENT_GUIDANCE,
     DIRECTOR_GUIDANCE,
@@ -133,6 +134,15 @@ def _save_fields(thread: Conversation, names: Sequence[str]) -> None:
             raise DatabaseError(f"conversation {thread.pk} is gone: its transcript could not be saved")
 
 
+_ENABLED_AGENTS = PreparedQuery(
+    Agent,
+    lambda director_id: Agent.objects.filter(director_id=director_id, enabled=True).select_related(
+        "api_config", "prompt"
+    ),
+    "director_id",
+)
+
+
 class RunEngine:
     def __init__(self, run: Run) -> None:
         director = _run_director(run)
@@ -165,7 +175,9 @@ class RunEngine:
         self.pending_events: list[ProviderEvent] = []
         # Whether this attempt opened or continued an agent session (only then can one still be ongoing).
         self.used_agent_sessions = False
-        self.agents = {a.slug: a for a in director.agents.filter(enabled=True).select_related("api_config", "prompt")}
+        self.agents = {agent.slug: agent for agent in _ENABLED_AGENTS(director_id=director.pk)}
+        for agent in self.agents.values():
+            agent.director = director  # as director.agents would have set it
 
     @property
     def settings(self) -> OrchestrationSettings:

@@ -26,6 +26,7 @@ from apps.orchestration.models import (
     Run,
     ThreadKind,
 )
+from apps.orchestration.prepared import PreparedQuery
 from apps.workspaces.models import WorkspaceItem
 
 
@@ -33,9 +34,17 @@ def default_filesystem_root(*, owner_id: int) -> Path:
     return Path(settings.DATA_DIR) / "files" / str(int(owner_id))
 
 
+# `.first()`'s query (ordered by pk, one row), compiled once: it is read at the start of every director run.
+_FILESYSTEM_ROOT = PreparedQuery(
+    FilesystemRoot,
+    lambda owner_id: FilesystemRoot.objects.filter(owner_id=owner_id).order_by("pk").values_list("path", flat=True)[:1],
+    "owner_id",
+)
+
+
 def filesystem_root_for_owner(*, owner_id: int) -> str:
     """The directory the owner's runs may read: their FilesystemRoot, else DATA_DIR/files/<owner id>."""
-    configured = FilesystemRoot.objects.filter(owner_id=owner_id).values_list("path", flat=True).first()
+    configured = next(iter(_FILESYSTEM_ROOT(owner_id=owner_id)), None)
     return (configured or "").strip() or str(default_filesystem_root(owner_id=owner_id))
 
 

@@ -14,6 +14,7 @@ from django.conf import settings
 from apps.accounts import oauth
 from apps.accounts.models import MailAccount, Provider
 from apps.accounts.providers.base import ProviderError
+from apps.orchestration.prepared import PreparedQuery
 from apps.orchestration.tools.context import Actor, RunContext
 from apps.orchestration.tools.schemas import CalendarAddArgs, CalendarReadArgs, TodoAddArgs
 from mailagent.llm import ToolFailure
@@ -27,17 +28,22 @@ class ToolAccount(NamedTuple):
     provider: str
 
 
+_OWNER_ACCOUNTS = PreparedQuery(  # compiled once: read at the start of every director run
+    MailAccount,
+    lambda owner_id: MailAccount.objects.filter(owner_id=owner_id).values_list(
+        "pk", "name", "provider", "enabled", "directors"
+    ),
+    "owner_id",
+)
+
+
 def tool_accounts(ctx: RunContext) -> list[ToolAccount]:
     """Accounts the director's tools may use: its chosen accounts (the owner's), or all of the owner's enabled
     ones, with a calendar. Read once per run (cached in the run context) as plain values: the tool list needs
     ids, names and providers, not the account rows with their secrets."""
     if "tool_accounts" not in ctx.cache:
         # One query: the owner's accounts, each with the directors that chose it (a row per choice).
-        rows = list(
-            MailAccount.objects.filter(owner_id=ctx.owner_id).values_list(
-                "pk", "name", "provider", "enabled", "directors"
-            )
-        )
+        rows = _OWNER_ACCOUNTS(owner_id=ctx.owner_id)
         chosen = {row[0] for row in rows if row[4] == ctx.director.pk}
         usable = {row[0]: row for row in rows if (row[0] in chosen if chosen else row[3])}
         ctx.cache["tool_accounts"] = [

@@ -1,0 +1,80 @@
+"""Hot-path querysets compiled once (apps/orchestration/prepared.py): the rows they return are the ones the
+ORM returns, related rows included, for every id they are called with."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+
+from apps.accounts.actions import create_local_account
+from apps.orchestration.actions import claim_run
+from apps.orchestration.models import Agent, ApiConfig, Director, FilesystemRoot, Run
+from apps.orchestration.prepared import PreparedQuery
+from apps.orchestration.selectors import filesystem_root_for_owner
+
+pytestmark = pytest.mark.django_db
+
+
+def _run(owner: Any, store_mail: Any, *, name: str, key: str, with_prompt: bool, make_prompt: Any) -> Run:
+    api = ApiConfig.objects.create(owner=owner, name=name, base_url="http://127.0.0.1:9/v1", api_key=key, model="m")
+    prompt = make_prompt(f"{name} prompt", ("system", "Be brief.")) if with_prompt else None
+    director = Director.objects.create(owner=owner, name=name, api_config=api, prompt=prompt)
+    account = create_local_account(owner=owner, name=f"inbox {name}", address=f"{name}@example.com")
+    message = store_mail(subject=f"mail for {name}", target=account)
+    return Run.objects.create(message=message, director=director)
+
+
+def test_the_claimed_run_carries_what_the_orm_would_load(user: Any, store_mail: Any, make_prompt: Any) -> None:
+    first = _run(user, store_mail, name="one", key="sk-one", with_prompt=True, make_prompt=make_prompt)
+    second = _run(user, store_mail, name="two", key="sk-two", with_prompt=False, make_prompt=make_prompt)
+    for expected in (first, second, first):  # the second call of the same SQL binds the new id
+        Run.objects.filter(pk=expected.pk).update(status="queued")
+        with CaptureQueriesContext(connection) as queries:
+            run = claim_run(run_id=expected.pk)
+        assert run is not None and run.pk == expected.pk and run.status == "running"
+        reference = Run.objects.select_related(
+            "director__api_config", "director__prompt", "director__owner", "message"
+        ).get(pk=expected.pk)
+        assert run.started_at == reference.started_at and run.match == reference.match
+        director = run.director
+        assert Run.director.is_cached(run) and Run.message.is_cached(run)
+        assert all(rel.is_cached(director) for rel in (Director.api_config, Director.prompt, Director.owner))
+        assert director.name == reference.director.name
+        assert director.api_config is not None and reference.director.api_config is not None
+        assert director.api_config.api_key == reference.director.api_config.api_key  # decrypted by its converter
+        assert director.api_config.api_key in ("sk-one", "sk-two")
+        assert (director.prompt.pk if director.prompt else None) == reference.director.prompt_id
+        assert director.owner.username == user.username
+        assert run.message.subject == reference.message.subject
+        assert run.message._state.db == "default" and not run._state.adding
+        assert len(queries) == 2  # the claiming UPDATE and one SELECT, as before
+    Run.objects.filter(pk=first.pk).update(status="running")
+    assert claim_run(run_id=first.pk) is None
+
+
+def test_values_lists_and_model_rows_follow_the_bound_id(user: Any, django_user_model: Any) -> None:
+    other = django_user_model.objects.create_user(username="other", email="other@example.com")
+    FilesystemRoot.objects.create(owner=user, path="/srv/owner-files")
+    assert filesystem_root_for_owner(owner_id=user.pk) == "/srv/owner-files"
+    assert filesystem_root_for_owner(owner_id=other.pk).endswith(f"/files/{other.pk}")  # no row: the default
+    director = Director.objects.create(owner=user, name="D")
+    Agent.objects.create(director=director, order=1, name="B", slug="b")
+    Agent.objects.create(director=director, order=0, name="A", slug="a")
+    Agent.objects.create(director=director, order=2, name="Off", slug="off", enabled=False)
+    enabled = PreparedQuery(
+        Agent, lambda director_id: Agent.objects.filter(director_id=director_id, enabled=True), "director_id"
+    )
+    assert [agent.slug for agent in enabled(director_id=director.pk)] == ["a", "b"]  # Meta ordering kept
+    assert enabled(director_id=director.pk + 1000) == []
+
+
+def test_a_value_that_does_not_reach_the_parameters_unchanged_is_refused(user: Any) -> None:
+    by_name = PreparedQuery(Director, lambda name: Director.objects.filter(name__icontains=name), "name")
+    with pytest.raises(TypeError, match="did not reach the SQL parameters"):
+        by_name(name=1)
+    by_id = PreparedQuery(Director, lambda director_id: Director.objects.filter(pk=director_id), "director_id")
+    with pytest.raises(TypeError, match="must be an int"):
+        by_id(director_id="1")  # type: ignore[arg-type]
