@@ -51,9 +51,10 @@ DEAD_RELOAD_MIN_ROWS = 1000
 # Writers keep this many newest change-log entries (a process more than that far behind reloads in full).
 CHANGE_LOG_KEEP = 20_000
 
-FILTER_SELECT = (
-    "d.account_id, d.owner_id, d.message_id, d.kind, d.date, d.has_attachments"  # columns of search_document d
+FILTER_SELECT = (  # columns of search_document d
+    "d.account_id, d.owner_id, d.message_id, d.kind, d.date, d.has_attachments, d.object_id"
 )
+KIND_NAMES = {code: kind for kind, code in KIND_CODES.items()}
 
 
 def metadata_mask(
@@ -165,18 +166,22 @@ class KeywordIndex:
     lengths: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))
     alive: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
     message_keys: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    message_slots: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    object_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     account_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     owner_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     kinds: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int8))
     dates: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     attachments: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    row_of: dict[int, int] = field(default_factory=dict)
+    row_of: dict[int, int] = field(default_factory=dict)  # live row of each document id
+    slot_of: dict[int, int] = field(default_factory=dict)  # dense number of each message key (counts)
     full_loads: int = 0
     appended_rows: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     COLUMNS = (
-        "document_ids", "lengths", "alive", "message_keys", "account_ids", "owner_ids", "kinds", "dates", "attachments",
+        "document_ids", "lengths", "alive", "message_keys", "message_slots", "object_ids", "account_ids", "owner_ids",
+        "kinds", "dates", "attachments",
     )  # fmt: skip
 
     # ------------------------------------------------------------------ freshness
@@ -206,6 +211,7 @@ class KeywordIndex:
         self.vocabulary = {}
         self.segments = []
         self.row_of = {}
+        self.slot_of = {}
         for name in self.COLUMNS:
             setattr(self, name, getattr(self, name)[:0])
         self.full_loads += 1
@@ -277,7 +283,11 @@ class KeywordIndex:
         self.alive[start:end] = True
         self.account_ids[start:end] = [row[5] if row[5] is not None else -1 for row in rows]
         self.owner_ids[start:end] = [row[6] if row[6] is not None else -1 for row in rows]
-        self.message_keys[start:end] = [row[7] if row[7] is not None else -row[0] for row in rows]
+        keys = [row[7] if row[7] is not None else -row[0] for row in rows]
+        self.message_keys[start:end] = keys
+        slot_of = self.slot_of
+        self.message_slots[start:end] = [slot_of.setdefault(key, len(slot_of)) for key in keys]
+        self.object_ids[start:end] = [row[11] for row in rows]
         self.kinds[start:end] = [KIND_CODES.get(row[8], -1) for row in rows]
         self.dates[start:end] = to_epoch_seconds([row[9] for row in rows])
         self.attachments[start:end] = [bool(row[10]) for row in rows]
@@ -399,7 +409,28 @@ class KeywordIndex:
                 matched[self.postings(variant)[0]] = True
         if mask is not None:
             matched &= mask
-        return int(np.unique(self.message_keys[: self.size][matched]).size)
+        seen = np.zeros(len(self.slot_of), dtype=bool)
+        seen[self.message_slots[: self.size][matched]] = True
+        return int(np.count_nonzero(seen))
+
+    def references(self, document_ids: list[int]) -> dict[int, dict[str, Any]]:
+        """{document id: {"id", "kind", "object_id", "message_id"}} of the live documents among `document_ids`."""
+        refs: dict[int, dict[str, Any]] = {}
+        for pk in document_ids:
+            row = self.row_of.get(pk)
+            if row is None:
+                continue
+            key = int(self.message_keys[row])
+            kind = KIND_NAMES.get(int(self.kinds[row]))
+            if kind is None:
+                continue
+            refs[pk] = {
+                "id": pk,
+                "kind": kind,
+                "object_id": int(self.object_ids[row]),
+                "message_id": key if key > 0 else None,
+            }
+        return refs
 
     def mask(self, filters: Any, allowed_documents: np.ndarray | None) -> np.ndarray | None:
         return metadata_mask(

@@ -389,8 +389,15 @@ class SQLiteSearchBackend(BaseSearchBackend):
             raise
 
     def _document_refs(self, ids: list[int]) -> dict[int, dict[str, Any]]:
-        # Through the covering index: a hit's references never read the document's (long) row.
         refs: dict[int, dict[str, Any]] = {}
+        index = self._ready_keyword_index() if self.options.get("KEYWORD_INDEX", True) else None
+        if index is not None:  # from memory, as fresh as the index after its refresh
+            with index.lock:
+                with connection.cursor() as cursor:
+                    index.refresh(cursor)
+                refs = index.references(ids)
+            ids = [pk for pk in ids if pk not in refs]
+        # Through the covering index: a hit's references never read the document's (long) row.
         with connection.cursor() as cursor:
             for start in range(0, len(ids), 500):
                 batch = ids[start : start + 500]
