@@ -52,7 +52,7 @@ from apps.orchestration.tools.schemas import (
     params_summary,
 )
 from apps.workspaces import actions as workspace_actions
-from mailagent.bulk import insert_rows
+from mailagent.bulk import insert_rows, insert_values
 from mailagent.crypto import reveal
 from mailagent.llm import (
     ChatResult,
@@ -171,8 +171,8 @@ class RunEngine:
         self.completion_tokens = 0
         # Diagnostics wait here until the step they belong to is saved: one transaction per step instead of
         # one commit per row (see flush_pending and _persist_turn for what a kill -9 can lose).
-        self.pending_logs: list[OrchLog] = []
-        self.pending_events: list[ProviderEvent] = []
+        self.pending_logs: list[dict[str, Any]] = []  # OrchLog rows
+        self.pending_events: list[dict[str, Any]] = []  # ProviderEvent rows
         # Whether this attempt opened or continued an agent session (only then can one still be ongoing).
         self.used_agent_sessions = False
         self.agents = {agent.slug: agent for agent in _ENABLED_AGENTS(director_id=director.pk)}
@@ -196,35 +196,38 @@ class RunEngine:
         error: str = "",
     ) -> None:
         director_thread = self.ctx.director_thread
-        entry = OrchLog(  # ids, not instances: the row is only stored
-            run_id=self.run.pk,
-            fetch_cycle_id=self.run.fetch_cycle_id,
-            director_id=self.director.pk,
-            director_name=self.director.name,
-            agent_id=agent.pk if agent else None,
-            agent_name=agent.name if agent else "",
-            email_summary=self.ctx.email_summary,
-            phase=phase,
-            dir_thread_id=director_thread.pk if director_thread else None,
-            agent_thread_id=agent_thread.pk if agent_thread else None,
-            detail=redact(detail or {}),
-            result=redact(result) if result is not None else None,
-            error=error[:4000],
+        # The row's values by attname, not a model instance: it is only stored (mailagent.bulk.insert_values).
+        self.pending_logs.append(
+            {
+                "timestamp": timezone.now(),
+                "run_id": self.run.pk,
+                "fetch_cycle_id": self.run.fetch_cycle_id,
+                "director_id": self.director.pk,
+                "director_name": self.director.name,
+                "agent_id": agent.pk if agent else None,
+                "agent_name": agent.name if agent else "",
+                "email_summary": self.ctx.email_summary,
+                "phase": phase,
+                "dir_thread_id": director_thread.pk if director_thread else None,
+                "agent_thread_id": agent_thread.pk if agent_thread else None,
+                "detail": redact(detail or {}),
+                "result": redact(result) if result is not None else None,
+                "error": error[:4000],
+            }
         )
-        self.pending_logs.append(entry)
 
     def flush_pending(self) -> None:
         """Store the buffered OrchLog entries and ProviderEvents (callers wrap it in the step's transaction)."""
         if self.pending_events:  # mailagent.bulk: the rows as bulk_create would store them, without its compiler
-            insert_rows(self.pending_events)
+            insert_values(ProviderEvent, self.pending_events)
             self.pending_events = []
         if self.pending_logs:
-            insert_rows(self.pending_logs)
+            insert_values(OrchLog, self.pending_logs)
             self.pending_logs = []
 
     def provider_events(self, thread: Conversation) -> Any:
         def record(event: ProviderEventData) -> None:
-            self.pending_events.append(ProviderEvent.from_data(event, run_id=self.run.pk, thread_id=thread.pk))
+            self.pending_events.append(ProviderEvent.values_from_data(event, run_id=self.run.pk, thread_id=thread.pk))
 
         return record
 

@@ -296,18 +296,25 @@ class ProviderEvent(models.Model):
     @classmethod
     def from_data(cls, event: ProviderEventData, **links: Any) -> ProviderEvent:
         """An unsaved row for what mailagent.llm reported, linked to its run/thread or prompt (`links`)."""
-        return cls(
-            kind=event.kind,
-            model=event.model[:200],
-            attempt=event.attempt,
-            status=event.status,
-            latency_ms=event.latency_ms,
-            usage=event.usage,
-            error=event.error,
-            category=event.category,
-            payload=event.payload,
+        return cls(**cls.values_from_data(event, **links))
+
+    @staticmethod
+    def values_from_data(event: ProviderEventData, **links: Any) -> dict[str, Any]:
+        """The same row as {attname: value} for mailagent.bulk.insert_values (links by id: `run_id=`…),
+        stamped now, when the event happened."""
+        return {
+            "kind": event.kind,
+            "model": event.model[:200],
+            "attempt": event.attempt,
+            "status": event.status,
+            "latency_ms": event.latency_ms,
+            "usage": event.usage,
+            "error": event.error,
+            "category": event.category,
+            "payload": event.payload,
+            "created_at": timezone.now(),
             **links,
-        )
+        }
 
 
 class Phase(models.TextChoices):
