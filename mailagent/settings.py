@@ -415,6 +415,10 @@ SEARCH_BACKEND: dict[str, Any] = {
     "RRF_K": env_int("SEARCH_RRF_K", 30),
     "PG_EF_SEARCH": env_int("SEARCH_PG_EF_SEARCH", 100),
     "KEYWORD_MAX_DF": float(os.environ.get("SEARCH_KEYWORD_MAX_DF", "0.5")),
+    # SQLite: rank plain-word queries with the in-process keyword index (0: always FTS5's bm25), and score
+    # only the best N rows of the projected vector matrix exactly (0: an exact scan of every vector).
+    "KEYWORD_INDEX": env_bool("SEARCH_KEYWORD_INDEX", True),
+    "VECTOR_PREFILTER": env_int("SEARCH_VECTOR_PREFILTER", 3000),
 }
 # Embed new mail in a background job right after it is stored; the job works for at most
 # SEARCH_BACKFILL_SECONDS and then queues its own continuation. Off by default under tests, where

@@ -74,3 +74,46 @@ def test_matrix_filters_match_the_sql_filters(make_message: Any, index_all: Any,
     assert [h.message_id for h in backend.semantic("roof repair", filters=small_window)] == [new.pk]
     before = SearchFilters(date_to=dt.datetime(2021, 1, 1, tzinfo=dt.UTC))
     assert [h.message_id for h in backend.semantic("roof repair", filters=before)] == [old.pk]
+
+
+def _synthetic_matrix(rows: int, chunks_per_document: int = 1) -> Any:
+    """Unit vectors with low-rank structure (as sentence embeddings have) in a VectorMatrix."""
+    import numpy as np
+
+    from apps.search.backends.sqlite import VectorMatrix
+
+    rng = np.random.default_rng(3)
+    vectors = rng.normal(size=(rows, 24)) @ rng.normal(size=(24, 512)) + 0.05 * rng.normal(size=(rows, 512))
+    vectors = (vectors / np.linalg.norm(vectors, axis=1, keepdims=True)).astype(np.float32)
+    matrix = VectorMatrix(dimension=512, embedder="synthetic", size=rows, vectors=vectors)
+    matrix.chunk_ids = np.arange(1, rows + 1, dtype=np.int64)
+    matrix.document_ids = np.arange(rows, dtype=np.int64) // chunks_per_document + 1
+    matrix.chunk_nos = (np.arange(rows) % chunks_per_document).astype(np.int32)
+    for name in ("account_ids", "owner_ids", "kinds", "dates", "attachments"):
+        setattr(matrix, name, np.zeros(rows, dtype=getattr(matrix, name).dtype))
+    matrix._project()
+    return matrix, rng
+
+
+def test_the_projected_prefilter_finds_the_exact_best_documents() -> None:
+    import numpy as np
+
+    matrix, rng = _synthetic_matrix(6000)
+    assert matrix.projected.shape[1] == 128
+    for row in rng.choice(6000, 20, replace=False):
+        query = matrix.vectors[row] + 0.3 * rng.normal(size=512).astype(np.float32)
+        query /= np.linalg.norm(query)
+        exact = matrix.search(query, 20, None)
+        assert matrix.search(query, 20, None, prefilter=600) == exact
+        mask = matrix.document_ids % 2 == 0
+        assert matrix.search(query, 10, mask, prefilter=300) == matrix.search(query, 10, mask)
+
+
+def test_the_prefilter_scans_everything_when_its_candidates_hold_too_few_documents() -> None:
+    import numpy as np
+
+    matrix, _rng = _synthetic_matrix(6000, chunks_per_document=600)  # 10 documents of 600 chunks
+    query = matrix.vectors[7]
+    found = matrix.search(query, 10, None, prefilter=500)
+    assert len(found) == 10 and found == matrix.search(query, 10, None)
+    assert np.isclose(found[0][2], 1.0, atol=1e-5)
