@@ -85,9 +85,12 @@ def citation_check(answer: str, evidence: list[EvidenceText]) -> dict[str, Any]:
     value_keys: dict[int, set[str]] = {}
     for item in evidence:
         # the headers of the thread's messages too: the answer names the message it quotes by subject and date
-        headers = "\n".join(f"{m.subject}\n{m.date_label}" for m in item.members)
-        text = f"{item.subject}\n{item.date_label}\n{headers}\n{item.full_text}"
-        value_keys[item.number] = {value_key(v) for v in _checked_values(text) if value_key(v)}
+        # Each read separately: a subject ending in a day without a year ("Week of October 22nd") must not
+        # join the next line's date ("2001-10-17") into one value.
+        parts = [item.subject, item.date_label, *(f for m in item.members for f in (m.subject, m.date_label))]
+        value_keys[item.number] = {
+            key for part in [*parts, item.full_text] for v in _checked_values(part) if (key := value_key(v))
+        }
     unsupported: list[str] = []
     checked = 0
     for sentence in SENTENCE_RE.split(answer):

@@ -21,7 +21,7 @@ import numpy as np
 
 from apps.ask.answer import EvidenceMessage, EvidenceText
 from apps.ask.planner import Plan
-from apps.ask.textutil import Passage, amount_number, find_values, normalize, parse_day, value_key
+from apps.ask.textutil import Passage, amount_number, contains_word, find_values, normalize, parse_day, value_key
 
 logger = logging.getLogger(__name__)
 
@@ -76,10 +76,9 @@ def _word_overlap(plan: Plan, text: str, subject: str = "") -> float:
     """The question's words and names in a sentence; those of the mail's subject count half: they name the
     message (and are in every sentence's embedded text already) more than the sentence that answers."""
     folded = normalize(text)
-    words = set(folded.split())
     heading = normalize(subject)
-    titled = set(heading.split())
-    found = sum(0.5 if word in titled else 1.0 for word in plan.keywords if word in words)
+    # whole words, punctuation aside: "Rate: $0.10" holds "rate"
+    found = sum(0.5 if contains_word(heading, word) else 1.0 for word in plan.keywords if contains_word(folded, word))
     found += sum(0.5 if name in heading else 1.0 for entity in plan.entities if (name := normalize(entity)) in folded)
     return min(found, 4) / 4
 
@@ -93,6 +92,7 @@ class _Option:
 
 
 LABELLED_BONUS = 0.3
+NEW_VALUE_BONUS = 0.15
 LATER_DATE_BONUS = 0.5
 SUPERSEDES_BONUS = 0.5
 _LABEL = re.compile(r"^[^:]{2,40}:\s*")
@@ -102,6 +102,19 @@ def _labelled(text: str, values: list[str]) -> bool:
     """A field line of a statement, invoice or booking: "Total to pay: £84.20", "Due date: 11/05/2026"."""
     match = _LABEL.match(text)
     return match is not None and any(text[match.end() :].startswith(v) for v in values)
+
+
+def _restates(text: str, question_numbers: set[str]) -> bool:
+    """Every number of the text is one the question gives ("contract 27496" → "Contract # : 27496")."""
+    numbers = re.findall(r"\d+", text)
+    return bool(numbers) and all(n in question_numbers for n in numbers)
+
+
+def _echoes_subject(text: str, subject: str) -> bool:
+    """A quoted header line that repeats the mail's own subject ("Subject: Credit request …")."""
+    rest = normalize(_LABEL.sub("", text, count=1))
+    core = normalize(re.sub(r"^\s*((re|fwd?|aw|wg|tr)\s*:\s*)+", "", subject, flags=re.IGNORECASE))
+    return bool(core) and rest.endswith(core) and len(rest) <= len(core) + 8
 
 
 def _structural_preference(kind: str, option: _Option) -> Any:
@@ -177,6 +190,7 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
     if "date" in kinds and "time" not in kinds and find_values("date", plan.question):
         # "when do futures close on October 4, 2001?": the question names the day, so it asks for a time
         kinds = ["time" if kind == "date" else kind for kind in kinds]
+    question_numbers = set(re.findall(r"\d+", plan.question))
     if not evidence:
         return ExtractiveAnswer(text="Nothing in your mail matched.")
     top_score = evidence[0].score or 1.0
@@ -237,10 +251,23 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
                         existing[1].extend(v for v in values if v not in existing[1])
                     break
         if not kinds:
-            for score, similarity, passage in ranked[:2]:
-                chosen.append((passage, []))
-                quality += score
-                best_similarity = max(best_similarity, similarity)
+            # The kind of value is unknown ("what bid…", "what rate…"): a sentence that states a value the
+            # question does not give (an amount, a date, a time, a reference) is more likely the answer than
+            # one that only restates the question ("Contract # : 27496") or repeats the mail's subject.
+            def open_score(item: tuple[float, float, Passage], message: EvidenceMessage = option.message) -> float:
+                passage = item[2]
+                if _echoes_subject(passage.text, message.subject):
+                    return item[0] - 1.0
+                if _restates(passage.text, question_numbers):
+                    return item[0] - NEW_VALUE_BONUS
+                values = [v for kind in VALUE_KINDS for v in _answer_values(kind, passage.text, given)]
+                new = any(not _restates(value, question_numbers) for value in values)
+                return item[0] + (NEW_VALUE_BONUS if new else 0.0)
+
+            for scored in sorted(ranked, key=lambda entry: -open_score(entry))[:2]:
+                chosen.append((scored[2], []))
+                quality += open_score(scored)
+                best_similarity = max(best_similarity, scored[1])
         total = option.prior + len(found) * 1.0 + quality / max(1, len(kinds) or 2)
         if _supersedes(option, options, chosen):
             total += SUPERSEDES_BONUS

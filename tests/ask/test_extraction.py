@@ -156,3 +156,22 @@ def test_without_a_recognised_value_the_closest_sentences_are_quoted_and_the_gap
 def test_phone_numbers_and_extensions_are_identifiers_ranges_are_not() -> None:
     text = "Dial 1-800-937-6563 or call security at 3-6200; see pages 5-10 and ticket 7710-3392-18."
     assert find_identifiers(text) == ["1-800-937-6563", "3-6200", "7710-3392-18"]
+
+
+def test_an_open_question_quotes_the_sentence_with_a_new_value_not_one_restating_the_question() -> None:
+    plan = Plan(question="what rate is on the credit request for contract 27496?", intent="question")
+    plan.keywords = ["rate", "credit", "request", "contract"]
+    sentences = (
+        "Subject: Credit request Reliant Energy",
+        "Contract # : 27496",
+        "Please review the credit request below.",
+        "Rate: $0.10",
+    )
+    evidence = [
+        EvidenceText(1, "Credit request Reliant Energy", "credit@example.com", "2002-01-31", "", " ".join(sentences),
+                     [Passage(s, "body") for s in sentences])
+    ]  # fmt: skip
+    answer = extractive_answer(plan, evidence)
+    assert "“Rate: $0.10” [1]" in answer.text
+    assert "Contract # : 27496" not in answer.text  # only restates the question's number
+    assert "Subject: Credit request" not in answer.text  # a header line repeating the mail's subject

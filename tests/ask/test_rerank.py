@@ -92,3 +92,7 @@ def test_citation_check() -> None:
     reply = EvidenceMessage("Re: Rechnung", "Schreiber", "2026-11-20", 0.0, [])
     evidence[1].members = [reply]
     assert citation_check("From “Re: Rechnung”, 2026-11-20: pay by 05.12.2026 [2].", evidence)["ok"]
+    # a subject ending in a day without a year, then the message's own date: two values, both cited text
+    evidence[0].members = [EvidenceMessage("Board meeting - Week of October 22nd", "B", "2001-10-17", 0.0, [])]
+    named = citation_check("From “Board meeting - Week of October 22nd”, 2001-10-17: “8.406,90 TL” [1]", evidence)
+    assert named["ok"], named
