@@ -243,9 +243,17 @@ class VectorMatrix:
             rows = np.flatnonzero(mask)
             if not rows.size:
                 return []
+            if rows.size == size:  # the usual account filter of a user whose mail is all here
+                rows = None
         candidates = max(prefilter, limit * 30)
         if prefilter and self.basis.size and (rows.size if rows is not None else size) > candidates:
-            projected = (self.projected[rows] if rows is not None else self.projected[:size]) @ (vector @ self.basis)
+            reduced = vector @ self.basis
+            if rows is None:
+                projected = self.projected[:size] @ reduced
+            else:  # gathering many rows costs more than scoring them all
+                projected = (
+                    self.projected[rows] @ reduced if rows.size < size // 4 else (self.projected[:size] @ reduced)[rows]
+                )
             best = np.argpartition(-projected, candidates - 1)[:candidates]
             best_rows = rows[best] if rows is not None else best
             found = self._best_documents(best_rows, self.vectors[best_rows] @ vector, limit)
