@@ -95,6 +95,15 @@ def test_the_index_ranks_and_counts_exactly_as_fts5_bm25(
             assert count == backend._fts5_keyword_count(parsed, filters), (query, filters)
     assert compared > 200  # most queries match something
     assert backend.keyword_index.full_loads == 1
+    # "Did you mean" reads the same words and document counts as FTS5's vocabulary table.
+    for letter in sorted({word[0] for word in vocabulary}):
+        with connection.cursor() as cursor:
+            cursor.execute(
+                "SELECT term, doc FROM search_fts_vocab"
+                " WHERE term >= %s AND term < %s AND length(term) BETWEEN 3 AND 9",
+                [letter, chr(ord(letter) + 1)],
+            )
+            assert backend._vocabulary(letter, 3, 9) == [(term, doc) for term, doc in cursor.fetchall()]
 
 
 def test_the_index_follows_new_changed_and_deleted_documents(make_message: Any, backend: SQLiteSearchBackend) -> None:

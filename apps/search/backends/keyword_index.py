@@ -21,6 +21,7 @@ characters outside ASCII (unicode61 folds some scripts differently from Python's
 
 from __future__ import annotations
 
+import bisect
 import logging
 import math
 import threading
@@ -178,6 +179,9 @@ class KeywordIndex:
     full_loads: int = 0
     appended_rows: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    _words_key: tuple[int, int, int] = (-1, -1, -1)
+    _sorted_words: list[str] = field(default_factory=list)
+    _word_counts: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
     COLUMNS = (
         "document_ids", "lengths", "alive", "message_keys", "message_slots", "object_ids", "account_ids", "owner_ids",
@@ -412,6 +416,24 @@ class KeywordIndex:
         seen = np.zeros(len(self.slot_of), dtype=bool)
         seen[self.message_slots[: self.size][matched]] = True
         return int(np.count_nonzero(seen))
+
+    def words(self, first: str, shortest: int, longest: int) -> list[tuple[str, int]]:
+        """Indexed words starting with the letter `first`, `shortest` to `longest` letters long, with how many
+        rows contain each (rows of changed or deleted documents count until the next reload)."""
+        key = (len(self.vocabulary), len(self.segments), sum(segment.entries for segment in self.segments))
+        if self._words_key != key:
+            counts = np.zeros(len(self.vocabulary), dtype=np.int64)
+            for segment in self.segments:
+                counts[: segment.words] += np.diff(segment.indptr)
+            self._sorted_words, self._word_counts, self._words_key = sorted(self.vocabulary), counts, key
+        ordered = self._sorted_words
+        begin, end = bisect.bisect_left(ordered, first), bisect.bisect_left(ordered, chr(ord(first) + 1))
+        vocabulary, counts = self.vocabulary, self._word_counts
+        return [
+            (word, int(counts[vocabulary[word]]))
+            for word in ordered[begin:end]
+            if shortest <= len(word) <= longest and counts[vocabulary[word]]
+        ]
 
     def references(self, document_ids: list[int]) -> dict[int, dict[str, Any]]:
         """{document id: {"id", "kind", "object_id", "message_id"}} of the live documents among `document_ids`."""
