@@ -167,11 +167,12 @@
     bar.setAttribute("role", "dialog");
     bar.setAttribute("aria-label", "Browser notifications");
     const text = document.createElement("span");
-    text.textContent = "Get a browser notification when processing of an email completes?";
+    text.textContent =
+      "Show a browser notification when processing of an email completes? Your browser will ask for permission.";
     const allow = document.createElement("button");
     allow.type = "button";
     allow.className = "small";
-    allow.textContent = "Turn on";
+    allow.textContent = "Allow in this browser";
     const later = document.createElement("button");
     later.type = "button";
     later.className = "secondary small";
@@ -202,7 +203,18 @@
     } else if (Notification.permission === "denied") {
       slot.textContent = "The browser blocks them for this site: allow notifications in its site settings.";
     } else if (Notification.permission === "default" && preference.browserNotifications) {
-      slot.textContent = "The browser has not been asked yet.";
+      slot.textContent = "This browser has not been given permission to show them yet. ";
+      const ask = document.createElement("button");
+      ask.type = "button";
+      ask.className = "secondary small";
+      ask.textContent = "Allow in this browser";
+      ask.addEventListener("click", async () => {
+        await Notification.requestPermission();
+        document.getElementById("notify-prompt")?.remove();
+        await savePreference({ prompt: "dismissed" });
+        describePermission();
+      });
+      slot.append(ask);
     } else {
       slot.textContent = "";
     }

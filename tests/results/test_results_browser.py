@@ -156,6 +156,12 @@ def test_tree_copy_and_a_worker_run_raises_a_notification(
             phone.wait_for_selector("[data-testid=results-tree]")
             phone.wait_for_function("() => localStorage.getItem('mailagent.notify.cursor') !== null")
             assert phone.locator("#notify-prompt").count() == 0
+            # Dismissed, the settings line still offers the browser's permission dialog, in words that do not
+            # contradict "notifications are on".
+            slot = phone.locator("[data-notification-permission]")
+            assert "has not been given permission" in slot.inner_text()
+            slot.get_by_role("button", name="Allow in this browser").scroll_into_view_if_needed()
+            screenshot(phone, "results-390-permission")
             # Deleted items: a soft-deleted draft is listed with Restore, and restoring it brings it back.
             delete_items(user=user, item_ids=[earlier.items[0].pk], hard=False)
             phone.goto(f"{asgi_server}/results/?show=deleted")
