@@ -8,8 +8,10 @@ the real values. Rows come back exactly as the queryset would return them: the c
 (decryption, JSON, datetimes) and, for model querysets, `from_db` plus the select_related populators, as
 Django's ModelIterable does.
 
-Only integer values can be bound (ids compared with `=` / `IN` of one): a marker that does not reach the
-parameters unchanged, or shows up where it should not, is a programming error raised at the first call.
+Integer values (ids) are bound as they are. Text values (`texts=`) are bound as the lookup prepared the
+marker: unchanged for an exact match, LIKE-escaped inside the pattern for contains/icontains/startswith…
+(found by where the marker, which carries `%`, `_` and a backslash, landed). A marker that does not reach the
+parameters in one of those forms is a programming error raised at the first call.
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ _MARKER_BASE = 2_147_480_000
 class _Compiled:
     sql: str
     params: list[Any]
-    slots: list[tuple[int, str]]  # (parameter position, value name)
+    slots: list[tuple[int, str, str, str, bool]]  # (position, value name, prefix, suffix, LIKE-escaped)
     compiler: Any
     converters: dict[int, Any]
     kind: str  # "model", "tuple" or "flat"
@@ -53,25 +55,45 @@ class _Compiled:
 
 
 class PreparedQuery[T]:
-    def __init__(self, model: type[models.Model], build: Callable[..., QuerySet[Any, T]], *names: str) -> None:
+    def __init__(
+        self,
+        model: type[models.Model],
+        build: Callable[..., QuerySet[Any, T]],
+        *names: str,
+        texts: tuple[str, ...] = (),
+    ) -> None:
         self.model = model
         self.build = build
         self.names = names
+        self.texts = texts
         self._compiled: weakref.WeakKeyDictionary[BaseDatabaseWrapper, _Compiled] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()
 
     def _compile(self, connection: BaseDatabaseWrapper, alias: str) -> _Compiled:
-        markers = {name: _MARKER_BASE + index for index, name in enumerate(self.names)}
+        markers: dict[str, Any] = {name: _MARKER_BASE + index for index, name in enumerate(self.names)}
+        markers.update({name: f"Zq{index}%_\\Zq" for index, name in enumerate(self.texts)})
         queryset = self.build(**markers)
         if queryset._known_related_objects or queryset._prefetch_related_lookups:  # type: ignore[attr-defined]
             raise TypeError("a prepared query cannot use related managers or prefetch_related")
         compiler = queryset.query.get_compiler(using=alias, connection=connection)
         sql, params = compiler.as_sql()
         params = list(params)
-        by_marker = {marker: name for name, marker in markers.items()}
-        slots = [(position, by_marker[value]) for position, value in enumerate(params) if value in by_marker]
-        missing = set(self.names) - {name for _, name in slots}
-        if missing or any(type(params[position]) is not int for position, _ in slots):
+        slots: list[tuple[int, str, str, str, bool]] = []
+        for position, value in enumerate(params):
+            if type(value) is int:
+                slots += [(position, name, "", "", False) for name in self.names if markers[name] == value]
+            elif isinstance(value, str):
+                for name in self.texts:
+                    for escaped, form in (
+                        (False, markers[name]),
+                        (True, connection.ops.prep_for_like_query(markers[name])),
+                    ):
+                        if form in value:
+                            prefix, _, suffix = value.partition(form)
+                            slots.append((position, name, prefix, suffix, escaped))
+                            break
+        missing = {*self.names, *self.texts} - {slot[1] for slot in slots}
+        if missing or len({slot[0] for slot in slots}) != len(slots):
             raise TypeError(f"prepared query: {sorted(missing) or 'a value'} did not reach the SQL parameters as is")
         fields = [s[0] for s in compiler.select[0 : compiler.col_count]]
         compiled = _Compiled(
@@ -98,7 +120,7 @@ class PreparedQuery[T]:
             raise TypeError(f"prepared query: {iterable.__name__} results are not supported")
         return compiled
 
-    def __call__(self, **values: int) -> list[T]:
+    def __call__(self, **values: Any) -> list[T]:
         using = router.db_for_read(self.model)
         connection = connections[using]
         compiled = self._compiled.get(connection)
@@ -106,11 +128,16 @@ class PreparedQuery[T]:
             with self._lock:
                 compiled = self._compiled[connection] = self._compile(connection, using)
         params = list(compiled.params)
-        for position, name in compiled.slots:
+        for position, name, prefix, suffix, escaped in compiled.slots:
             value = values[name]
-            if type(value) is not int:
+            if name in self.texts:
+                if not isinstance(value, str):
+                    raise TypeError(f"prepared query: {name} must be a str, not {type(value).__name__}")
+                params[position] = prefix + (connection.ops.prep_for_like_query(value) if escaped else value) + suffix
+            elif type(value) is not int:
                 raise TypeError(f"prepared query: {name} must be an int, not {type(value).__name__}")
-            params[position] = value
+            else:
+                params[position] = value
         with connection.cursor() as cursor:
             cursor.execute(compiled.sql, params)
             rows: Any = cursor.fetchall()

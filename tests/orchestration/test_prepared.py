@@ -77,4 +77,46 @@ def test_a_value_that_does_not_reach_the_parameters_unchanged_is_refused(user: A
         by_name(name=1)
     by_id = PreparedQuery(Director, lambda director_id: Director.objects.filter(pk=director_id), "director_id")
     with pytest.raises(TypeError, match="must be an int"):
-        by_id(director_id="1")  # type: ignore[arg-type]
+        by_id(director_id="1")
+
+
+def test_memory_search_returns_what_the_orm_query_returns_for_every_shape(user: Any) -> None:
+    from apps.orchestration.models import Memory
+    from apps.orchestration.tools.memory import _prepared_search, _search_queryset
+
+    director = Director.objects.create(owner=user, name="Memories")
+    agents = [Agent.objects.create(director=director, order=n, name=f"A{n}", slug=f"a{n}") for n in range(2)]
+    contents = ["50% off for Client_7", "500 off for ClientX7", "client seven: back\\slash", "Tone: formal", "Ünïcode"]
+    for n, content in enumerate(contents * 2):
+        scope = ("local", "shared", "global")[n % 3]
+        Memory.objects.create(
+            owner=user,
+            scope=scope,
+            director=None if scope == "global" else director,
+            agent=agents[n % 2] if scope == "local" and n % 4 else None,
+            content=content,
+        )
+    queries = ["", "client", "50%", "client_7", "back\\slash", "CLIENT 7", "%", "_", "ünï", "x y z w v u t s"]
+    for by_agent in (False, True):
+        for access in (True, False):
+            for scope in ("", "local", "shared"):
+                for owner in (None, "director", "a1"):
+                    for query in queries:
+                        words = query.split()
+                        values: dict[str, Any] = {"owner_id": user.pk}
+                        if not by_agent or access:
+                            values["director_id"] = director.pk
+                        if by_agent:
+                            values["agent_id"] = agents[1].pk
+                        if scope:
+                            values["scope"] = scope
+                        kind = "" if owner is None else "director" if owner == "director" else "agent"
+                        if kind == "agent":
+                            values["owner_slug"] = owner
+                        expected = list(_search_queryset(memory_access=access, owner_kind=kind, words=words, **values))
+                        prepared = _prepared_search((by_agent, access, bool(scope), kind, len(words)))
+                        got = prepared(**values, **{f"word{n}": word for n, word in enumerate(words)})
+                        assert [m.pk for m in got] == [m.pk for m in expected], (by_agent, access, scope, owner, query)
+                        assert [m.tags for m in got] == [m.tags for m in expected]
+    percent = _prepared_search((False, True, False, "", 1))(owner_id=user.pk, director_id=director.pk, word0="50%")
+    assert {m.content for m in percent} == {"50% off for Client_7"}  # % is a character, not a wildcard

@@ -4,12 +4,14 @@ of the owner. Without the director's memory access only local memories are reach
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from apps.orchestration.models import Agent, Memory, MemoryScope
+from apps.orchestration.prepared import PreparedQuery
 from apps.orchestration.tools.context import Actor, RunContext
 from apps.orchestration.tools.schemas import MemoryAddArgs, MemoryEditArgs, MemorySearchArgs
 from mailagent.llm import ToolFailure
@@ -18,18 +20,72 @@ SEARCH_LIMIT = 30
 CASCADE: dict[str, int] = {"local": 0, "shared": 1, "global": 2}
 
 
-def _local_filter(ctx: RunContext, agent: Agent | None) -> Q:
-    if agent is not None:
-        return Q(scope=MemoryScope.LOCAL, agent=agent)
-    return Q(scope=MemoryScope.LOCAL, director=ctx.director, agent__isnull=True)
+def _visible(*, owner_id: Any, director_id: Any, agent_id: Any, memory_access: bool) -> QuerySet[Memory]:
+    if agent_id is not None:
+        visible = Q(scope=MemoryScope.LOCAL, agent_id=agent_id)
+    else:
+        visible = Q(scope=MemoryScope.LOCAL, director_id=director_id, agent__isnull=True)
+    if memory_access:
+        visible |= Q(scope=MemoryScope.SHARED, director_id=director_id) | Q(scope=MemoryScope.GLOBAL)
+    return Memory.objects.filter(visible, owner_id=owner_id)
 
 
 def visible_memories(ctx: RunContext, agent: Agent | None) -> QuerySet[Memory]:
     """What an agent (or, with None, the director itself) may see."""
-    visible = _local_filter(ctx, agent)
-    if ctx.director.memory_access:
-        visible |= Q(scope=MemoryScope.SHARED, director=ctx.director) | Q(scope=MemoryScope.GLOBAL)
-    return Memory.objects.filter(visible, owner_id=ctx.owner_id)
+    return _visible(
+        owner_id=ctx.owner_id,
+        director_id=ctx.director.pk,
+        agent_id=agent.pk if agent is not None else None,
+        memory_access=ctx.director.memory_access,
+    )
+
+
+def _search_queryset(*, memory_access: bool, owner_kind: str, words: Sequence[Any], **values: Any) -> QuerySet[Memory]:
+    """memory_search's query. `owner_kind` is "" (any), "director" or "agent" (then `owner_slug` names it)."""
+    memories = _visible(
+        owner_id=values["owner_id"],
+        director_id=values.get("director_id"),
+        agent_id=values.get("agent_id"),
+        memory_access=memory_access,
+    )
+    if "scope" in values:
+        memories = memories.filter(scope=values["scope"])
+    if owner_kind == "director":
+        memories = memories.filter(scope=MemoryScope.LOCAL, agent__isnull=True)
+    elif owner_kind == "agent":
+        memories = memories.filter(scope=MemoryScope.LOCAL, agent__slug=values["owner_slug"])
+    for word in words:
+        memories = memories.filter(content__icontains=word)
+    return memories.order_by("-updated_at", "-pk")[:500]
+
+
+# memory_search runs in most director runs: its query is compiled once per shape (who asks, the director's
+# memory access, which filters, how many words), then run with the values (PreparedQuery).
+MAX_PREPARED_WORDS = 8
+_SEARCHES: dict[tuple[bool, bool, bool, str, int], PreparedQuery[Memory]] = {}
+
+
+def _prepared_search(key: tuple[bool, bool, bool, str, int]) -> PreparedQuery[Memory]:
+    prepared = _SEARCHES.get(key)
+    if prepared is None:
+        by_agent, memory_access, scoped, owner_kind, word_count = key
+        names = ["owner_id"]
+        if not by_agent or memory_access:
+            names.append("director_id")
+        if by_agent:
+            names.append("agent_id")
+        texts = [f"word{n}" for n in range(word_count)]
+        if scoped:
+            texts.append("scope")
+        if owner_kind == "agent":
+            texts.append("owner_slug")
+
+        def build(**values: Any) -> QuerySet[Memory]:
+            words = [values.pop(f"word{n}") for n in range(word_count)]
+            return _search_queryset(memory_access=memory_access, owner_kind=owner_kind, words=words, **values)
+
+        prepared = _SEARCHES.setdefault(key, PreparedQuery(Memory, build, *names, texts=tuple(texts)))
+    return prepared
 
 
 def memory_json(memory: Memory, agent_slugs: dict[int, str] | None = None) -> dict[str, Any]:
@@ -49,17 +105,24 @@ def memory_json(memory: Memory, agent_slugs: dict[int, str] | None = None) -> di
 
 
 def search(ctx: RunContext, actor: Actor, args: MemorySearchArgs) -> dict[str, Any]:
-    memories = visible_memories(ctx, actor.agent)
+    words = (args.query or "").split()
+    owner_kind = "" if not args.owner else "director" if args.owner == "director" else "agent"
+    memory_access = bool(ctx.director.memory_access)
+    values: dict[str, Any] = {"owner_id": ctx.owner_id}
+    if actor.agent is None or memory_access:
+        values["director_id"] = ctx.director.pk
+    if actor.agent is not None:
+        values["agent_id"] = actor.agent.pk
     if args.scope:
-        memories = memories.filter(scope=args.scope)
-    if args.owner:
-        if args.owner == "director":
-            memories = memories.filter(scope=MemoryScope.LOCAL, agent__isnull=True)
-        else:
-            memories = memories.filter(scope=MemoryScope.LOCAL, agent__slug=args.owner)
-    for word in (args.query or "").split():
-        memories = memories.filter(content__icontains=word)
-    found = list(memories.order_by("-updated_at", "-pk")[:500])
+        values["scope"] = args.scope
+    if owner_kind == "agent":
+        values["owner_slug"] = args.owner
+    found: list[Memory]
+    if len(words) <= MAX_PREPARED_WORDS:
+        key = (actor.agent is not None, memory_access, bool(args.scope), owner_kind, len(words))
+        found = _prepared_search(key)(**values, **{f"word{n}": word for n, word in enumerate(words)})
+    else:
+        found = list(_search_queryset(memory_access=memory_access, owner_kind=owner_kind, words=words, **values))
     if args.tag:
         found = [m for m in found if isinstance(m.tags, list) and args.tag in m.tags]
     found.sort(key=lambda m: (CASCADE.get(m.scope, 9), -m.updated_at.timestamp()))
