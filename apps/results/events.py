@@ -94,11 +94,18 @@ def _run_saved(sender: Any, instance: Any, created: bool, update_fields: Any = N
     if instance.status not in NOTIFIED_RUN_STATUSES or instance.finished_at is None:
         return
     run_id, status, finished_at = instance.pk, instance.status, instance.finished_at
+    # The engine loaded the run with its director and message: no query for what the event names.
+    model = type(instance)
+    known = (
+        (instance.director.owner_id, instance.director.name, instance.message_id, instance.message.subject)
+        if model.director.is_cached(instance) and model.message.is_cached(instance)
+        else None
+    )
 
     def announce() -> None:
         from apps.orchestration.models import Run
 
-        row = (
+        row = known or (
             Run.objects.filter(pk=run_id)
             .values_list("director__owner_id", "director__name", "message_id", "message__subject")
             .first()

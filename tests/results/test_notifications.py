@@ -54,6 +54,19 @@ def test_a_finished_run_is_pushed_to_its_owner_on_commit(
     assert failed["type"] == "run_failed" and failed["title"].startswith("Processing failed: Invoice 42")
 
 
+def test_a_run_loaded_with_its_director_and_message_is_announced_without_a_query(
+    user: Any, make_result: MakeResult, django_capture_on_commit_callbacks: Any, django_assert_num_queries: Any
+) -> None:
+    result = make_result(subject="Invoice 43", status=RunStatus.QUEUED, items=[{}])
+    layer, channel = _listen(user.pk)
+    run = Run.objects.select_related("director", "message").get(pk=result.run.pk)  # as the engine loads it
+    with django_capture_on_commit_callbacks(execute=False) as callbacks:
+        finish_run(run=run, status=RunStatus.COMPLETED)
+    with django_assert_num_queries(0):
+        callbacks[0]()
+    assert async_to_sync(layer.receive)(channel)["event"]["title"] == "Processing complete: Invoice 43 — Clients"
+
+
 def test_an_inbox_push_is_announced(
     user: Any, make_result: MakeResult, django_capture_on_commit_callbacks: Any
 ) -> None:
