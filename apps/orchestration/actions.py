@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connections, router, transaction
 from django.utils import timezone
 from django_q.tasks import async_task
 
@@ -100,11 +100,33 @@ def _enqueue_runs(run_ids: list[int]) -> None:
         async_task("apps.orchestration.tasks.run_director_task", run_id, task_name=f"run-{run_id}")
 
 
+def _claim_sql(connection: Any) -> str:
+    """`Run.objects.filter(pk=…, status=queued).update(status=running, started_at=…)` as SQL, built once per
+    backend (the ORM compiled it for every run)."""
+    sql = _CLAIM_SQL.get(connection.vendor)
+    if sql is None:
+        quote = connection.ops.quote_name
+        status, started_at, pk = (
+            quote(str(getattr(Run._meta.get_field(name), "column", name))) for name in ("status", "started_at", "id")
+        )
+        sql = _CLAIM_SQL[connection.vendor] = (
+            f"UPDATE {quote(Run._meta.db_table)} SET {status} = %s, {started_at} = %s "  # noqa: S608
+            f"WHERE {pk} = %s AND {status} = %s"
+        )
+    return sql
+
+
+_CLAIM_SQL: dict[str, str] = {}
+
+
 def claim_run(*, run_id: int) -> Run | None:
     """queued → running with one conditional UPDATE: exactly one worker gets the run."""
-    taken = Run.objects.filter(pk=run_id, status=RunStatus.QUEUED).update(
-        status=RunStatus.RUNNING, started_at=timezone.now()
-    )
+    connection = connections[router.db_for_write(Run)]
+    started_at = Run._meta.get_field("started_at").get_db_prep_save(timezone.now(), connection)
+    with connection.cursor() as cursor:
+        params = [RunStatus.RUNNING.value, started_at, int(run_id), RunStatus.QUEUED.value]
+        cursor.execute(_claim_sql(connection), params)
+        taken = cursor.rowcount
     if not taken:
         return None
     # The director with what the engine needs of it, in the same query (the engine does not read it again).

@@ -52,6 +52,7 @@ from apps.orchestration.tools.schemas import (
     params_summary,
 )
 from apps.workspaces import actions as workspace_actions
+from apps.workspaces.models import WorkspaceItem
 from mailagent.bulk import insert_rows, insert_values
 from mailagent.crypto import reveal
 from mailagent.llm import (
@@ -140,6 +141,20 @@ _ENABLED_AGENTS = PreparedQuery(
         "api_config", "prompt"
     ),
     "director_id",
+)
+
+
+# The run's closing log counts the workspace's items (one row per workspace: none when it is empty).
+_LIVE_ITEMS = PreparedQuery(
+    WorkspaceItem,
+    lambda workspace_id: (
+        WorkspaceItem.objects.filter(workspace_id=workspace_id, deleted=False)
+        .order_by()
+        .values("workspace_id")
+        .annotate(live=models.Count("pk"))
+        .values_list("live", flat=True)
+    ),
+    "workspace_id",
 )
 
 
@@ -400,7 +415,7 @@ class RunEngine:
                 detail={"action": "director_complete", "steps": outcome.steps, "stop": outcome.reason},
                 result={
                     "final": outcome.final,
-                    "workspaceItems": self.ctx.workspace.items.filter(deleted=False).count(),
+                    "workspaceItems": next(iter(_LIVE_ITEMS(workspace_id=self.ctx.workspace.pk)), 0),
                 },
             )
             return self._finish(RunStatus.COMPLETED, reason=reason)

@@ -120,3 +120,19 @@ def test_memory_search_returns_what_the_orm_query_returns_for_every_shape(user: 
                         assert [m.tags for m in got] == [m.tags for m in expected]
     percent = _prepared_search((False, True, False, "", 1))(owner_id=user.pk, director_id=director.pk, word0="50%")
     assert {m.content for m in percent} == {"50% off for Client_7"}  # % is a character, not a wildcard
+
+
+def test_the_closing_log_counts_live_workspace_items(user: Any) -> None:
+    from apps.orchestration.engine import _LIVE_ITEMS
+    from apps.workspaces import actions as workspace_actions
+
+    def open_one(title: str) -> Any:
+        return workspace_actions.open_workspace(
+            owner=user, run_id=None, message_id=None, director_id=None, director_name="D", title=title
+        )
+
+    empty, full = open_one("empty"), open_one("full")
+    items = [workspace_actions.add_item(workspace=full, data=f"item {n}", label=f"L{n}") for n in range(3)]
+    workspace_actions.remove_item(item_id=items[0].pk, workspace=full, hard=False, actor={"user": "test"})
+    assert _LIVE_ITEMS(workspace_id=empty.pk) == []  # no group: the engine reads 0
+    assert _LIVE_ITEMS(workspace_id=full.pk) == [2] == [full.items.filter(deleted=False).count()]
