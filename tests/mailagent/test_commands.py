@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import contextlib
 import signal
 import subprocess
 import sys
@@ -97,6 +98,20 @@ def test_bootstrap_refuses_demo_and_no_demo_together() -> None:
         call_command("bootstrap", "--demo", "--no-demo", stdout=StringIO())
 
 
+def _kill_tree(process: subprocess.Popen[str]) -> None:
+    """Kill `serve` and everything it started (uvicorn, its workers, the cluster), not only `serve`."""
+    import psutil
+
+    try:
+        children = psutil.Process(process.pid).children(recursive=True)
+    except psutil.NoSuchProcess:
+        children = []
+    for child in children:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            child.kill()
+    process.kill()
+
+
 def _serve_until_healthy(*options: str) -> subprocess.Popen[str]:
     """`manage.py serve` on a free port, once /api/health answers 200."""
     port = free_port()
@@ -113,7 +128,7 @@ def _serve_until_healthy(*options: str) -> subprocess.Popen[str]:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=10) as response:
             assert response.status == 200
     except BaseException:
-        process.kill()
+        _kill_tree(process)
         raise
     return process
 
@@ -127,7 +142,7 @@ def test_serve_runs_the_web_server_and_the_cluster_and_stops_both_on_ctrl_c() ->
         output, _ = process.communicate(timeout=60)
     finally:
         if process.poll() is None:
-            process.kill()
+            _kill_tree(process)
     assert process.returncode == 0, output
     assert "Q Cluster" in output and "running" in output
     assert output.rstrip().endswith("stopped")
@@ -153,9 +168,7 @@ def test_serve_with_two_web_processes_serves_from_two_processes_and_stops_them()
         output, _ = process.communicate(timeout=60)
     finally:
         if process.poll() is None:  # a failed assertion: kill the whole tree, not only `serve`
-            for child in psutil.Process(process.pid).children(recursive=True):
-                child.kill()
-            process.kill()
+            _kill_tree(process)
     assert process.returncode == 0, output
     assert not any(worker.is_running() and worker.status() != psutil.STATUS_ZOMBIE for worker in workers)
 
