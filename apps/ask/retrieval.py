@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -14,7 +15,7 @@ from apps.ask.extraction import attachment_kind
 from apps.ask.planner import Plan
 from apps.ask.rerank import AttachmentText, Candidate
 from apps.search.backends import get_search_backend
-from apps.search.backends.base import SearchFilters
+from apps.search.backends.base import SearchFilters, SearchHit
 from apps.search.documents import message_body_text
 from apps.search.folding import fold_tokens
 from apps.search.models import DocumentKind
@@ -137,6 +138,20 @@ def word_rarity(words: list[str]) -> dict[str, float]:
     return rarity
 
 
+def _per_message(hits: list[SearchHit], pool: CandidatePool) -> Iterator[tuple[int, SearchHit, Candidate]]:
+    """Each message's first hit with its rank among messages, and its candidate (an attachment's hit stands
+    for its message and marks the attachment)."""
+    seen: set[int] = set()
+    for hit in hits:
+        if hit.message_id is None or hit.message_id in seen:
+            continue
+        seen.add(hit.message_id)
+        candidate = pool.get(hit.message_id)
+        if hit.kind == DocumentKind.ATTACHMENT:
+            candidate.hit_attachment_ids.add(hit.object_id)
+        yield len(seen), hit, candidate
+
+
 def semantic_search(plan: Plan, pool: CandidatePool, filters: SearchFilters) -> dict[str, Any]:
     backend = get_search_backend()
     state = backend.state()
@@ -144,18 +159,10 @@ def semantic_search(plan: Plan, pool: CandidatePool, filters: SearchFilters) -> 
         return {"hits": 0, "note": "no embeddings yet (the backfill has not run)"}
     hits = backend.semantic(plan.semantic_query, filters=filters, limit=SEMANTIC_LIMIT, snippets=False)
     rank = 0
-    seen: set[int] = set()
-    for hit in hits:
-        if hit.message_id is None or hit.message_id in seen:
-            continue
-        seen.add(hit.message_id)
-        rank += 1
-        candidate = pool.get(hit.message_id)
+    for rank, hit, candidate in _per_message(hits, pool):
         candidate.sources.add("local_vector")
         candidate.semantic_rank = rank
         candidate.semantic_score = max(candidate.semantic_score, hit.score)
-        if hit.kind == DocumentKind.ATTACHMENT:
-            candidate.hit_attachment_ids.add(hit.object_id)
     pool.semantic_total = rank
     return {"hits": rank}
 
@@ -167,21 +174,12 @@ def hybrid_search(plan: Plan, pool: CandidatePool, filters: SearchFilters) -> di
     variants do alone (see rerank.WEIGHTS)."""
     backend = get_search_backend()
     hits = backend.hybrid(plan.semantic_query, filters=filters, limit=HYBRID_LIMIT, snippets=False)
+    before = set(pool.by_message)
     rank = 0
-    added = 0
-    seen: set[int] = set()
-    for hit in hits:
-        if hit.message_id is None or hit.message_id in seen:
-            continue
-        seen.add(hit.message_id)
-        rank += 1
-        added += hit.message_id not in pool.by_message
-        candidate = pool.get(hit.message_id)
+    for rank, hit, candidate in _per_message(hits, pool):
         candidate.hybrid_rank = rank
         candidate.sources.update(HIT_SOURCES[source] for source in hit.sources if source in HIT_SOURCES)
-        if hit.kind == DocumentKind.ATTACHMENT:
-            candidate.hit_attachment_ids.add(hit.object_id)
-    return {"hits": rank, "new": added}
+    return {"hits": rank, "new": len(set(pool.by_message) - before)}
 
 
 def provider_search(plan: Plan, pool: CandidatePool, accounts: list[MailAccount]) -> dict[str, Any]:

@@ -156,6 +156,21 @@
     }
   }
 
+  // Opens the browser's permission dialog (only a click may), then the prompt is answered for good.
+  function allowButton(className) {
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = className;
+    button.textContent = "Allow in this browser";
+    button.addEventListener("click", async () => {
+      document.getElementById("notify-prompt")?.remove();
+      await Notification.requestPermission();
+      await savePreference({ prompt: "dismissed" });
+      describePermission();
+    });
+    return button;
+  }
+
   // The one-time prompt: the browser's permission dialog may only open from a click, so the page asks first.
   function offerPermission() {
     if (document.getElementById("notify-prompt")) return;
@@ -169,20 +184,11 @@
     const text = document.createElement("span");
     text.textContent =
       "Show a browser notification when processing of an email completes? Your browser will ask for permission.";
-    const allow = document.createElement("button");
-    allow.type = "button";
-    allow.className = "small";
-    allow.textContent = "Allow in this browser";
+    const allow = allowButton("small");
     const later = document.createElement("button");
     later.type = "button";
     later.className = "secondary small";
     later.textContent = "Not now";
-    allow.addEventListener("click", async () => {
-      bar.remove();
-      await Notification.requestPermission();
-      await savePreference({ prompt: "dismissed" });
-      describePermission();
-    });
     later.addEventListener("click", () => {
       bar.remove();
       savePreference({ prompt: "dismissed" });
@@ -204,17 +210,7 @@
       slot.textContent = "The browser blocks them for this site: allow notifications in its site settings.";
     } else if (Notification.permission === "default" && preference.browserNotifications) {
       slot.textContent = "This browser has not been given permission to show them yet. ";
-      const ask = document.createElement("button");
-      ask.type = "button";
-      ask.className = "secondary small";
-      ask.textContent = "Allow in this browser";
-      ask.addEventListener("click", async () => {
-        await Notification.requestPermission();
-        document.getElementById("notify-prompt")?.remove();
-        await savePreference({ prompt: "dismissed" });
-        describePermission();
-      });
-      slot.append(ask);
+      slot.append(allowButton("secondary small"));
     } else {
       slot.textContent = "";
     }
