@@ -189,7 +189,11 @@ def _database_config() -> dict[str, Any]:
         config["OPTIONS"] = {
             # WAL lets readers and the one writer work at once; IMMEDIATE takes the write lock at BEGIN
             # so concurrent writers queue on busy_timeout instead of failing with "database is locked".
-            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;",
+            # mmap: each request opens a new connection whose page cache starts empty; reading pages through a
+            # memory map of the OS cache instead of read() calls: GET /api/search (hybrid) over the Enron corpus
+            # through uvicorn, one client, p50 114 -> 53 ms. SQLITE_MMAP_BYTES=0 turns it off.
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"
+            f" PRAGMA mmap_size={env_int('SQLITE_MMAP_BYTES', 1 << 30)};",
             "transaction_mode": "IMMEDIATE",
             "timeout": env_int("SQLITE_BUSY_TIMEOUT_SECONDS", 30),
         }
