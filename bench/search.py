@@ -322,12 +322,14 @@ def run_http(workdir: Path, concurrency: int, duration: float, processes: int) -
             f" {base_url}, GET /api/search, {len(queries)} distinct questions, limit 10"
         )
         # Warm-up first, not counted: each web process loads the model, the vectors and (in a background
-        # thread, FTS5 ranks meanwhile) the keyword index, and embeds each question once. Concurrent clients
-        # for at least 30 s, so every process gets requests and finishes loading.
-        warm = search_eval.http_load(
-            base_url, cookie, queries, mode="hybrid", concurrency=concurrency, duration=max(duration, 30.0)
-        )
-        search_eval.print_load(f"warm-up: hybrid, {concurrency} clients", warm)
+        # thread, FTS5 ranks meanwhile) the keyword index, and embeds each question once. Two clients for 30 s
+        # (so both processes get requests; 20 clients queued behind the loads hit the client timeout), then
+        # the measured concurrency once.
+        for clients, seconds in ((2, max(duration, 30.0)), (concurrency, duration)):
+            warm = search_eval.http_load(
+                base_url, cookie, queries, mode="hybrid", concurrency=clients, duration=seconds
+            )
+            search_eval.print_load(f"warm-up: hybrid, {clients} clients", warm)
         for mode in ("keyword", "hybrid"):
             for clients in sorted({1, concurrency}):
                 result = search_eval.http_load(

@@ -40,7 +40,7 @@ KIND_CODES = {kind.value: code for code, kind in enumerate(DocumentKind)}
 NO_DATE = np.iinfo(np.int64).min
 K1 = 1.2  # fts5_aux.c
 B = 0.75
-LOAD_PAGE = 2048
+LOAD_PAGE = 512  # documents per step of a load (each step holds the GIL for ~50 ms at most)
 # Delta segments (documents appended since the last merge) are folded into the base matrix when there are
 # more than this many of them, or when they hold more than DELTA_MERGE_SHARE of its entries.
 MAX_SEGMENTS = 8
