@@ -155,17 +155,26 @@ def finish_run(*, run: Run, status: str, reason: str = "", error: str = "") -> R
 
 
 def process_run(*, run_id: int) -> Run | None:
-    """Execute one run if it is still queued. Returns the finished run, or None if another worker has it."""
-    run = claim_run(run_id=run_id)
-    if run is None:
-        return None
-    if not run.director.enabled:
-        return finish_run(run=run, status=RunStatus.SKIPPED, reason="Director is disabled")
-    from apps.orchestration.engine import execute_run
+    """Execute one run if it is still queued. Returns the finished run, or None if another worker has it.
 
+    The claim, the run's workspace and its director thread are stored in one transaction (one commit
+    before the first model call; a kill before it leaves the run queued for reenqueue_queued_runs)."""
+    from apps.orchestration.engine import RunEngine, execute_run
+
+    run: Run | None = None
     try:
-        return execute_run(run)
-    except Exception as exc:  # an engine bug must not leave the run "running" forever
+        with transaction.atomic():
+            run = claim_run(run_id=run_id)
+            if run is None:
+                return None
+            if not run.director.enabled:
+                return finish_run(run=run, status=RunStatus.SKIPPED, reason="Director is disabled")
+            engine = RunEngine(run)
+            engine.start()
+        return execute_run(run, engine)
+    except Exception as exc:  # an engine bug must not leave the run "running" (or queued) forever
+        if run is None:  # the claim itself failed: nothing was taken
+            raise
         logger.exception("run %s crashed", run_id)
         from apps.orchestration.models import Conversation, ThreadStatus
 

@@ -190,6 +190,7 @@ class RunEngine:
         self.pending_events: list[dict[str, Any]] = []  # ProviderEvent rows
         # Whether this attempt opened or continued an agent session (only then can one still be ongoing).
         self.used_agent_sessions = False
+        self.director_thread: Conversation | None = None  # this attempt's, once start() stored it
         self.agents = {agent.slug: agent for agent in _ENABLED_AGENTS(director_id=director.pk)}
         for agent in self.agents.values():
             agent.director = director  # as director.agents would have set it
@@ -374,16 +375,27 @@ class RunEngine:
         found = memory_tools.visible_memories(self.ctx, agent).order_by("-updated_at").values_list("scope", "content")
         return "\n".join(f"- [{scope}] {content}" for scope, content in found[:20]) or "(none)"
 
-    def execute(self) -> Run:
-        run, director = self.run, self.director
-        if director.api_config is None:
-            return self._finish(RunStatus.SKIPPED, reason="Director has no API config: nothing was executed")
+    def start(self) -> None:
+        """Store the director thread with its opening messages (no model call yet). process_run calls it in
+        the transaction that claims the run and opens its workspace: one commit before the first model call,
+        and a kill before it leaves the run queued with nothing of it stored."""
+        if self.director_thread is not None or self.director.api_config is None:
+            return
         messages = self.initial_messages()
-        thread = Conversation(run=run, kind=ThreadKind.DIRECTOR, director=director, messages=messages)
+        thread = Conversation(run=self.run, kind=ThreadKind.DIRECTOR, director=self.director, messages=messages)
         insert_rows([thread])
-        self.ctx.director_thread = thread
+        self.director_thread = self.ctx.director_thread = thread
         # Stored with the first step (or with the run's failure), not in a transaction of its own.
         self.log(Phase.DIRECTOR, detail={"action": "director_start", "workspaceId": self.ctx.workspace.pk})
+
+    def execute(self) -> Run:
+        director = self.director
+        if director.api_config is None:
+            return self._finish(RunStatus.SKIPPED, reason="Director has no API config: nothing was executed")
+        self.start()
+        thread = self.director_thread
+        assert thread is not None
+        messages: list[dict[str, Any]] = thread.messages  # the loop extends it; each step saves it
         actor = Actor(kind="director", thread=thread)
         try:
             outcome = run_tool_loop(
@@ -549,8 +561,9 @@ class RunEngine:
         }
 
 
-def execute_run(run: Run) -> Run:
-    engine = RunEngine(run)
+def execute_run(run: Run, engine: RunEngine | None = None) -> Run:
+    """Run the director for `run` (with the engine process_run already started, or a new one)."""
+    engine = engine or RunEngine(run)
     try:
         return engine.execute()
     except Exception:

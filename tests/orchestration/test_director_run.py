@@ -298,6 +298,31 @@ def test_a_director_without_api_config_is_skipped(client_manager: Any, store_mai
     assert run.status == RunStatus.SKIPPED and run.status_reason.startswith("Director has no API config")
 
 
+def test_a_failure_before_the_first_model_call_fails_the_run_and_stores_nothing_of_it(
+    client_manager: Any, account: Any, fake_llm: FakeOpenAI, monkeypatch: Any
+) -> None:
+    # Claim, workspace and director thread are one transaction: a failure in it (here the opening
+    # messages) rolls all three back, and the run is failed, not left running or queued.
+    from apps.accounts.models import Message
+
+    message = Message.objects.create(
+        account=account, provider_id="p0", dedupe_key="p0", subject="broken", from_address="client7@domain.com"
+    )
+    run = Run.objects.create(message=message, director=client_manager)
+
+    def broken(self: RunEngine) -> Any:
+        raise RuntimeError("prompt rendering broke")
+
+    monkeypatch.setattr(RunEngine, "initial_messages", broken)
+    finished = actions.process_run(run_id=run.pk)
+    assert finished is not None
+    run.refresh_from_db()
+    assert run.status == RunStatus.FAILED and run.error == "RuntimeError: prompt rendering broke"
+    assert not Conversation.objects.filter(run=run).exists() and not Workspace.objects.filter(run_id=run.pk).exists()
+    assert fake_llm.chat_requests() == []
+    assert actions.process_run(run_id=run.pk) is None  # failed is final until retried
+
+
 @pytest.mark.django_db(transaction=True)
 def test_two_runs_in_parallel_do_not_interfere(client_manager: Any, fake_llm: FakeOpenAI, account: Any) -> None:
     from apps.accounts.models import Message
