@@ -136,3 +136,27 @@ def test_the_closing_log_counts_live_workspace_items(user: Any) -> None:
     workspace_actions.remove_item(item_id=items[0].pk, workspace=full, hard=False, actor={"user": "test"})
     assert _LIVE_ITEMS(workspace_id=empty.pk) == []  # no group: the engine reads 0
     assert _LIVE_ITEMS(workspace_id=full.pk) == [2] == [full.items.filter(deleted=False).count()]
+
+
+def test_the_prepared_workspace_listing_is_the_selectors_listing(user: Any) -> None:
+    from apps.orchestration.tools.workspace import _LISTINGS
+    from apps.workspaces import actions as workspace_actions
+    from apps.workspaces import selectors as workspace_selectors
+
+    spaces = [
+        workspace_actions.open_workspace(
+            owner=user, run_id=None, message_id=None, director_id=None, director_name="D", title=title
+        )
+        for title in ("one", "two")
+    ]
+    for space in spaces:
+        items = [workspace_actions.add_item(workspace=space, data=f"{space.title} {n}", label=f"{n}") for n in range(4)]
+        workspace_actions.remove_item(item_id=items[1].pk, workspace=space, hard=False, actor={"user": "test"})
+    for space in spaces:
+        for include_deleted in (False, True):
+            expected = list(workspace_selectors.list_items(workspace=space, include_deleted=include_deleted)[:200])
+            got = _LISTINGS[include_deleted](workspace_id=space.pk)
+            assert [(i.pk, i.label, i.deleted, i.tags) for i in got] == [
+                (i.pk, i.label, i.deleted, i.tags) for i in expected
+            ]
+            assert len(got) == (4 if include_deleted else 3)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
+from django.db.models import QuerySet
+
+from apps.orchestration.prepared import PreparedQuery
 from apps.orchestration.tools.context import Actor, RunContext
 from apps.orchestration.tools.schemas import (
     WorkspaceAddArgs,
@@ -13,6 +17,7 @@ from apps.orchestration.tools.schemas import (
     WorkspaceUpdateArgs,
 )
 from apps.workspaces import actions, selectors
+from apps.workspaces.models import Workspace, WorkspaceItem
 from mailagent.llm import ToolFailure
 
 
@@ -42,11 +47,31 @@ def add_item(ctx: RunContext, actor: Actor, args: WorkspaceAddArgs) -> dict[str,
     return {"item": selectors.item_json(item, include_data=False)}
 
 
+MAX_LISTED = 200
+
+
+def _prepared_listing(include_deleted: bool) -> PreparedQuery[WorkspaceItem]:
+    """The selector's own queryset without a type or tag filter (how directors list a workspace), compiled
+    once per connection instead of at every call."""
+
+    def build(workspace_id: int) -> QuerySet[WorkspaceItem]:
+        return selectors.list_items(workspace=Workspace(pk=workspace_id), include_deleted=include_deleted)[:MAX_LISTED]
+
+    return PreparedQuery(WorkspaceItem, build, "workspace_id")
+
+
+_LISTINGS = {include_deleted: _prepared_listing(include_deleted) for include_deleted in (False, True)}
+
+
 def list_items(ctx: RunContext, actor: Actor, args: WorkspaceListArgs) -> dict[str, Any]:
-    items = selectors.list_items(
-        workspace=ctx.workspace, include_deleted=args.includeDeleted, mime_type=args.mimeType, tag=args.tag
-    )
-    return {"items": [selectors.item_json(item, include_data=False) for item in items[:200]]}
+    items: Iterable[WorkspaceItem]
+    if args.mimeType or args.tag:
+        items = selectors.list_items(
+            workspace=ctx.workspace, include_deleted=args.includeDeleted, mime_type=args.mimeType, tag=args.tag
+        )[:MAX_LISTED]
+    else:
+        items = _LISTINGS[args.includeDeleted](workspace_id=ctx.workspace.pk)
+    return {"items": [selectors.item_json(item, include_data=False) for item in items]}
 
 
 def get_item(ctx: RunContext, actor: Actor, args: WorkspaceGetArgs) -> dict[str, Any]:
