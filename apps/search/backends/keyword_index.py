@@ -25,6 +25,7 @@ import bisect
 import logging
 import math
 import threading
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -469,6 +470,8 @@ class KeywordIndex:
 
 _indexes: dict[tuple[str, tuple[float, ...]], KeywordIndex] = {}
 _loading: set[tuple[str, tuple[float, ...]]] = set()
+_failed_at: dict[tuple[str, tuple[float, ...]], float] = {}  # a failed background load is retried after a pause
+RETRY_SECONDS = 60
 _epoch = [0]  # bumped by forget_keyword_indexes: a load started before that is thrown away
 _indexes_lock = threading.Lock()
 
@@ -485,7 +488,7 @@ def keyword_index(database_key: str, weights: tuple[float, float, float], *, bac
         if not background:
             index = _indexes[key] = KeywordIndex(weights=weights)
             return index
-        if key not in _loading:
+        if key not in _loading and time.monotonic() - _failed_at.get(key, -RETRY_SECONDS) >= RETRY_SECONDS:
             _loading.add(key)
             thread = threading.Thread(
                 target=_load, args=(key, weights, _epoch[0]), name="search-keyword-index", daemon=True
@@ -506,7 +509,11 @@ def _load(key: tuple[str, tuple[float, ...]], weights: tuple[float, float, float
                 _indexes.setdefault(key, index)
         logger.info("search: keyword index loaded (%d documents, %.0f MB)", index.live, index.memory_bytes() / 1e6)
     except Exception:
-        logger.exception("search: loading the keyword index failed; keyword search uses FTS5 until it loads")
+        logger.exception(
+            "search: loading the keyword index failed; keyword search uses FTS5 (next try in %d s)", RETRY_SECONDS
+        )
+        with _indexes_lock:
+            _failed_at[key] = time.monotonic()
     finally:
         with _indexes_lock:
             _loading.discard(key)
@@ -518,4 +525,5 @@ def forget_keyword_indexes() -> None:
     with _indexes_lock:
         _indexes.clear()
         _loading.clear()
+        _failed_at.clear()
         _epoch[0] += 1
