@@ -169,3 +169,22 @@ def test_outside_a_transaction_the_first_load_runs_in_the_background(
     assert ranked is not None and [pk for pk, _score in ranked] == [crane.search_documents.get().pk]
     reference = backend._fts5_keyword_ids(parsed, "any", SearchFilters(), 10)
     assert dict(ranked) == pytest.approx(dict(reference), rel=1e-9)
+
+
+def test_a_process_behind_the_pruned_change_log_reloads_in_full(
+    make_message: Any, backend: SQLiteSearchBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from apps.search.backends import sqlite
+
+    monkeypatch.setattr(sqlite, "CHANGE_LOG_KEEP", 1)
+    notes = [make_message(f"Shift note {n}", f"Pump {n} inspected.") for n in range(4)]
+    actions.index_messages(message_ids=[note.pk for note in notes])
+    assert backend.keyword_count("inspected") == 4
+    index = backend.keyword_index
+    for number, note in enumerate(notes):  # each re-index writes the log and prunes it to the newest entries
+        note.body_text = f"Valve {number} replaced."
+        note.save()
+        actions.index_messages(message_ids=[note.pk])
+    assert backend.keyword_count("inspected") == 0
+    assert backend.keyword_count("valve replaced") == 4
+    assert index.full_loads == 2  # the entries it had not read were gone: it read everything again
