@@ -188,3 +188,28 @@ def test_a_process_behind_the_pruned_change_log_reloads_in_full(
     assert backend.keyword_count("inspected") == 0
     assert backend.keyword_count("valve replaced") == 4
     assert index.full_loads == 2  # the entries it had not read were gone: it read everything again
+
+
+def test_new_mail_lands_in_small_segments_merged_among_themselves(
+    make_message: Any, backend: SQLiteSearchBackend, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from apps.search.backends import keyword_index
+
+    monkeypatch.setattr(keyword_index, "MAX_SEGMENTS", 2)
+    rng = random.Random(3)
+    words = _words(rng, 60)
+    first = [make_message(" ".join(rng.choices(words, k=4)), " ".join(rng.choices(words, k=200))) for _ in range(20)]
+    actions.index_messages(message_ids=[m.pk for m in first])
+    index = backend.keyword_index
+    backend.keyword(words[0], snippets=False)
+    base = index.segments[0]
+    for _ in range(5):  # one small batch of new mail per search
+        late = make_message(" ".join(rng.choices(words, k=3)), " ".join(rng.choices(words, k=5)))
+        actions.index_messages(message_ids=[late.pk])
+        backend.keyword(words[1], snippets=False)
+        assert index.segments[0] is base and len(index.segments) <= 3  # the base is never rewritten for them
+    assert index.full_loads == 1
+    for query in (words[0], f"{words[2]} {words[5]}", " ".join(words[10:14])):
+        parsed = parse_query(query)
+        reference = backend._fts5_keyword_ids(parsed, "any", SearchFilters(), 1000)
+        assert dict(_ranked(backend, parsed, "any", SearchFilters(), 1000)) == pytest.approx(dict(reference), rel=1e-9)

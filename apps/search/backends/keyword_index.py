@@ -305,15 +305,22 @@ class KeywordIndex:
         return row_ids, word_ids, weights
 
     def _merge_segments(self) -> None:
+        """Small delta segments are merged among themselves (cheap); into the base only when they hold more than
+        DELTA_MERGE_SHARE of its entries, so arriving mail does not rewrite the whole matrix every few batches."""
         if len(self.segments) < 2:
             return
         base, *delta = self.segments
         delta_entries = sum(segment.entries for segment in delta)
-        if len(delta) <= MAX_SEGMENTS and delta_entries <= DELTA_MERGE_SHARE * base.entries:
-            return
         words = len(self.vocabulary)
-        merged = sum((segment.matrix(self.size, words) for segment in self.segments[1:]), base.matrix(self.size, words))
-        self.segments = [_Segment.of(sp.csc_matrix(merged))]
+        if delta_entries > DELTA_MERGE_SHARE * base.entries:
+            parts = self.segments
+        elif len(delta) > MAX_SEGMENTS:
+            parts = delta
+        else:
+            return
+        merged = sum((segment.matrix(self.size, words) for segment in parts[1:]), parts[0].matrix(self.size, words))
+        combined = _Segment.of(sp.csc_matrix(merged))
+        self.segments = [combined] if parts is self.segments else [base, combined]
 
     def _reserve(self, needed: int) -> None:
         capacity = len(self.document_ids)
