@@ -78,9 +78,12 @@ def test_the_index_ranks_and_counts_exactly_as_fts5_bm25(
         SearchFilters(folder="INBOX", date_to=dt.datetime(2024, 2, 15, tzinfo=dt.UTC)),  # resolved by SQL
     ]
     compared = 0
-    for _ in range(40):
+    for number in range(40):
         query = " ".join(rng.sample(vocabulary, rng.randint(1, 4)) + ["zzzunknown"] * rng.randint(0, 1))
-        parsed = parse_query(query)
+        if number % 3 == 0:  # typed so far: the last word is a prefix ("kalo" finds "kalomir", "kalos", …)
+            last = query.split()[-1]
+            query = query[: len(query) - min(rng.randint(0, 3), len(last) - 2)]
+        parsed = parse_query(query, prefix_last=number % 3 == 0)
         assert backend._uses_keyword_index(parsed)
         for filters in filter_sets:
             for match in ("any", "all"):
@@ -141,10 +144,10 @@ def test_the_index_follows_new_changed_and_deleted_documents(make_message: Any, 
     assert found("cracked") == [pallet.pk]
 
 
-def test_phrases_prefixes_and_other_scripts_are_left_to_fts5(make_message: Any, backend: SQLiteSearchBackend) -> None:
+def test_phrases_and_other_scripts_are_left_to_fts5(make_message: Any, backend: SQLiteSearchBackend) -> None:
     note = make_message("Σύμβαση ενοικίασης", 'The "winch cable" order and the crane schedule.')
     actions.index_messages(message_ids=[note.pk])
-    for query, prefix_last in (('"winch cable"', False), ("cran", True), ("σύμβαση", False)):
+    for query, prefix_last in (('"winch cable"', False), ("σύμβαση", False)):
         parsed = parse_query(query, prefix_last=prefix_last)
         assert not backend._uses_keyword_index(parsed)
         assert [hit.message_id for hit in backend.keyword(query, prefix_last=prefix_last)] == [note.pk]

@@ -15,8 +15,9 @@ delete) after the last entry it saw; changed and deleted rows are marked dead an
 full the first time, when the database went backwards (a restored file, a rolled-back test) or the log was
 pruned past its position, and when more than a quarter of its rows are dead (DEAD_RELOAD_SHARE).
 
-Queries the index cannot answer go to FTS5: phrases and prefixes (positions are not kept) and words with
-characters outside ASCII (unicode61 folds some scripts differently from Python's lower()).
+Queries the index cannot answer go to FTS5: phrases (positions are not kept) and words with characters
+outside ASCII (unicode61 folds some scripts differently from Python's lower()). A prefix (the word being
+typed) is the union of the postings of the words it starts.
 """
 
 from __future__ import annotations
@@ -121,10 +122,10 @@ def _varints(blob: bytes) -> list[int]:
 
 
 def index_answers(parsed: ParsedQuery) -> bool:
-    """True when every part of `parsed` is a plain word this index can rank (see the module docstring)."""
+    """True when every part of `parsed` is a word or word prefix this index can rank (see the module docstring)."""
     if parsed.phrases or not parsed.terms:
         return False
-    return all(not term.prefix and all(v.isascii() and v for v in term.variants) for term in parsed.terms)
+    return all(all(v.isascii() and v for v in term.variants) for term in parsed.terms)
 
 
 @dataclass
@@ -369,7 +370,7 @@ class KeywordIndex:
         for term in parsed.terms:
             in_term = np.zeros(size, dtype=bool) if match_all else None
             for variant in term.variants:
-                rows, frequencies = self.postings(variant)
+                rows, frequencies = self.prefix_postings(variant) if term.prefix else self.postings(variant)
                 if not rows.size:
                     continue
                 idf = math.log((rows_total - rows.size + 0.5) / (rows.size + 0.5))
@@ -418,23 +419,40 @@ class KeywordIndex:
         matched = np.zeros(self.size, dtype=bool)
         for term in parsed.terms:
             for variant in term.variants:
-                matched[self.postings(variant)[0]] = True
+                matched[(self.prefix_postings(variant) if term.prefix else self.postings(variant))[0]] = True
         if mask is not None:
             matched &= mask
         seen = np.zeros(len(self.slot_of), dtype=bool)
         seen[self.message_slots[: self.size][matched]] = True
         return int(np.count_nonzero(seen))
 
-    def words(self, first: str, shortest: int, longest: int) -> list[tuple[str, int]]:
-        """Indexed words starting with the letter `first`, `shortest` to `longest` letters long, with how many
-        rows contain each (rows of changed or deleted documents count until the next reload)."""
+    def _sorted_vocabulary(self) -> list[str]:
+        """Every indexed word in order (and each one's row count), rebuilt when words or postings were added."""
         key = (len(self.vocabulary), len(self.segments), sum(segment.entries for segment in self.segments))
         if self._words_key != key:
             counts = np.zeros(len(self.vocabulary), dtype=np.int64)
             for segment in self.segments:
                 counts[: segment.words] += np.diff(segment.indptr)
             self._sorted_words, self._word_counts, self._words_key = sorted(self.vocabulary), counts, key
-        ordered = self._sorted_words
+        return self._sorted_words
+
+    def prefix_postings(self, prefix: str) -> tuple[np.ndarray, np.ndarray]:
+        """(live rows containing a word that starts with `prefix`, the weighted count of such words in each):
+        FTS5's `"prefix"*` phrase, one phrase whatever the words."""
+        ordered = self._sorted_vocabulary()
+        begin = bisect.bisect_left(ordered, prefix)
+        end = bisect.bisect_left(ordered, prefix[:-1] + chr(ord(prefix[-1]) + 1))
+        parts = [found for found in (self.postings(word) for word in ordered[begin:end]) if found[0].size]
+        if len(parts) <= 1:
+            return parts[0] if parts else (np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
+        rows, inverse = np.unique(np.concatenate([part[0] for part in parts]), return_inverse=True)
+        frequencies = np.bincount(inverse, weights=np.concatenate([part[1] for part in parts]))
+        return rows.astype(np.int32), frequencies
+
+    def words(self, first: str, shortest: int, longest: int) -> list[tuple[str, int]]:
+        """Indexed words starting with the letter `first`, `shortest` to `longest` letters long, with how many
+        rows contain each (rows of changed or deleted documents count until the next reload)."""
+        ordered = self._sorted_vocabulary()
         begin, end = bisect.bisect_left(ordered, first), bisect.bisect_left(ordered, chr(ord(first) + 1))
         vocabulary, counts = self.vocabulary, self._word_counts
         return [
