@@ -13,7 +13,7 @@ import logging
 from typing import Any, Literal, TypedDict
 
 from asgiref.sync import async_to_sync
-from channels.layers import get_channel_layer
+from channels.layers import InMemoryChannelLayer, get_channel_layer
 from django.db import transaction
 from django.db.models.signals import post_save
 from django.urls import reverse
@@ -81,6 +81,10 @@ def inbox_event(*, entry_id: str, label: str, comments: str, run_id: int | None,
 def send_event(owner_id: int, event: ResultEvent) -> None:
     layer = get_channel_layer()
     if layer is None:
+        return
+    if isinstance(layer, InMemoryChannelLayer) and not layer.groups.get(user_group(owner_id)):
+        # The in-memory layer reaches only this process's sockets and none is open for this user here (a
+        # worker process has none): nothing to deliver; the browser's poll finds the event in the database.
         return
     try:
         async_to_sync(layer.group_send)(user_group(owner_id), {"type": "notify", "event": dict(event)})
