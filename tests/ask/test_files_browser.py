@@ -77,7 +77,10 @@ def test_find_a_file_then_organize_and_move_it(
     card = found.locator("[data-testid=ask-file]").first
     assert "a-very-long-national-identity-card-front-side-scan-2026.jpg" in card.inner_text()
     assert card.locator("[data-testid=ask-file-folder]").inner_text() == "in documents/identity"
-    assert card.locator("img").evaluate("img => img.complete && img.naturalWidth > 0")  # the thumbnail loaded
+    # the thumbnail loads (waited for: the image request may still be in flight when the card is shown)
+    page.wait_for_function(
+        "img => img.complete && img.naturalWidth > 0", arg=card.locator("img").element_handle(), timeout=15_000
+    )
     assert "1 file in the library matches" in found.locator("[data-testid=ask-answer]").inner_text()
 
     organized = _ask(page, "organize my inbox files", 2)
