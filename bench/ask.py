@@ -164,6 +164,12 @@ def evaluate(account: Any, repeat: int, questions: list[dict[str, Any]]) -> None
         if thread.name == "search-keyword-index":
             thread.join()
             print(f"keyword index loaded in the background in {time.perf_counter() - started:.1f}s more")
+    # A web process warms dateparser's languages when the Ask page opens (apps/ask/warmup.py): done here too.
+    from apps.ask.warmup import warm_up
+
+    started = time.perf_counter()
+    warm_up()
+    print(f"Ask's per-process warm-up (dateparser's languages): {time.perf_counter() - started:.1f}s")
     results: list[dict[str, Any]] = []
     latencies: list[float] = []
     steps: dict[str, list[int]] = {}

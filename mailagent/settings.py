@@ -442,6 +442,9 @@ ASK_LLM: dict[str, str] = {
 # Ask runs execute in the ASGI process (their events reach the browser through the channel layer):
 # at most this many at once per process, the rest wait for a slot.
 ASK_MAX_CONCURRENT_RUNS = env_int("MAILAGENT_ASK_MAX_CONCURRENT_RUNS", 4)
+# Each web process warms dateparser's languages and the embedder in a background thread when the Ask page
+# or a run first needs them (apps/ask/warmup.py): ~4 s of CPU once, off in tests unless a test turns it on.
+ASK_WARM_UP = env_bool("MAILAGENT_ASK_WARM_UP", not TESTING)
 # Languages whose month names (dateparser's data) Ask reads in mail dates ("12 januari 2027").
 ASK_DATE_LANGUAGES = tuple(
     code.strip() for code in env_str("MAILAGENT_ASK_DATE_LANGUAGES", "en,de,fr,es,it,nl,pt,tr").split(",") if code

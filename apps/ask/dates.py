@@ -10,6 +10,7 @@ from __future__ import annotations
 import calendar
 import datetime as dt
 import re
+import unicodedata
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -92,6 +93,18 @@ def _cached_parser(base: dt.datetime, languages: tuple[str, ...]) -> DateDataPar
     return DateDataParser(languages=list(languages) or None, settings=settings)
 
 
+def warm_up(now: dt.datetime) -> None:
+    """Build what dateparser builds lazily on a language's first use (its split and simplification
+    patterns, compiled once per process: 4 s for all languages) and this module's word tables, so that a
+    question naming a period in a language not seen yet since the process started does not wait for them."""
+    anchors = _anchor_locales()
+    _name_words(), _unit_words(), _number_words()
+    base = now.replace(tzinfo=None, minute=0, second=0, microsecond=0)
+    _cached_parser(base, ("en",)).get_date_data("yesterday 10:00 UTC")  # also builds the time zone patterns
+    for code in sorted({code for codes in anchors.values() for code in codes}):
+        _cached_parser(base, (code,)).get_date_data("3 x")
+
+
 def _start(day: dt.date, tz: dt.tzinfo) -> dt.datetime:
     return dt.datetime.combine(day, dt.time.min, tzinfo=tz)
 
@@ -157,12 +170,25 @@ def _number_words() -> frozenset[str]:
     return frozenset(numbers)
 
 
-def _is_plain_word_or_number(window: list[str]) -> bool:
-    """A single short word or a bare number is too ambiguous to be a period ("do", "may", "12")."""
-    if len(window) > 1:
+def _is_plain_word_or_number(window: list[str], anchors: dict[str, frozenset[str]]) -> bool:
+    """A single short word or a bare number is too ambiguous to be a period ("do", "may", "12"); so is a run
+    without a digit whose only date words are two-letter abbreviations ("we must": "we" is Wednesday in
+    dateparser's English data)."""
+    if len(window) == 1:
+        word = window[0]
+        return (word.isdigit() and len(word) != 4) or len(word) <= 3
+    if any(ch.isdigit() for word in window for ch in word):
         return False
-    word = window[0]
-    return (word.isdigit() and len(word) != 4) or len(word) <= 3
+    return all(len(word) <= 2 for word in window if _anchor_key(word, anchors))
+
+
+def _anchor_key(word: str, anchors: dict[str, frozenset[str]]) -> str:
+    """`word` as dateparser's data spells it ("geçen" is "gecen" there), or "" when it is no date word."""
+    lower = word.lower()
+    if lower in anchors:
+        return lower
+    folded = "".join(ch for ch in unicodedata.normalize("NFKD", lower) if not unicodedata.combining(ch))
+    return folded if folded in anchors else ""
 
 
 def parse_date_range(question: str, now: dt.datetime) -> DateRange:
@@ -177,7 +203,7 @@ def parse_date_range(question: str, now: dt.datetime) -> DateRange:
     for size in range(min(MAX_WINDOW, len(words)), 0, -1):
         for index in range(len(words) - size + 1):
             window = words[index : index + size]
-            if not any(anchored[index : index + size]) or _is_plain_word_or_number(window):
+            if not any(anchored[index : index + size]) or _is_plain_word_or_number(window, anchors):
                 continue
             if _only_filler_around_a_unit(window):
                 continue

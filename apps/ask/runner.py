@@ -23,6 +23,7 @@ from django.utils import timezone
 from apps.ask.actions import execute_ask_run
 from apps.ask.events import AskEvent, Emit, ask_group
 from apps.ask.models import AskRun, RunStatus
+from apps.ask.warmup import warm_up_in_background
 from mailagent.liveness import holder_is_dead, process_identity
 
 logger = logging.getLogger(__name__)
@@ -78,6 +79,7 @@ async def launch(run_id: str) -> asyncio.Task[None]:
 def start_ask_run(run_id: object, *, asgi: bool) -> None:
     """Called by views after the run row is committed."""
     AskRun.objects.filter(pk=str(run_id)).update(worker=process_identity())
+    warm_up_in_background()  # for the next questions; this one builds what it needs itself
     if asgi:
         # A sync view under ASGI runs in a thread of the server; async_to_sync reaches the server's loop.
         async_to_sync(launch)(str(run_id))

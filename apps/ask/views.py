@@ -17,11 +17,13 @@ from apps.ask.llm import ask_model
 from apps.ask.models import AskRun
 from apps.ask.presentation import run_context
 from apps.ask.runner import start_ask_run
+from apps.ask.warmup import warm_up_in_background
 from mailagent import ratelimit
 
 
 @require_GET
 def panel(request: HttpRequest) -> HttpResponse:
+    warm_up_in_background()  # while the user types the question
     conversation = None
     runs: list[AskRun] = []
     if request.GET.get("c"):

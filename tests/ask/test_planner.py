@@ -164,6 +164,12 @@ def test_a_length_is_not_a_period() -> None:
     assert parse_date_range("when is payment due on financial power trades shorter than a month?", NOW).label == ""
 
 
+def test_a_two_letter_abbreviation_alone_is_not_a_period() -> None:
+    # Found on Enron: "we" is Wednesday in dateparser's English data, so "we must" boosted last Wednesday's mail.
+    assert parse_date_range("the ISO took away a plant's waiver so we must bid supplemental", NOW).label == ""
+    assert parse_date_range("what did we agree in May", NOW).label == "in May 2026"
+
+
 def test_no_date_words_no_range() -> None:
     assert parse_date_range("when do I pay my credit card", NOW).label == ""
     assert parse_date_range("what time does my return flight from Istanbul leave", NOW).label == ""

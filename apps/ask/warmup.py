@@ -1,0 +1,47 @@
+"""Per-process warm-up: what the first question after a web process starts would otherwise wait for.
+
+dateparser compiles each language's patterns on that language's first use (about 4 s for all of them,
+up to a second for one question naming a period), and the embedder loads its model on first use. The
+Ask page and every run start this once per process in a background thread, so a user typing a question
+does not pay for it; a question asked meanwhile simply does the part it needs itself.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from django.conf import settings
+from django.utils import timezone
+
+logger = logging.getLogger(__name__)
+
+THREAD_NAME = "ask-warm-up"
+_lock = threading.Lock()
+_thread: threading.Thread | None = None
+
+
+def warm_up_in_background() -> threading.Thread | None:
+    """Start the warm-up thread unless this process started it already (or ASK_WARM_UP is off)."""
+    global _thread
+    if not getattr(settings, "ASK_WARM_UP", True):
+        return None
+    with _lock:
+        if _thread is not None:
+            return None
+        _thread = threading.Thread(target=warm_up, name=THREAD_NAME, daemon=True)
+        _thread.start()
+        return _thread
+
+
+def warm_up() -> None:
+    from apps.ask import dates
+    from apps.search.embedders import embed_query_cached, get_embedder
+
+    try:
+        dates.warm_up(timezone.now())
+        embed_query_cached(get_embedder(), "warm up")
+    except Exception:  # a failed warm-up costs the first question its time, nothing else
+        logger.warning(
+            "ask: background warm-up failed; the first questions build what they need themselves", exc_info=True
+        )

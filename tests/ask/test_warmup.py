@@ -1,0 +1,45 @@
+"""The per-process warm-up the Ask page starts: dateparser's languages built before the first question."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import pytest
+from dateparser.languages.dictionary import Dictionary
+from django.test import override_settings
+from django.urls import reverse
+
+from apps.ask import warmup
+
+
+@pytest.fixture
+def fresh_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(warmup, "_thread", None)
+
+
+def _warm_up_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == warmup.THREAD_NAME]
+
+
+@pytest.mark.django_db
+def test_the_ask_page_warms_dateparser_once_per_process(logged_in_client: Any, fresh_process: None) -> None:
+    with override_settings(ASK_WARM_UP=True):
+        assert logged_in_client.get(reverse("ask:panel")).status_code == 200
+        threads = _warm_up_threads()
+        assert len(threads) == 1
+        threads[0].join(timeout=120)
+        assert not threads[0].is_alive()
+        assert logged_in_client.get(reverse("ask:panel")).status_code == 200
+        assert not _warm_up_threads()  # the second page view starts nothing
+    # every language's patterns are built (a question only ever builds those of its own date words)
+    built = {name for names in Dictionary._split_relative_regex_cache.values() for name in names}
+    assert len(built) > 150
+
+
+@pytest.mark.django_db
+def test_off_in_settings_starts_nothing(logged_in_client: Any, fresh_process: None) -> None:
+    with override_settings(ASK_WARM_UP=False):
+        assert logged_in_client.get(reverse("ask:panel")).status_code == 200
+    assert not _warm_up_threads()
+    assert warmup._thread is None
