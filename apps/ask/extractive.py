@@ -32,6 +32,9 @@ KIND_NAMES = {"date": "Date", "time": "Time", "amount": "Amount", "identifier": 
 CONTENDER_SHARE = 0.75
 MAX_CONTENDERS = 3
 MAX_PASSAGES_EMBEDDED = 60
+# Embedding costs ~25 ms per 1,000 characters on 2 cores: past this budget, the sentences sharing most of the
+# question's words (then the best-ranked mails' first) are embedded, the rest are not considered.
+EMBED_CHARACTERS = 3000
 # Similarity (cosine, multilingual USE) of the best quoted sentence below which the answer is unsure.
 UNSURE_SIMILARITY = 0.12
 
@@ -184,6 +187,26 @@ def _answer_values(kind: str, text: str, given: set[str]) -> list[str]:
     return [v for v in find_values(kind, text) if value_key(v) not in given]
 
 
+def _within_budget(plan: Plan, flat: list[tuple[_Option, Passage]]) -> list[tuple[_Option, Passage]]:
+    """The sentences worth embedding, in their order: all of them when they fit MAX_PASSAGES_EMBEDDED and
+    EMBED_CHARACTERS, else those sharing most of the question's words (ties: the better-ranked mail first)."""
+    sizes = [len(o.message.subject) + min(len(p.text), 500) for o, p in flat]
+    if len(flat) <= MAX_PASSAGES_EMBEDDED and sum(sizes) <= EMBED_CHARACTERS:
+        return flat
+    order = sorted(
+        range(len(flat)),
+        key=lambda i: (-_word_overlap(plan, flat[i][1].text, flat[i][0].message.subject), -flat[i][0].prior, i),
+    )
+    kept: list[int] = []
+    used = 0
+    for i in order:
+        if kept and (used + sizes[i] > EMBED_CHARACTERS or len(kept) >= MAX_PASSAGES_EMBEDDED):
+            continue
+        kept.append(i)
+        used += sizes[i]
+    return [flat[i] for i in sorted(kept)]
+
+
 def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAnswer:
     kinds = [k for k in plan.answer_types if k in VALUE_KINDS]
     given = {key for kind in VALUE_KINDS for v in find_values(kind, plan.question) if (key := value_key(v))}
@@ -208,18 +231,21 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
             prior += 0.3 if len(members) > 1 and message.timestamp == newest else 0.0
             options.append(_Option(item.number, message, prior))
     # Only sentences that could answer are embedded: those holding an asked kind of value (all, for "any").
-    flat = [
-        (o, p)
-        for o in options
-        for p in o.message.passages
-        if p.source != "subject" and (not kinds or any(_answer_values(kind, p.text, given) for kind in kinds))
-    ][:MAX_PASSAGES_EMBEDDED]
+    flat = _within_budget(
+        plan,
+        [
+            (o, p)
+            for o in options
+            for p in o.message.passages
+            if p.source != "subject" and (not kinds or any(_answer_values(kind, p.text, given) for kind in kinds))
+        ],
+    )
     asked = kinds
     if kinds and not flat:
         # No sentence holds a value of the asked kind that the patterns recognise (a phone number, a room, a
         # name, "5 business days"): quote the sentences closest to the question instead, and say so.
         kinds = []
-        flat = [(o, p) for o in options for p in o.message.passages if p.source != "subject"][:MAX_PASSAGES_EMBEDDED]
+        flat = _within_budget(plan, [(o, p) for o in options for p in o.message.passages if p.source != "subject"])
     # Each sentence is embedded with its mail's subject (a bare "label: date" line says little).
     similarities = _similarities(
         plan.semantic_query or plan.question, [f"{o.message.subject}: {p.text}" for o, p in flat]

@@ -175,3 +175,30 @@ def test_an_open_question_quotes_the_sentence_with_a_new_value_not_one_restating
     assert "“Rate: $0.10” [1]" in answer.text
     assert "Contract # : 27496" not in answer.text  # only restates the question's number
     assert "Subject: Credit request" not in answer.text  # a header line repeating the mail's subject
+
+
+def test_a_long_mail_embeds_the_sentences_sharing_the_question_words_within_the_budget(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from apps.ask import extractive
+
+    embedded: list[str] = []
+    similarities = extractive._similarities
+
+    def counting(question: str, texts: list[str]) -> object:
+        embedded.extend(texts)
+        return similarities(question, texts)
+
+    monkeypatch.setattr(extractive, "_similarities", counting)
+    plan = Plan(question="what rate is on the credit request for contract 27496?", intent="question")
+    plan.keywords = ["rate", "credit", "request", "contract"]
+    filler = [f"Paragraph {n} of the weekly market commentary is about weather and storage. " * 3 for n in range(80)]
+    sentences = (*filler[:50], "The credit request rate: $0.10 for the contract.", *filler[50:])
+    evidence = [
+        EvidenceText(1, "Weekly notes", "desk@example.com", "2002-01-31", "", " ".join(sentences),
+                     [Passage(s, "body") for s in sentences])
+    ]  # fmt: skip
+    answer = extractive_answer(plan, evidence)
+    assert "$0.10" in answer.text
+    assert sum(len(text) for text in embedded) <= extractive.EMBED_CHARACTERS + 500
+    assert len(embedded) < len(sentences)
