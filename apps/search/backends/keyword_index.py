@@ -15,9 +15,11 @@ delete) after the last entry it saw; changed and deleted rows are marked dead an
 full the first time, when the database went backwards (a restored file, a rolled-back test) or the log was
 pruned past its position, and when more than a quarter of its rows are dead (DEAD_RELOAD_SHARE).
 
-Queries the index cannot answer go to FTS5: phrases (positions are not kept) and words with characters
-outside ASCII (unicode61 folds some scripts differently from Python's lower()). A prefix (the word being
-typed) is the union of the postings of the words it starts.
+Positions are not kept: a phrase ("e-learning", "plant's", "PL-1" are phrases of two words) is scored by
+FTS5 alone (a phrase-only MATCH, a few ms) and its per-document bm25 is added to the words' scores. FTS5's
+bm25 is a sum over the query's phrases, each with its own idf, so the sum is the whole query's bm25 exactly.
+Queries with words outside ASCII go to FTS5 (unicode61 folds some scripts differently from Python's
+lower()). A prefix (the word being typed) is the union of the postings of the words it starts.
 """
 
 from __future__ import annotations
@@ -121,11 +123,17 @@ def _varints(blob: bytes) -> list[int]:
     return values
 
 
+# Per phrase of a query: (document ids matching it, the phrase's bm25 in each), as FTS5 scores the phrase alone.
+PhraseHits = list[tuple[np.ndarray, np.ndarray]]
+
+
 def index_answers(parsed: ParsedQuery) -> bool:
-    """True when every part of `parsed` is a word or word prefix this index can rank (see the module docstring)."""
-    if parsed.phrases or not parsed.terms:
+    """True when every part of `parsed` is a word, word prefix or phrase of ASCII words (module docstring)."""
+    if parsed.is_empty:
         return False
-    return all(all(v.isascii() and v for v in term.variants) for term in parsed.terms)
+    return all(all(v.isascii() and v for v in term.variants) for term in parsed.terms) and all(
+        all(word.isascii() and word for word in phrase) for phrase in parsed.phrases
+    )
 
 
 @dataclass
@@ -356,9 +364,19 @@ class KeywordIndex:
         live = self.alive[all_rows]
         return (all_rows, all_frequencies) if live.all() else (all_rows[live], all_frequencies[live])
 
-    def scores(self, parsed: ParsedQuery, *, match_all: bool) -> tuple[np.ndarray, np.ndarray]:
+    def phrase_rows(self, document_ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(live rows of `document_ids`, the position in `document_ids` of each); ids not loaded are left out."""
+        positions = [i for i, pk in enumerate(document_ids.tolist()) if pk in self.row_of]
+        rows = np.fromiter((self.row_of[int(document_ids[i])] for i in positions), dtype=np.int64, count=len(positions))
+        index = np.asarray(positions, dtype=np.int64)
+        live = self.alive[rows]
+        return (rows, index) if live.all() else (rows[live], index[live])
+
+    def scores(
+        self, parsed: ParsedQuery, *, match_all: bool, phrases: PhraseHits | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(bm25 score of every row, rows that match): FTS5's bm25 of the query `fts5_query(parsed, …)`, where
-        each variant of each word is one phrase."""
+        each variant of each word is one phrase; `phrases` are the query's phrases as FTS5 scored them."""
         size = self.size
         scores = np.zeros(size, dtype=np.float64)
         matched = np.zeros(size, dtype=bool)
@@ -383,25 +401,37 @@ class KeywordIndex:
                     in_term[rows] = True
             if term_hits is not None and in_term is not None:
                 term_hits += in_term
+        for document_ids, phrase_scores in phrases or []:
+            rows, positions = self.phrase_rows(document_ids)
+            scores[rows] += phrase_scores[positions]
+            matched[rows] = True
+            if term_hits is not None:
+                term_hits[rows] += 1
         if term_hits is not None:
-            matched &= term_hits == len(parsed.terms)
+            matched &= term_hits == len(parsed.terms) + len(phrases or [])
         return scores, matched
 
     def candidates(
-        self, parsed: ParsedQuery, *, match_all: bool, mask: np.ndarray | None
+        self, parsed: ParsedQuery, *, match_all: bool, mask: np.ndarray | None, phrases: PhraseHits | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """(matching rows that pass `mask`, their scores)."""
-        scores, matched = self.scores(parsed, match_all=match_all)
+        scores, matched = self.scores(parsed, match_all=match_all, phrases=phrases)
         if mask is not None:
             matched &= mask
         rows = np.flatnonzero(matched)
         return rows, scores[rows]
 
     def top(
-        self, parsed: ParsedQuery, *, match_all: bool, mask: np.ndarray | None, limit: int
+        self,
+        parsed: ParsedQuery,
+        *,
+        match_all: bool,
+        mask: np.ndarray | None,
+        limit: int,
+        phrases: PhraseHits | None = None,
     ) -> list[tuple[int, float]]:
         """The best `limit` (document id, score), best first (ties: lower document id first)."""
-        rows, row_scores = self.candidates(parsed, match_all=match_all, mask=mask)
+        rows, row_scores = self.candidates(parsed, match_all=match_all, mask=mask, phrases=phrases)
         if not rows.size or limit <= 0:
             return []
         if rows.size > limit:
@@ -414,12 +444,14 @@ class KeywordIndex:
         order = np.lexsort((documents, -row_scores))[:limit]
         return [(int(documents[i]), float(row_scores[i])) for i in order]
 
-    def count(self, parsed: ParsedQuery, *, mask: np.ndarray | None) -> int:
+    def count(self, parsed: ParsedQuery, *, mask: np.ndarray | None, phrases: PhraseHits | None = None) -> int:
         """Distinct messages (an attachment counts for its message) and other documents matching any word."""
         matched = np.zeros(self.size, dtype=bool)
         for term in parsed.terms:
             for variant in term.variants:
                 matched[(self.prefix_postings(variant) if term.prefix else self.postings(variant))[0]] = True
+        for document_ids, _scores in phrases or []:
+            matched[self.phrase_rows(document_ids)[0]] = True
         if mask is not None:
             matched &= mask
         seen = np.zeros(len(self.slot_of), dtype=bool)

@@ -18,6 +18,7 @@ from apps.search.backends.keyword_index import (
     CHANGE_LOG_KEEP,
     KIND_CODES,
     KeywordIndex,
+    PhraseHits,
     forget_keyword_indexes,
     index_answers,
     keyword_index,
@@ -361,7 +362,9 @@ class SQLiteSearchBackend(BaseSearchBackend):
         with index.lock:  # appends and change marks mutate the arrays: rank under the lock (a few ms)
             with connection.cursor() as cursor:
                 index.refresh(cursor)
-            return index.top(parsed, match_all=match == "all", mask=index.mask(filters, allowed), limit=limit)
+                phrases = self._phrase_hits(cursor, parsed)
+            mask = index.mask(filters, allowed)
+            return index.top(parsed, match_all=match == "all", mask=mask, limit=limit, phrases=phrases)
 
     def _indexed_keyword_count(self, parsed: ParsedQuery, filters: SearchFilters) -> int | None:
         index = self._ready_keyword_index()
@@ -373,7 +376,31 @@ class SQLiteSearchBackend(BaseSearchBackend):
         with index.lock:
             with connection.cursor() as cursor:
                 index.refresh(cursor)
-            return index.count(parsed, mask=index.mask(filters, allowed))
+                phrases = self._phrase_hits(cursor, parsed)
+            return index.count(parsed, mask=index.mask(filters, allowed), phrases=phrases)
+
+    def _phrase_hits(self, cursor: Any, parsed: ParsedQuery) -> PhraseHits:
+        """Each phrase of `parsed` scored by FTS5 alone: (matching document ids, the phrase's bm25 in each)."""
+        weights = ", ".join(str(float(w)) for w in self.options.get("BM25_WEIGHTS") or BM25_WEIGHTS)
+        hits: PhraseHits = []
+        for phrase in parsed.phrases:
+            try:
+                cursor.execute(
+                    f"SELECT rowid, bm25(search_fts, {weights}) FROM search_fts WHERE search_fts MATCH %s",  # noqa: S608
+                    ['"' + " ".join(phrase) + '"'],
+                )
+                rows = cursor.fetchall()
+            except Exception as exc:  # as on the FTS5 path: a phrase FTS5 cannot parse matches nothing
+                if "fts5" not in str(exc).lower() and "syntax" not in str(exc).lower():
+                    raise
+                rows = []
+            hits.append(
+                (
+                    np.fromiter((row[0] for row in rows), dtype=np.int64, count=len(rows)),
+                    -np.fromiter((row[1] for row in rows), dtype=np.float64, count=len(rows)),
+                )
+            )
+        return hits
 
     def _write_fulltext(self, written: list[tuple[int, IndexDocument]], *, replaced_ids: list[int]) -> None:
         with connection.cursor() as cursor:
