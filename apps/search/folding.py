@@ -93,6 +93,8 @@ STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 def fold(text: str) -> str:
     """The ASCII-leaning spelling of `text`; case is kept (the tokenizers lowercase)."""
+    if text.isascii():  # the table maps no ASCII character: most mail is returned as is (translate: ~0.35 ms/KB)
+        return text
     return text.translate(FOLD_TABLE)
 
 
