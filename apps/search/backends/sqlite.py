@@ -359,10 +359,10 @@ class SQLiteSearchBackend(BaseSearchBackend):
         allowed = self._allowed_documents(filters)
         if allowed is not None and not allowed.size:
             return []
+        phrases = self._phrase_hits(parsed)  # outside the lock: other searches of this process need not wait
         with index.lock:  # appends and change marks mutate the arrays: rank under the lock (a few ms)
             with connection.cursor() as cursor:
                 index.refresh(cursor)
-                phrases = self._phrase_hits(cursor, parsed)
             mask = index.mask(filters, allowed)
             return index.top(parsed, match_all=match == "all", mask=mask, limit=limit, phrases=phrases)
 
@@ -373,23 +373,26 @@ class SQLiteSearchBackend(BaseSearchBackend):
         allowed = self._allowed_documents(filters)
         if allowed is not None and not allowed.size:
             return 0
+        phrases = self._phrase_hits(parsed)
         with index.lock:
             with connection.cursor() as cursor:
                 index.refresh(cursor)
-                phrases = self._phrase_hits(cursor, parsed)
             return index.count(parsed, mask=index.mask(filters, allowed), phrases=phrases)
 
-    def _phrase_hits(self, cursor: Any, parsed: ParsedQuery) -> PhraseHits:
-        """Each phrase of `parsed` scored by FTS5 alone: (matching document ids, the phrase's bm25 in each)."""
+    def _phrase_hits(self, parsed: ParsedQuery) -> PhraseHits:
+        """Each phrase of `parsed` scored by FTS5 alone: (matching document ids, the phrase's bm25 in each).
+        Documents written between this and the index's refresh are left out of (or keep) a phrase's score
+        for that one search; ids the index has not loaded are skipped."""
         weights = ", ".join(str(float(w)) for w in self.options.get("BM25_WEIGHTS") or BM25_WEIGHTS)
         hits: PhraseHits = []
         for phrase in parsed.phrases:
             try:
-                cursor.execute(
-                    f"SELECT rowid, bm25(search_fts, {weights}) FROM search_fts WHERE search_fts MATCH %s",  # noqa: S608
-                    ['"' + " ".join(phrase) + '"'],
-                )
-                rows = cursor.fetchall()
+                with connection.cursor() as cursor:
+                    cursor.execute(
+                        f"SELECT rowid, bm25(search_fts, {weights}) FROM search_fts WHERE search_fts MATCH %s",  # noqa: S608
+                        ['"' + " ".join(phrase) + '"'],
+                    )
+                    rows = cursor.fetchall()
             except Exception as exc:  # as on the FTS5 path: a phrase FTS5 cannot parse matches nothing
                 if "fts5" not in str(exc).lower() and "syntax" not in str(exc).lower():
                     raise
