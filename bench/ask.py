@@ -188,7 +188,7 @@ def evaluate(account: Any, repeat: int, questions: list[dict[str, Any]]) -> None
         value = value_in_answer(item["expected"], outcome.answer) if item.get("expected") else None
         results.append(
             {"kind": item["kind"], "rank": rank, "thread": thread_rank, "base": base, "base_thread": base_thread,
-             "value": value, "tuned": "source" not in item}
+             "value": value, "tuned": "source" not in item, "confidence": outcome.scope.get("confidence", "-")}
         )  # fmt: skip
         top = (outcome.evidence[0]["subject"][:50] if outcome.evidence else "-") if rank != 1 else ""
         mark = "" if value is None else ("  value ✓" if value else "  value ✗")
@@ -224,6 +224,13 @@ def evaluate(account: Any, repeat: int, questions: list[dict[str, Any]]) -> None
             f"{name:24} {len(group):>3}  {recall:>8.3f} {mrr:>6.3f}  {t_recall:>11.3f} {t_mrr:>6.3f}"
             f"  {b_recall:>11.3f} {b_mrr:>6.3f}  {shown}"
         )
+    # Honest labels: how often the expected value is in an answer of each confidence the page shows.
+    calibration = []
+    for level in ("high", "medium", "low"):
+        valued = [bool(r["value"]) for r in results if r["value"] is not None and r["confidence"] == level]
+        if valued:
+            calibration.append(f"{level} {sum(valued)}/{len(valued)}")
+    print("expected value in the answer, by the answer's confidence: " + (", ".join(calibration) or "-"))
     first = latencies[: len(questions)]
     p50, p95 = percentiles(first)
     print(
