@@ -22,14 +22,17 @@ def _warm_up_threads() -> list[threading.Thread]:
     return [t for t in threading.enumerate() if t.name == warmup.THREAD_NAME]
 
 
-@pytest.mark.django_db
-def test_the_ask_page_warms_dateparser_once_per_process(logged_in_client: Any, fresh_process: None) -> None:
+@pytest.mark.django_db(transaction=True)  # the warm-up thread reads the search index on its own connection
+def test_the_ask_page_warms_dateparser_once_per_process(
+    logged_in_client: Any, fresh_process: None, caplog: pytest.LogCaptureFixture
+) -> None:
     with override_settings(ASK_WARM_UP=True):
         assert logged_in_client.get(reverse("ask:panel")).status_code == 200
         threads = _warm_up_threads()
         assert len(threads) == 1
         threads[0].join(timeout=120)
         assert not threads[0].is_alive()
+        assert "warm-up failed" not in caplog.text  # the embedder and the search index loaded too
         assert logged_in_client.get(reverse("ask:panel")).status_code == 200
         assert not _warm_up_threads()  # the second page view starts nothing
     # every language's patterns are built (a question only ever builds those of its own date words)
