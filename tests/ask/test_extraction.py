@@ -194,11 +194,7 @@ def test_a_long_mail_embeds_the_sentences_sharing_the_question_words_within_the_
     plan.keywords = ["rate", "credit", "request", "contract"]
     filler = [f"Paragraph {n} of the weekly market commentary is about weather and storage. " * 3 for n in range(80)]
     sentences = (*filler[:50], "The credit request rate: $0.10 for the contract.", *filler[50:])
-    evidence = [
-        EvidenceText(1, "Weekly notes", "desk@example.com", "2002-01-31", "", " ".join(sentences),
-                     [Passage(s, "body") for s in sentences])
-    ]  # fmt: skip
-    answer = extractive_answer(plan, evidence)
+    answer = extractive_answer(plan, _evidence(*sentences))
     assert "$0.10" in answer.text
     assert sum(len(text) for text in embedded) <= extractive.EMBED_CHARACTERS + 500
     assert len(embedded) < len(sentences)
