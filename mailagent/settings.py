@@ -186,6 +186,8 @@ def _database_config() -> dict[str, Any]:
     else:
         config = dict(dj_database_url.parse(url, conn_max_age=env_int("DB_CONN_MAX_AGE", 0)))
     if config["ENGINE"] == "django.db.backends.sqlite3":
+        # Django's SQLite backend plus a per-process pool of idle connections (see mailagent/sqlite/base.py).
+        config["ENGINE"] = "mailagent.sqlite"
         config["OPTIONS"] = {
             # WAL lets readers and the one writer work at once; IMMEDIATE takes the write lock at BEGIN
             # so concurrent writers queue on busy_timeout instead of failing with "database is locked".
