@@ -177,6 +177,9 @@ class Message(models.Model):
             models.Index(fields=["thread", "date"], name="mail_message_thread_date"),
             # Threading looks up replies stored before their parent once per stored batch.
             models.Index(fields=["account", "in_reply_to"], name="mail_message_in_reply_to"),
+            # Search groups up to 300 hits by thread: reading (id, thread_id) from this narrow index never
+            # walks a long body's overflow pages, which the table row (thread_id after the body) does.
+            models.Index(fields=["id", "thread"], name="mail_message_id_thread"),
         ]
         ordering = ["-date", "-pk"]
 

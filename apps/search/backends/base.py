@@ -408,13 +408,13 @@ class BaseSearchBackend:
         if not (query or "").strip() or filters.matches_nothing or limit <= 0:
             return []
         embedder = embedder or get_embedder()
-        state = self.state()
-        if state.embedder != embedder.key or not state.dimension:
+        state_embedder, dimension = self._vectors_embedder()
+        if state_embedder != embedder.key or not dimension:
             return []  # nothing has been embedded with this model yet
         vector = embed_query_cached(embedder, query[:2000])
         hits = [
             SearchHit(document_id=pk, score=float(score), sources=["vector"], chunk_no=chunk_no)
-            for pk, chunk_no, score in self._vector_ids(vector, filters, limit, state.dimension)
+            for pk, chunk_no, score in self._vector_ids(vector, filters, limit, dimension)
         ]
         parsed = parse_query(query) if snippets else None
         return self._finish(hits, parsed, with_snippets=snippets)
@@ -546,16 +546,15 @@ class BaseSearchBackend:
                 current = merged.get(hit.document_id)
                 if current is None:
                     merged[hit.document_id] = SearchHit(
-                        document_id=hit.document_id,
-                        score=contribution,
-                        sources=list(hit.sources),
-                        chunk_no=hit.chunk_no,
-                        partial=hit.partial,
+                        hit.document_id, contribution, list(hit.sources), chunk_no=hit.chunk_no, partial=hit.partial
                     )
                 else:
                     current.score += contribution
-                    current.sources.extend(s for s in hit.sources if s not in current.sources)
-                    current.chunk_no = current.chunk_no if current.chunk_no is not None else hit.chunk_no
+                    for source in hit.sources:
+                        if source not in current.sources:
+                            current.sources.append(source)
+                    if current.chunk_no is None:
+                        current.chunk_no = hit.chunk_no
         fused = sorted(merged.values(), key=lambda hit: (-hit.score, -hit.document_id))
         return fused[:limit]
 
@@ -587,6 +586,20 @@ class BaseSearchBackend:
         return {row["id"]: dict(row) for row in rows}
 
     # ---------------------------------------------------------------- embeddings
+
+    def _vectors_embedder(self) -> tuple[str, int]:
+        """(embedder key, dimension) of the stored vectors: one small read per semantic query (raw SQL; the ORM's
+        get_or_create cost more than the read)."""
+        with connection.cursor() as cursor:
+            cursor.execute(
+                f"SELECT embedder, dimension FROM {connection.ops.quote_name(SearchIndexState._meta.db_table)}"  # noqa: S608
+                " WHERE id = 1"
+            )
+            row = cursor.fetchone()
+        if row is None:
+            state = self.state()
+            return state.embedder, state.dimension
+        return str(row[0] or ""), int(row[1] or 0)
 
     def state(self) -> SearchIndexState:
         state, _ = SearchIndexState.objects.get_or_create(pk=1)

@@ -495,21 +495,21 @@ class KeywordIndex:
 
     def references(self, document_ids: list[int]) -> dict[int, dict[str, Any]]:
         """{document id: {"id", "kind", "object_id", "message_id"}} of the live documents among `document_ids`."""
+        row_of = self.row_of
+        found = [(pk, row) for pk in document_ids if (row := row_of.get(pk)) is not None]
+        if not found:
+            return {}
+        rows = np.fromiter((row for _pk, row in found), dtype=np.int64, count=len(found))
+        # Whole columns at once: reading numpy scalars one by one cost ~1 ms for 300 hits.
+        keys = self.message_keys[rows].tolist()
+        kinds = self.kinds[rows].tolist()
+        objects = self.object_ids[rows].tolist()
         refs: dict[int, dict[str, Any]] = {}
-        for pk in document_ids:
-            row = self.row_of.get(pk)
-            if row is None:
-                continue
-            key = int(self.message_keys[row])
-            kind = KIND_NAMES.get(int(self.kinds[row]))
+        for (pk, _row), key, code, object_id in zip(found, keys, kinds, objects, strict=True):
+            kind = KIND_NAMES.get(code)
             if kind is None:
                 continue
-            refs[pk] = {
-                "id": pk,
-                "kind": kind,
-                "object_id": int(self.object_ids[row]),
-                "message_id": key if key > 0 else None,
-            }
+            refs[pk] = {"id": pk, "kind": kind, "object_id": object_id, "message_id": key if key > 0 else None}
         return refs
 
     def mask(self, filters: Any, allowed_documents: np.ndarray | None) -> np.ndarray | None:
