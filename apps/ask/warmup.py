@@ -2,8 +2,9 @@
 
 dateparser compiles each language's patterns on that language's first use (about 4 s for all of them,
 up to a second for one question naming a period), the embedder loads its model and the search index its
-vectors (2.4 s for 96,507 passages) on first use. The Ask page and every run start this once per process in a background thread, so a user typing a question
-does not pay for it; a question asked meanwhile simply does the part it needs itself.
+vectors (2.4 s for 96,507 passages) on first use. The Ask page and every run start this once per
+process in a background thread, so a user typing a question does not pay for it; a question asked
+meanwhile simply does the part it needs itself.
 """
 
 from __future__ import annotations
