@@ -6,8 +6,8 @@
    the sentences most similar to the question. Similarity is the multilingual embedder's (an English
    question finds the due-date line of a Turkish statement), plus the question's words and names.
 3. Quote those sentences with the values marked, cite [n], and never mix values from two messages.
-When the best message lacks an asked kind, say so and point to the closest mails; a weak match says it is
-unsure."""
+When the best message lacks an asked kind, say so and point to the closest mails; an answer the confidence
+model (apps/ask/confidence.py) rates low says it is unsure."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from apps.ask.answer import EvidenceMessage, EvidenceText
+from apps.ask.confidence import answer_features, confidence_level
 from apps.ask.planner import Plan
 from apps.ask.textutil import Passage, amount_number, contains_word, find_values, normalize, parse_day, value_key
 
@@ -36,7 +37,6 @@ MAX_PASSAGES_EMBEDDED = 60
 # question's words (then the best-ranked mails' first) are embedded, the rest are not considered.
 EMBED_CHARACTERS = 3000
 # Similarity (cosine, multilingual USE) of the best quoted sentence below which the answer is unsure.
-UNSURE_SIMILARITY = 0.12
 
 
 @dataclass(slots=True)
@@ -48,6 +48,8 @@ class ExtractiveAnswer:
     kinds_missing: list[str] = field(default_factory=list)
     confidence: str = "low"  # high | medium | low
     similarity: float = 0.0
+    chance: float | None = None  # the confidence model's estimate that the cited mail answers (apps/ask/confidence)
+    features: list[float] = field(default_factory=list)  # what it was estimated from (confidence.FEATURES)
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -57,6 +59,8 @@ class ExtractiveAnswer:
             "kinds_missing": self.kinds_missing,
             "confidence": self.confidence,
             "similarity": round(self.similarity, 3),
+            "chance": None if self.chance is None else round(self.chance, 3),
+            "features": [round(x, 4) for x in self.features],
         }
 
 
@@ -315,7 +319,9 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
     cite = f"[{option.number}]"
     values = [v for _p, vs in chosen for v in vs]
     lines: list[str] = []
-    unsure = bool(missing) or similarity < UNSURE_SIMILARITY
+    features = answer_features(similarity, [e.score for e in evidence])
+    level, chance = confidence_level(features)
+    unsure = bool(missing) or level == "low"
     if found:
         facts = " · ".join(
             f"{KIND_NAMES[kind]}: " + ", ".join(f"**{v}**" for v in _headline(kind, chosen, message)) for kind in found
@@ -339,7 +345,7 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
     for passage, passage_values in chosen:
         origin = f" (attachment {passage.attachment})" if passage.attachment else ""
         lines.append(f"“{_mark(passage.text, passage_values)}”{origin} {cite}")
-    confidence = "low" if unsure else ("high" if similarity >= 2 * UNSURE_SIMILARITY else "medium")
+    confidence = "low" if unsure else level
     return ExtractiveAnswer(
         text="\n".join(lines),
         number=option.number,
@@ -348,4 +354,6 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
         kinds_missing=missing,
         confidence=confidence,
         similarity=similarity,
+        chance=chance,
+        features=features,
     )

@@ -152,6 +152,16 @@ def suggestion_cards(run: AskRun) -> list[dict[str, Any]]:
     return cards
 
 
+def confidence_label(scope: dict[str, Any]) -> str:
+    """The level, and for an extractive answer the confidence model's estimate (apps/ask/confidence.py)."""
+    label = CONFIDENCE_LABELS.get(str(scope.get("confidence") or ""), "")
+    chance = (scope.get("extractive") or {}).get("chance")
+    if label and chance is not None and not (scope.get("extractive") or {}).get("kinds_missing"):
+        cited = (scope.get("extractive") or {}).get("cited")
+        label += f" (estimated {float(chance):.0%} chance that [{cited}] is the mail that answers)"
+    return label
+
+
 def run_context(run: AskRun) -> dict[str, Any]:
     return {
         "run": run,
@@ -163,7 +173,7 @@ def run_context(run: AskRun) -> dict[str, Any]:
         "provider_errors": (run.scope or {}).get("provider_errors") or [],
         "citation_check": (run.scope or {}).get("citation_check") or {},
         "verification": verification_label(run.scope or {}),
-        "confidence": CONFIDENCE_LABELS.get(str((run.scope or {}).get("confidence") or ""), ""),
+        "confidence": confidence_label(run.scope or {}),
         "confidence_level": str((run.scope or {}).get("confidence") or ""),
         "files": file_cards(run),
         "suggestions": suggestion_cards(run),
