@@ -204,6 +204,13 @@
   function describePermission() {
     const slot = document.querySelector("[data-notification-permission]");
     if (!slot) return;
+    // Runs after every htmx swap (the live tree refreshes): rewrite only when what it says changes, so its
+    // button is not replaced under the user's pointer or focus.
+    const state = !("Notification" in window)
+      ? "unsupported"
+      : `${Notification.permission}:${Boolean(preference.browserNotifications)}`;
+    if (slot.dataset.state === state) return;
+    slot.dataset.state = state;
     if (!("Notification" in window)) {
       slot.textContent = "This browser cannot show notifications.";
     } else if (Notification.permission === "denied") {
