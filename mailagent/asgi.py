@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import os
 
-from django.core.asgi import get_asgi_application
+from mailagent.asgi_handler import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mailagent.settings")
 django_asgi_app = get_asgi_application()

@@ -1,0 +1,89 @@
+"""The production ASGI application (mailagent.asgi) runs Django's middleware chain synchronously, entered in
+one hop into the request thread (mailagent/asgi_handler.py): a logged-in request, an anonymous one and a
+view error behave as before, and a request crosses from the event loop into a thread a handful of times,
+not once per middleware method (the stock handler: 19 sync_to_async calls for GET /api/filters)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from asgiref import sync
+from asgiref.testing import ApplicationCommunicator
+from django.conf import settings
+from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
+from django.contrib.sessions.backends.db import SessionStore
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def _session_cookie() -> str:
+    user = get_user_model().objects.create_user(username="hops", email="hops@example.com", password="x" * 20)
+    session = SessionStore()
+    session[SESSION_KEY] = str(user.pk)
+    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
+    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
+    session.save()
+    return f"{settings.SESSION_COOKIE_NAME}={session.session_key}"
+
+
+async def _get(path: str, cookie: str = "") -> tuple[int, bytes]:
+    from mailagent.asgi import application
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "GET",
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"testserver"), *([(b"cookie", cookie.encode())] if cookie else [])],
+        "client": ("127.0.0.1", 50000),
+        "server": ("testserver", 80),
+    }
+    communicator = ApplicationCommunicator(application, scope)
+    await communicator.send_input({"type": "http.request", "body": b""})
+    start = await communicator.receive_output(timeout=10)
+    parts = []
+    while True:
+        message = await communicator.receive_output(timeout=10)
+        parts.append(message.get("body", b""))
+        if not message.get("more_body"):
+            break
+    await communicator.wait(timeout=10)
+    return int(start["status"]), b"".join(parts)
+
+
+async def test_one_request_enters_the_request_thread_a_few_times(
+    close_sync_thread_connections: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cookie = await sync.sync_to_async(_session_cookie)()
+    status, body = await _get("/api/filters", cookie)
+    assert status == 200 and json.loads(body) == []
+
+    hops: list[str] = []
+    original = sync.SyncToAsync.__call__
+
+    async def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        hops.append(getattr(self.func, "__qualname__", repr(self.func)))
+        return await original(self, *args, **kwargs)
+
+    monkeypatch.setattr(sync.SyncToAsync, "__call__", counted)
+    status, body = await _get("/api/filters", cookie)
+    assert status == 200 and json.loads(body) == []
+    # The chain (1) and the request_started / request_finished receivers; the stock handler made 19.
+    assert len(hops) <= 5, hops
+
+
+async def test_anonymous_and_failing_requests_keep_their_answers(close_sync_thread_connections: Any) -> None:
+    status, body = await _get("/api/filters")
+    assert status == 401 and json.loads(body) == {"error": "Authentication required"}
+    status, _ = await _get("/mail/")
+    assert status == 302
+    cookie = await sync.sync_to_async(_session_cookie)()
+    status, body = await _get("/api/filters/999999", cookie)
+    assert status == 404 and json.loads(body)
