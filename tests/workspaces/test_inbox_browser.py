@@ -71,7 +71,7 @@ def test_open_read_delete_with_undo_and_live_docs(asgi_server: str, browser: Any
     page.keyboard.press("Delete")
     page.wait_for_selector("#inbox-toast", state="visible")
     page.wait_for_selector("#inbox-toast", state="hidden", timeout=15000)
-    page.wait_for_function(f"!document.getElementById('row-{doomed.pk}')")
+    page.wait_for_function(f"() => !document.getElementById('row-{doomed.pk}')")
     assert not InboxEntry.objects.filter(pk=doomed.pk).exists()
 
     # The doc is a pointer: edit it through the REST API, reopen, see the new text.
