@@ -35,6 +35,8 @@ def web_server_command(*, host: str, port: int, processes: int = 1) -> list[str]
         str(port),
         "--lifespan",  # Channels' ProtocolTypeRouter has no lifespan handler
         "off",
+        "--http",
+        "httptools",  # the C parser (llhttp): 1 client, keyword search 27.5 -> 33.6 req/s over h11 (pure Python)
         "--ws",
         "websockets-sansio",  # the `websockets` package's sans-I/O protocol (the legacy one is deprecated)
         proxy,
