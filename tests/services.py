@@ -147,3 +147,45 @@ def serve_web(command: list[str], port: int, timeout: float = 90) -> Iterator[st
             process.wait(timeout=10)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+async def asgi_request(
+    path: str,
+    *,
+    method: str = "GET",
+    body_chunks: list[bytes] | None = None,
+    headers: list[tuple[bytes, bytes]] | None = None,
+) -> tuple[int, bytes, list[Any]]:
+    """One HTTP request straight into the production ASGI application (mailagent.asgi), no server:
+    (status, body, response headers). The body is sent in `body_chunks` (streamed when several)."""
+    from asgiref.testing import ApplicationCommunicator
+
+    from mailagent.asgi import application
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": method,
+        "scheme": "http",
+        "path": path,
+        "raw_path": path.encode(),
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"host", b"testserver"), *(headers or [])],
+        "client": ("127.0.0.1", 50000),
+        "server": ("testserver", 80),
+    }
+    communicator = ApplicationCommunicator(application, scope)
+    chunks = body_chunks or [b""]
+    for index, chunk in enumerate(chunks):
+        await communicator.send_input({"type": "http.request", "body": chunk, "more_body": index < len(chunks) - 1})
+    start = await communicator.receive_output(timeout=10)
+    parts = []
+    while True:
+        message = await communicator.receive_output(timeout=10)
+        parts.append(message.get("body", b""))
+        if not message.get("more_body"):
+            break
+    await communicator.wait(timeout=10)
+    return int(start["status"]), b"".join(parts), list(start["headers"])

@@ -10,52 +10,22 @@ from typing import Any
 
 import pytest
 from asgiref import sync
-from asgiref.testing import ApplicationCommunicator
-from django.conf import settings
-from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY, get_user_model
-from django.contrib.sessions.backends.db import SessionStore
+from django.contrib.auth import get_user_model
+
+from bench.search_eval import session_cookie
+from tests.services import asgi_request
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def _session_cookie() -> str:
-    user = get_user_model().objects.create_user(username="hops", email="hops@example.com", password="x" * 20)
-    session = SessionStore()
-    session[SESSION_KEY] = str(user.pk)
-    session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
-    session[HASH_SESSION_KEY] = user.get_session_auth_hash()
-    session.save()
-    return f"{settings.SESSION_COOKIE_NAME}={session.session_key}"
+    get_user_model().objects.create_user(username="hops", email="hops@example.com", password="x" * 20)
+    return session_cookie("hops")
 
 
 async def _get(path: str, cookie: str = "") -> tuple[int, bytes]:
-    from mailagent.asgi import application
-
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "GET",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"host", b"testserver"), *([(b"cookie", cookie.encode())] if cookie else [])],
-        "client": ("127.0.0.1", 50000),
-        "server": ("testserver", 80),
-    }
-    communicator = ApplicationCommunicator(application, scope)
-    await communicator.send_input({"type": "http.request", "body": b""})
-    start = await communicator.receive_output(timeout=10)
-    parts = []
-    while True:
-        message = await communicator.receive_output(timeout=10)
-        parts.append(message.get("body", b""))
-        if not message.get("more_body"):
-            break
-    await communicator.wait(timeout=10)
-    return int(start["status"]), b"".join(parts)
+    status, body, _headers = await asgi_request(path, headers=[(b"cookie", cookie.encode())] if cookie else [])
+    return status, body
 
 
 async def test_one_request_enters_the_request_thread_a_few_times(

@@ -20,13 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from asgiref.testing import ApplicationCommunicator
 from django.conf import settings
 from django.test import Client
 
 from apps.accounts.models import MailAccount, Message
 from mailagent.server import web_server_command
-from tests.services import REPO_ROOT, free_port, subprocess_env, wait_for_port
+from tests.services import REPO_ROOT, asgi_request, free_port, subprocess_env, wait_for_port
 
 MB = 1024 * 1024
 # Generous for allocator noise and lazily imported modules; the unbounded server grew by ~1,200 MB.
@@ -236,36 +235,7 @@ def test_websockets_still_work_behind_the_limit(server: Server) -> None:
 async def _call(
     path: str, body_chunks: list[bytes], headers: list[tuple[bytes, bytes]]
 ) -> tuple[int, bytes, list[Any]]:
-    from mailagent.asgi import application
-
-    scope = {
-        "type": "http",
-        "asgi": {"version": "3.0"},
-        "http_version": "1.1",
-        "method": "POST",
-        "scheme": "http",
-        "path": path,
-        "raw_path": path.encode(),
-        "query_string": b"",
-        "root_path": "",
-        "headers": [(b"host", b"testserver"), *headers],
-        "client": ("127.0.0.1", 50000),
-        "server": ("testserver", 80),
-    }
-    communicator = ApplicationCommunicator(application, scope)
-    for index, chunk in enumerate(body_chunks):
-        await communicator.send_input(
-            {"type": "http.request", "body": chunk, "more_body": index < len(body_chunks) - 1}
-        )
-    start = await communicator.receive_output(timeout=10)
-    parts = []
-    while True:
-        message = await communicator.receive_output(timeout=10)
-        parts.append(message.get("body", b""))
-        if not message.get("more_body"):
-            break
-    await communicator.wait(timeout=10)
-    return int(start["status"]), b"".join(parts), list(start["headers"])
+    return await asgi_request(path, method="POST", body_chunks=body_chunks, headers=headers)
 
 
 @pytest.mark.django_db(transaction=True)
