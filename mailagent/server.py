@@ -22,8 +22,9 @@ ASGI_APPLICATION = "mailagent.asgi:application"
 
 def web_server_command(*, host: str, port: int, processes: int = 1) -> list[str]:
     """The command line of the web server on host:port: one process, or with `processes` > 1 uvicorn's
-    supervisor and that many worker processes sharing the socket (requests run on several cores; Django runs
-    a process's synchronous views one at a time)."""
+    supervisor and that many worker processes sharing the socket (requests run on several cores). Within a
+    process each request runs in a thread of its own (Django's ASGIHandler gives every request its own
+    thread-sensitive context), so requests overlap where they release the GIL (SQLite, numpy)."""
     proxy = "--proxy-headers" if os.environ.get("FORWARDED_ALLOW_IPS", "").strip() else "--no-proxy-headers"
     return [
         sys.executable,
