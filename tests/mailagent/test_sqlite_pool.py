@@ -10,16 +10,19 @@ from typing import Any
 import pytest
 from django.db import connections
 
+from mailagent import settings as project_settings
 from mailagent.sqlite import base as pool
 
 
 @pytest.fixture
-def database(tmp_path: Path, django_db_blocker: Any) -> Any:
+def database(tmp_path: Path, django_db_blocker: Any, monkeypatch: pytest.MonkeyPatch) -> Any:
     """A fresh database file (not the test database) and a factory of connection wrappers on it with the
-    project's settings."""
+    settings the project gives SQLite (also in the PostgreSQL pass, whose default database is not SQLite)."""
     path = tmp_path / "pool.sqlite3"
     sqlite3.connect(path).executescript("PRAGMA journal_mode=WAL; CREATE TABLE probe (x INTEGER);").close()
-    settings_dict = {**connections.settings["default"], "NAME": str(path)}
+    monkeypatch.delenv("DATABASE_URL", raising=False)
+    sqlite_config = project_settings._database_config()
+    settings_dict = {**connections.settings["default"], **sqlite_config, "NAME": str(path)}
     assert settings_dict["ENGINE"] == "mailagent.sqlite"
     wrappers: list[pool.DatabaseWrapper] = []
 
