@@ -69,6 +69,11 @@ PREFILTER_DIMS = 128
 PREFILTER_CANDIDATES = 3000
 PREFILTER_MIN_ROWS = 20_000
 PREFILTER_SAMPLE = 20_000
+# Rows scored exactly per document asked for (at least `prefilter`): the Enron mails have 2.2 chunks each on
+# average, and 3,000 rows held 300 distinct documents for every one of the 119 bench questions (the full
+# scan below is the fallback when they do not). For the search page's 300 documents, 10 rows per document
+# instead of 30: 11.9 -> 7.8 ms per query, exact top-100 documents kept 99.6% -> 99.1%, top-300 99.6 -> 98.2%.
+ROWS_PER_DOCUMENT = 10
 
 
 @dataclass
@@ -246,7 +251,7 @@ class VectorMatrix:
                 return []
             if rows.size == size:  # the usual account filter of a user whose mail is all here
                 rows = None
-        candidates = max(prefilter, limit * 30)
+        candidates = max(prefilter, limit * ROWS_PER_DOCUMENT)
         if prefilter and self.basis.size and (rows.size if rows is not None else size) > candidates:
             reduced = vector @ self.basis
             if rows is None:
