@@ -405,6 +405,14 @@ class BaseSearchBackend:
     ) -> list[SearchHit]:
         """Cosine similarity between the query and document chunks (best chunk per document)."""
         filters = filters or SearchFilters()
+        hits = self._semantic_hits(query, filters, limit, embedder)
+        parsed = parse_query(query) if snippets else None
+        return self._finish(hits, parsed, with_snippets=snippets)
+
+    def _semantic_hits(
+        self, query: str, filters: SearchFilters, limit: int, embedder: Embedder | None
+    ) -> list[SearchHit]:
+        """The ranked semantic hits without their references (see _finish)."""
         if not (query or "").strip() or filters.matches_nothing or limit <= 0:
             return []
         embedder = embedder or get_embedder()
@@ -412,12 +420,10 @@ class BaseSearchBackend:
         if state_embedder != embedder.key or not dimension:
             return []  # nothing has been embedded with this model yet
         vector = embed_query_cached(embedder, query[:2000])
-        hits = [
+        return [
             SearchHit(document_id=pk, score=float(score), sources=["vector"], chunk_no=chunk_no)
             for pk, chunk_no, score in self._vector_ids(vector, filters, limit, dimension)
         ]
-        parsed = parse_query(query) if snippets else None
-        return self._finish(hits, parsed, with_snippets=snippets)
 
     def hybrid(
         self,
@@ -437,7 +443,8 @@ class BaseSearchBackend:
         filters = filters or SearchFilters()
         parsed = parse_query(query, prefix_last=prefix_last)
         candidates = max(limit, int(self.options["CANDIDATES"]))
-        semantic_hits = self.semantic(query, filters=filters, limit=candidates, embedder=embedder, snippets=False)
+        # Unfinished: the fused list gets its references once, below.
+        semantic_hits = self._semantic_hits(query, filters, candidates, embedder)
         informative = parsed if parsed.is_empty else self.informative_query(parsed)
         keyword_hits = (
             [] if parsed.is_empty or filters.matches_nothing else self._keyword_hits(informative, filters, candidates)
