@@ -50,25 +50,28 @@ def _load(path: str) -> ConfidenceModel | None:
     file = Path(path)
     if not file.exists():
         return None
-    data: dict[str, Any] = json.loads(file.read_text(encoding="utf-8") or "{}")
-    if not data.get("coefficients"):
-        return None
-    if tuple(data.get("features") or ()) != FEATURES:
-        # A file fitted for other features would rate every answer wrongly: rate by similarity instead, loudly.
+    try:
+        data: dict[str, Any] = json.loads(file.read_text(encoding="utf-8") or "{}")
+        if not data.get("coefficients"):
+            return None
+        if tuple(data.get("features") or ()) != FEATURES or len(data["coefficients"]) != len(FEATURES):
+            # A file fitted for other features would rate every answer wrongly.
+            raise ValueError(f"fitted on features {data.get('features')}, not {list(FEATURES)}")
+        return ConfidenceModel(
+            coefficients=tuple(float(c) for c in data["coefficients"]),
+            intercept=float(data["intercept"]),
+            high=float(data["high"]),
+            low=float(data["low"]),
+        )
+    except (OSError, ValueError, TypeError, KeyError, AttributeError) as exc:
+        # A stale or broken file must not break answers: rate by similarity instead, loudly.
         logger.error(
-            "ask: %s was fitted on features %s, not %s: confidence falls back to the similarity rule until"
+            "ask: %s is not a usable confidence model (%s): confidence falls back to the similarity rule until"
             " bench/ask_confidence.py --write refits it",
             file,
-            data.get("features"),
-            list(FEATURES),
+            exc,
         )
         return None
-    return ConfidenceModel(
-        coefficients=tuple(float(c) for c in data["coefficients"]),
-        intercept=float(data["intercept"]),
-        high=float(data["high"]),
-        low=float(data["low"]),
-    )
 
 
 def confidence_model() -> ConfidenceModel | None:

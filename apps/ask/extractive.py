@@ -36,7 +36,6 @@ MAX_PASSAGES_EMBEDDED = 60
 # Embedding costs ~25 ms per 1,000 characters on 2 cores: past this budget, the sentences sharing most of the
 # question's words (then the best-ranked mails' first) are embedded, the rest are not considered.
 EMBED_CHARACTERS = 3000
-# Similarity (cosine, multilingual USE) of the best quoted sentence below which the answer is unsure.
 
 
 @dataclass(slots=True)

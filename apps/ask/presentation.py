@@ -155,10 +155,10 @@ def suggestion_cards(run: AskRun) -> list[dict[str, Any]]:
 def confidence_label(scope: dict[str, Any]) -> str:
     """The level, and for an extractive answer the confidence model's estimate (apps/ask/confidence.py)."""
     label = CONFIDENCE_LABELS.get(str(scope.get("confidence") or ""), "")
-    chance = (scope.get("extractive") or {}).get("chance")
-    if label and chance is not None and not (scope.get("extractive") or {}).get("kinds_missing"):
-        cited = (scope.get("extractive") or {}).get("cited")
-        label += f" (estimated {float(chance):.0%} chance that [{cited}] is the mail that answers)"
+    extractive = scope.get("extractive") or {}
+    chance = extractive.get("chance")
+    if label and chance is not None and not extractive.get("kinds_missing"):
+        label += f" (estimated {float(chance):.0%} chance that [{extractive.get('cited')}] is the mail that answers)"
     return label
 
 

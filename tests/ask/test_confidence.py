@@ -102,3 +102,18 @@ def test_the_page_shows_the_level_and_the_estimate(ask_mailbox: AskMailbox) -> N
     label = page.split('data-testid="ask-confidence">', 1)[1].split("</span>", 1)[0]
     assert label.startswith("Confidence: ")
     assert "chance that [1] is the mail that answers" in label
+
+
+@pytest.mark.parametrize(
+    "content", ["{not json", '{"features": ["similarity", "top_over_mean_of_5"], "coefficients": [1]}']
+)
+def test_a_broken_model_file_is_reported_and_answers_still_come(
+    content: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = tmp_path / "confidence.json"
+    broken.write_text(content)
+    monkeypatch.setenv("MAILAGENT_ASK_CONFIDENCE", str(broken))
+    with caplog.at_level(logging.ERROR, logger="apps.ask.confidence"):
+        answer = extractive_answer(_plan(), [_item(1, "Early close", ANSWER, 7.0)])
+    assert answer.chance is None and answer.confidence in {"high", "medium"}
+    assert "is not a usable confidence model" in caplog.text
