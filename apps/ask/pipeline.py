@@ -364,12 +364,22 @@ def _no_evidence_reason(plan: Plan, threads: list[ThreadResult], *, chosen_threa
     if not threads:
         return "nothing matched"
     top = threads[0].best
-    if plan.entities and top.features.get("entity", 0.0) == 0.0:
-        return "no mail mentions " + ", ".join(plan.entities)
+    if plan.entities and not any(_mentions_entity(member) for member in threads[0].members):
+        # The best thread names none of the question's entities (the bank, the company, the city), in any of
+        # its matching messages: a reply that only says "your flight" is fine when its thread names Istanbul.
+        names = ", ".join(plan.entities)
+        read = sum(len(thread.members) for thread in threads)
+        if any(_mentions_entity(member) for thread in threads for member in thread.members):
+            return f"the best match does not mention {names}"
+        return f"none of the {read} best-matching mails mentions {names}"
     # A thread the user chose is the evidence they asked for, however few of the question's words it has.
     if not chosen_thread and is_weak(top):
         return "only weak matches"
     return ""
+
+
+def _mentions_entity(candidate: Candidate) -> bool:
+    return candidate.features.get("entity", 0.0) > 0.0
 
 
 def _searched(scope: dict[str, Any], plan: Plan) -> list[str]:

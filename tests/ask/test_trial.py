@@ -58,3 +58,24 @@ def test_trial_question_answers_from_one_cited_message(
     if subject:
         cited = int(next(iter(cited_numbers(run.answer))))
         assert run.evidence[cited - 1]["subject"].startswith(subject.split(" [")[0][:30]) or subject in run.answer
+
+
+@pytest.mark.parametrize(("question", "values", "subject"), TRIALS)
+def test_trial_question_answers_without_embeddings(
+    ask_mailbox_text: AskMailbox, question: str, values: list[str], subject: str | None
+) -> None:
+    """Before the embedding backfill has run, the words alone find each answer. The flight's answering mail
+    (a reply about a schedule change) never names Istanbul; its thread's booking confirmation does."""
+    run, _events = ask(ask_mailbox_text, question)
+    assert run.scope["sources"]["local_vector"]["hits"] == 0
+    assert run.answer_mode == "extractive", run.answer
+    for value in values:
+        assert value in run.answer, run.answer
+    assert len(cited_numbers(run.answer)) == 1, run.answer
+
+
+def test_entity_no_candidate_mentions_is_reported_as_such(ask_mailbox_text: AskMailbox) -> None:
+    run, _events = ask(ask_mailbox_text, "when does my flight to Reykjavik leave?")
+    assert run.answer_mode == "no_evidence"
+    assert f"none of the {run.scope['shortlist']} best-matching mails mentions Reykjavik" in run.answer
+    assert all(row["related"] for row in run.evidence)
