@@ -11,7 +11,9 @@ Signals (per candidate message):
              the whole text (coverage), over what its sender wrote (own: subject and own text, not the quoted
              history, so the original beats the replies quoting it) and over the subject alone (subject);
              plus a small boost for a word of the optional vocabulary hints (data/vocabulary.json)
-- semantic   cosine similarity of the question to its best chunk, relative to the best candidate
+- semantic   cosine similarity of the question to its best chunk, relative to the best candidate, scored
+             exactly for every shortlisted mail (retrieval.shortlist_similarities: a mail found by its words
+             only counted as 0 before); plus a share for its rank when the semantic search found it
 - hybrid     its rank in the search page's own (hybrid: bm25 fused with the semantic index) ranking of the
              question, (1 + HYBRID_K) / (HYBRID_K + rank); 0 when not in its top HYBRID_LIMIT
 - provider   Gmail / Graph returned it for the provider query
@@ -214,10 +216,9 @@ def score_candidates(
         if hinted and _hint_hits(plan, everything):
             coverage = min(1.0, coverage + HINT_BOOST)  # a word of the vocabulary's hints: a small boost only
         # semantic
-        semantic = 0.0
+        semantic = 0.7 * max(0.0, candidate.semantic_score) / best_semantic
         if candidate.semantic_rank is not None:
-            semantic = max(0.0, candidate.semantic_score) / best_semantic
-            semantic = 0.7 * semantic + 0.3 / (1.0 + (candidate.semantic_rank - 1) / 5.0)
+            semantic += 0.3 / (1.0 + (candidate.semantic_rank - 1) / 5.0)
         # entity
         entity = 0.0
         if entity_words:

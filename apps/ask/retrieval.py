@@ -167,6 +167,26 @@ def semantic_search(plan: Plan, pool: CandidatePool, filters: SearchFilters) -> 
     return {"hits": rank}
 
 
+def shortlist_similarities(plan: Plan, shortlist: list[Candidate]) -> int:
+    """The question's exact similarity to every shortlisted message (its best chunk, an attachment's counting
+    for its message), so a mail found by its words has a semantic score too: the semantic search only scores
+    its own top SEMANTIC_LIMIT, and a mail outside them would otherwise count as not similar at all.
+    Returns how many messages were scored."""
+    if not shortlist or not get_search_backend().state().embedder:
+        return 0
+    ids = tuple(candidate.message_pk for candidate in shortlist)
+    # The ids are this run's own candidates, found with the user's filters: naming them is enough.
+    scoped = SearchFilters(message_ids=ids)
+    by_pk = {candidate.message_pk: candidate for candidate in shortlist}
+    scored: set[int] = set()
+    for hit in get_search_backend().similarities(plan.semantic_query, filters=scoped, limit=4 * len(ids)):
+        candidate = by_pk.get(hit.message_id) if hit.message_id is not None else None
+        if candidate is not None:
+            candidate.semantic_score = max(candidate.semantic_score, hit.score)
+            scored.add(candidate.message_pk)
+    return len(scored)
+
+
 def hybrid_search(plan: Plan, pool: CandidatePool, filters: SearchFilters) -> dict[str, Any]:
     """The search page's own ranking of the question (bm25 over its informative words fused with the
     semantic index, apps/search): each message's rank in it is a signal of the rerank, and its top messages

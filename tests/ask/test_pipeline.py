@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from apps.ask import actions
+from apps.ask import actions, retrieval
 from apps.ask.events import AskEvent
 from apps.ask.models import AskRun, RunStatus
 from apps.ask.pipeline import STEP_LABELS
@@ -167,3 +167,18 @@ def test_german_invoice_amount_question(ask_mailbox: AskMailbox) -> None:
     assert run.evidence[0]["subject"].startswith("Rechnung Nr. 2026-1187")
     assert "1.428,00 EUR" in run.answer
     assert json.dumps(run.scope)  # the scope is plain JSON
+
+
+def test_every_shortlisted_mail_is_compared_with_the_question_by_meaning(
+    ask_mailbox: AskMailbox, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Mail found by its words only (outside the semantic search's own top hits, here its first 3) still gets
+    its similarity to the question as a rerank signal, instead of counting as not similar at all."""
+    monkeypatch.setattr(retrieval, "SEMANTIC_LIMIT", 3)
+    run, _events = ask(ask_mailbox, "did Ergoform ship my replacement desk, and what is the tracking number?")
+    assert run.scope["sources"]["local_vector"]["hits"] <= 3
+    assert len(run.evidence) > 3
+    assert all(row["features"]["semantic"] > 0 for row in run.evidence), [r["features"] for r in run.evidence]
+    assert "Ticket #77104" in run.evidence[0]["subject"]
+    rerank = next(step for step in run.steps if step["stepId"] == "rerank")
+    assert f"({run.scope['shortlist']} compared with the question by meaning)" in rerank["detail"]

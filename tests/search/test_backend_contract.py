@@ -206,6 +206,8 @@ def test_filters_apply_to_every_mode(make_message: Any, index_all: Any, backend:
         (SearchFilters(to_address="CARLA@plant"), {attached.pk}),
         (SearchFilters(has_attachment=True), {attached.pk}),
         (SearchFilters(kinds=("attachment",)), {attached.pk}),
+        (SearchFilters(message_ids=(late.pk, attached.pk)), {late.pk, attached.pk}),
+        (SearchFilters(message_ids=()), set()),
     ]
     for filters, expected in cases:
         for mode in ("keyword", "semantic", "hybrid"):
@@ -217,6 +219,30 @@ def test_filters_apply_to_every_mode(make_message: Any, index_all: Any, backend:
     attachment_hits = backend.keyword("12,000 usd")
     assert [hit.kind for hit in attachment_hits] == ["attachment"]
     assert attachment_hits[0].message_id == attached.pk
+
+
+def test_similarities_score_every_chunk_of_the_named_messages_only(
+    make_message: Any, index_all: Any, backend: Any, embedder: Any
+) -> None:
+    """What a reranker uses for its shortlist: the exact best-chunk cosine of each named message's documents
+    (the message and its attachments), equal to the semantic search's score, whatever their rank in it."""
+    make_message("Fire alarm test", "The fire alarm test moves to Wednesday morning at nine.")
+    lunch = make_message("Lunch", "Sandwiches at noon in the kitchen.")
+    make_message("Budget", "The budget review is on Friday.")
+    scan = make_message("Scan", "See attached.", attachments=[("notes.txt", "Fire alarm drill schedule for March")])
+    index_all()
+    question = "when is the fire alarm test"
+    searched = {hit.document_id: hit.score for hit in backend.semantic(question, limit=10, embedder=embedder)}
+    hits = backend.similarities(
+        question, filters=SearchFilters(message_ids=(lunch.pk, scan.pk)), limit=10, embedder=embedder
+    )
+    assert sorted(hit.message_id or 0 for hit in hits) == sorted([lunch.pk, scan.pk, scan.pk])  # mail + attachment
+    assert {hit.kind for hit in hits if hit.message_id == scan.pk} == {"message", "attachment"}
+    for hit in hits:
+        assert hit.score == pytest.approx(searched[hit.document_id], abs=1e-4)
+    assert [hit.score for hit in hits] == sorted((hit.score for hit in hits), reverse=True)
+    assert ids(hits)[0] == scan.pk  # the attachment about the fire alarm drill is the closest
+    assert backend.similarities(question, filters=SearchFilters(message_ids=()), limit=10, embedder=embedder) == []
 
 
 def test_deleting_a_message_removes_it_from_both_indexes(

@@ -54,10 +54,13 @@ class SearchFilters:
     conditions: tuple[tuple[str, tuple[Any, ...]], ...] = ()
     # Words or phrases (as typed) a document must not contain: `-word` in the search syntax.
     exclude_words: tuple[str, ...] = ()
+    # Only the documents of these messages (each message and its attachments): a reranker's shortlist.
+    message_ids: tuple[int, ...] | None = None
 
     @property
     def matches_nothing(self) -> bool:
-        return self.account_ids is not None and not self.account_ids and self.owner_id is None
+        no_accounts = self.account_ids is not None and not self.account_ids and self.owner_id is None
+        return no_accounts or (self.message_ids is not None and not self.message_ids)
 
     def sql(self, alias: str = "d") -> tuple[str, list[Any]]:
         """A WHERE fragment (starting with " AND ") over search_document aliased `alias`."""
@@ -95,6 +98,9 @@ class SearchFilters:
         if self.has_attachment is not None:
             clauses.append(f"{alias}.has_attachments = %s")
             params.append(self.has_attachment)
+        if self.message_ids:
+            clauses.append(f"{alias}.message_id IN ({', '.join(['%s'] * len(self.message_ids))})")
+            params.extend(self.message_ids)
         for template, values in self.conditions:
             clauses.append(template.replace("{d}", alias))
             params.extend(values)
@@ -107,7 +113,14 @@ class SearchFilters:
 
     def needs_sql_for_vectors(self) -> bool:
         """Filters that in-memory vector metadata does not carry (resolved to document ids by SQL)."""
-        return bool(self.folder or self.from_address or self.to_address or self.conditions or self.exclude_words)
+        return bool(
+            self.folder
+            or self.from_address
+            or self.to_address
+            or self.conditions
+            or self.exclude_words
+            or self.message_ids is not None
+        )
 
 
 def _exclusion(words: str, alias: str) -> tuple[str, str]:
@@ -409,8 +422,17 @@ class BaseSearchBackend:
         parsed = parse_query(query) if snippets else None
         return self._finish(hits, parsed, with_snippets=snippets)
 
+    def similarities(
+        self, query: str, *, filters: SearchFilters, limit: int, embedder: Embedder | None = None
+    ) -> list[SearchHit]:
+        """The exact cosine similarity of the query to every document passing `filters` (each at its best
+        chunk), best `limit` first, without snippets. For a few dozen documents a reranker already holds (the
+        filters name them), not for searching: no approximate index is used, so nothing is missed."""
+        hits = self._semantic_hits(query, filters, limit, embedder, exact=True)
+        return self._finish(hits, None, with_snippets=False)
+
     def _semantic_hits(
-        self, query: str, filters: SearchFilters, limit: int, embedder: Embedder | None
+        self, query: str, filters: SearchFilters, limit: int, embedder: Embedder | None, *, exact: bool = False
     ) -> list[SearchHit]:
         """The ranked semantic hits without their references (see _finish)."""
         if not (query or "").strip() or filters.matches_nothing or limit <= 0:
@@ -422,7 +444,7 @@ class BaseSearchBackend:
         vector = embed_query_cached(embedder, query[:2000])
         return [
             SearchHit(document_id=pk, score=float(score), sources=["vector"], chunk_no=chunk_no)
-            for pk, chunk_no, score in self._vector_ids(vector, filters, limit, dimension)
+            for pk, chunk_no, score in self._vector_ids(vector, filters, limit, dimension, exact=exact)
         ]
 
     def hybrid(
@@ -721,8 +743,10 @@ class BaseSearchBackend:
         raise NotImplementedError
 
     def _vector_ids(
-        self, vector: np.ndarray, filters: SearchFilters, limit: int, dimension: int
+        self, vector: np.ndarray, filters: SearchFilters, limit: int, dimension: int, *, exact: bool = False
     ) -> list[tuple[int, int, float]]:
+        """(document id, best chunk, cosine) of the best `limit` documents; `exact` scores every chunk of the
+        documents passing the filters (no prefilter, no approximate index)."""
         raise NotImplementedError
 
     def _newest_document_id(self) -> int:

@@ -211,11 +211,22 @@ class PostgresSearchBackend(BaseSearchBackend):
         return counts
 
     def _vector_ids(
-        self, vector: np.ndarray, filters: SearchFilters, limit: int, dimension: int
+        self, vector: np.ndarray, filters: SearchFilters, limit: int, dimension: int, *, exact: bool = False
     ) -> list[tuple[int, int, float]]:
         where, params = filters.sql("d")
         literal = encode_vector(vector, vendor="postgresql")
         dim = int(dimension)
+        if exact:
+            # No ORDER BY on the distance, so the HNSW index is not used: every chunk of the filtered
+            # documents is scored (meant for a few dozen documents).
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    f"SELECT c.document_id, c.chunk_no, c.embedding::vector({dim}) <=> %s::vector({dim})"  # noqa: S608
+                    " FROM search_chunk c JOIN search_document d ON d.id = c.document_id"
+                    f" WHERE vector_dims(c.embedding) = {dim}{where}",
+                    [literal, *params],
+                )
+                return _best_per_document(cursor.fetchall(), limit)
         fetch = max(limit * 3, 40)
         ef_search = max(int(self.options.get("PG_EF_SEARCH", 100)), fetch)
         sql = (
@@ -229,14 +240,7 @@ class PostgresSearchBackend(BaseSearchBackend):
             # With filters, keep walking the graph until enough rows pass them (pgvector >= 0.8).
             cursor.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
             cursor.execute(sql, [literal, *params, literal, fetch])
-            rows = cursor.fetchall()
-        best: dict[int, tuple[int, int, float]] = {}
-        for document_id, chunk_no, distance in rows:
-            similarity = 1.0 - float(distance)
-            known = best.get(document_id)
-            if known is None or similarity > known[2]:
-                best[document_id] = (int(document_id), int(chunk_no), similarity)
-        return sorted(best.values(), key=lambda item: -item[2])[:limit]
+            return _best_per_document(cursor.fetchall(), limit)
 
     def _on_embedder_changed(self, dimension: int) -> None:
         with connection.cursor() as cursor:
@@ -272,3 +276,15 @@ class PostgresSearchBackend(BaseSearchBackend):
                 id="search.E002",
             )
         ]
+
+
+def _best_per_document(rows: list[tuple[Any, ...]], limit: int) -> list[tuple[int, int, float]]:
+    """(document id, chunk number, cosine) of each document's best chunk among (document, chunk, distance)
+    rows, best `limit` first."""
+    best: dict[int, tuple[int, int, float]] = {}
+    for document_id, chunk_no, distance in rows:
+        similarity = 1.0 - float(distance)
+        known = best.get(document_id)
+        if known is None or similarity > known[2]:
+            best[document_id] = (int(document_id), int(chunk_no), similarity)
+    return sorted(best.values(), key=lambda item: -item[2])[:limit]

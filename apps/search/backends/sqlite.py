@@ -351,8 +351,10 @@ class SQLiteSearchBackend(BaseSearchBackend):
         if not filters.needs_sql_for_vectors():
             return None
         where, params = filters.sql("d")
+        # A few named messages: their own index (the covering filter index would read every document).
+        table = "search_document d" if filters.message_ids else DOCUMENTS
         with connection.cursor() as cursor:
-            cursor.execute(f"SELECT d.id FROM {DOCUMENTS} WHERE 1 = 1{where}", params)  # noqa: S608
+            cursor.execute(f"SELECT d.id FROM {table} WHERE 1 = 1{where}", params)  # noqa: S608
             return np.fromiter((row[0] for row in cursor.fetchall()), dtype=np.int64)
 
     def _indexed_keyword_ids(
@@ -576,7 +578,7 @@ class SQLiteSearchBackend(BaseSearchBackend):
         return counts
 
     def _vector_ids(
-        self, vector: np.ndarray, filters: SearchFilters, limit: int, dimension: int
+        self, vector: np.ndarray, filters: SearchFilters, limit: int, dimension: int, *, exact: bool = False
     ) -> list[tuple[int, int, float]]:
         allowed = self._allowed_documents(filters)
         if allowed is not None and not allowed.size:
@@ -589,7 +591,7 @@ class SQLiteSearchBackend(BaseSearchBackend):
         # The scan runs outside the lock (numpy releases the GIL in the matrix product): searches overlap.
         if view.dimension != vector.shape[0]:
             return []
-        prefilter = int(self.options.get("VECTOR_PREFILTER", PREFILTER_CANDIDATES))
+        prefilter = 0 if exact else int(self.options.get("VECTOR_PREFILTER", PREFILTER_CANDIDATES))
         return view.search(vector, limit, view.mask(filters, allowed), prefilter=prefilter)
 
     def check(self) -> list[CheckMessage]:
