@@ -179,9 +179,15 @@ def _headline(kind: str, chosen: list[tuple[Passage, list[str]]], message: Evide
 
 
 def _mark(text: str, values: list[str]) -> str:
-    for value in sorted(set(values), key=len, reverse=True):
-        text = text.replace(value, f"**{value}**")
-    return text.replace("****", "")
+    """Each value in bold, in one pass: the longest value first where several start at one place, and never
+    part of a longer number or word ("$4" is not marked inside "$404")."""
+    patterns = [
+        ("(?<!\\w)" if value[0].isalnum() else "") + re.escape(value) + ("(?!\\w)" if value[-1].isalnum() else "")
+        for value in sorted({v for v in values if v}, key=len, reverse=True)
+    ]
+    if not patterns:
+        return text
+    return re.sub("|".join(patterns), lambda match: f"**{match.group(0)}**", text).replace("****", "")
 
 
 def _answer_values(kind: str, text: str, given: set[str]) -> list[str]:

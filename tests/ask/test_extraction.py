@@ -198,3 +198,13 @@ def test_a_long_mail_embeds_the_sentences_sharing_the_question_words_within_the_
     assert "$0.10" in answer.text
     assert sum(len(text) for text in embedded) <= extractive.EMBED_CHARACTERS + 500
     assert len(embedded) < len(sentences)
+
+
+def test_a_value_is_marked_whole_never_inside_a_longer_number() -> None:
+    plan = Plan(question="how much is the fee for marketing 101 MW?", intent="question", answer_types=["amount"])
+    plan.keywords = ["fee", "marketing"]
+    answer = extractive_answer(
+        plan, _evidence("New fees.", "For 101 MW we charge $4 on the whole 101 MW, a total fee of $404.")
+    )
+    assert "we charge **$4** on the whole 101 MW, a total fee of **$404**." in answer.text, answer.text
+    assert "$4**04" not in answer.text
