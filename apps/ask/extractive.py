@@ -101,6 +101,10 @@ LABELLED_BONUS = 0.3
 NEW_VALUE_BONUS = 0.15
 LATER_DATE_BONUS = 0.5
 SUPERSEDES_BONUS = 0.5
+# A quoted sentence ending in a colon ("The new fees are as follows:") is quoted with the short lines it
+# introduces (a table of fees, the proposed dates), at most this many.
+LIST_ITEMS = 5
+LIST_ITEM_CHARS = 160
 _LABEL = re.compile(r"^[^:]{2,40}:\s*")
 
 
@@ -176,6 +180,38 @@ def _headline(kind: str, chosen: list[tuple[Passage, list[str]]], message: Evide
     elif kind == "amount" and values:
         values = [max(values, key=amount_number)]
     return list(dict.fromkeys(values))[:3]
+
+
+def _introduced_lines(message: EvidenceMessage, passage: Passage, quoted: list[Passage]) -> list[Passage]:
+    """The lines a sentence ending in a colon introduces ("The new fees are as follows:"): the short whole lines
+    after it in its own paragraph or, when it ends its paragraph, in the next one (a table set off by a blank
+    line), from the same part of the mail; none already quoted."""
+    if not passage.text.rstrip().endswith(":"):
+        return []
+    index = next((i for i, p in enumerate(message.passages) if p is passage), None)
+    if index is None:
+        return []
+    lines: list[Passage] = []
+    paragraph: int | None = None
+    for following in message.passages[index + 1 :]:
+        if paragraph is None:
+            paragraph = following.paragraph  # the intro's own paragraph or the next one
+            if paragraph > passage.paragraph + 1:
+                break
+        if (
+            following.paragraph != paragraph
+            or following.source != passage.source
+            or following.attachment != passage.attachment
+            or not following.whole_line
+            or len(following.text) > LIST_ITEM_CHARS
+            or following.text.rstrip().endswith(":")
+        ):
+            break
+        if not any(following is q for q in quoted):
+            lines.append(following)
+        if len(lines) == LIST_ITEMS:
+            break
+    return lines
 
 
 def _mark(text: str, values: list[str]) -> str:
@@ -347,9 +383,13 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
         lines.append(f"I'm not sure this answers it. The closest match is {where} {cite}:")
     else:
         lines.append(f"From {where}:")
+    quoted = [passage for passage, _values in chosen]
     for passage, passage_values in chosen:
         origin = f" (attachment {passage.attachment})" if passage.attachment else ""
         lines.append(f"“{_mark(passage.text, passage_values)}”{origin} {cite}")
+        for line in _introduced_lines(message, passage, quoted):
+            quoted.append(line)
+            lines.append(f"“{_mark(line.text, values)}”{origin} {cite}")
     confidence = "low" if unsure else level
     return ExtractiveAnswer(
         text="\n".join(lines),

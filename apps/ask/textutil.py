@@ -97,6 +97,8 @@ class Passage:
     text: str
     source: str  # "subject" | "body" | "attachment"
     attachment: str = ""
+    paragraph: int = 0  # blank lines separate paragraphs
+    whole_line: bool = True  # False for a sentence of a long line
 
 
 _KEY_VALUE = re.compile(r"^[^:]{1,40}:\s")
@@ -128,16 +130,19 @@ def unwrap(text: str) -> list[str]:
 def passages(text: str, *, source: str, attachment: str = "", limit: int = 400) -> list[Passage]:
     """Lines (statements and invoices put one fact per line) and sentences of unwrapped running text."""
     found: list[Passage] = []
+    paragraph = 0
     # Attachments (statements, invoices) are tables: one line, one fact. Mail bodies are hard-wrapped prose.
     for line in unwrap(text) if source != "attachment" else text.splitlines():
         line = line.strip(" \t>|*-•")
+        if not line:
+            paragraph += 1 if found and found[-1].paragraph == paragraph else 0  # a run of blank lines is one break
         if len(line) < 3:
             continue
         pieces = _SENTENCE_END.split(line) if len(line) > 240 else [line]
         for piece in pieces:
             piece = " ".join(piece.split())
             if len(piece) >= 3:
-                found.append(Passage(piece[:400], source, attachment))
+                found.append(Passage(piece[:400], source, attachment, paragraph, len(pieces) == 1))
                 if len(found) >= limit:
                     return found
     return found

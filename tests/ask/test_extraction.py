@@ -208,3 +208,27 @@ def test_a_value_is_marked_whole_never_inside_a_longer_number() -> None:
     )
     assert "we charge **$4** on the whole 101 MW, a total fee of **$404**." in answer.text, answer.text
     assert "$4**04" not in answer.text
+
+
+def test_a_sentence_ending_in_a_colon_is_quoted_with_the_lines_it_introduces() -> None:
+    body = (
+        "We plan to hold a special meeting of the Board next week.\n"
+        "Following are the proposed dates and times:\n\n\n"
+        "October 22nd\t3:00 p.m. - 4:00 p.m. (CDT)\n"
+        "October 23rd\t8:30 a.m. - 9:30 a.m. (CDT)\n\n"
+        "Please reserve the above on your calendars.\n\n"
+        "Kelly Johnson\nExecutive Assistant\n"
+    )
+    found = passages(body, source="body")
+    assert [p.paragraph for p in found] == [0, 0, 1, 1, 2, 3, 3]
+    plan = Plan(question="what is the first proposed slot for the special board meeting?", intent="question")
+    plan.keywords = ["first", "proposed", "slot", "special", "board", "meeting"]
+    evidence = [EvidenceText(1, "Special Board Meeting", "board@example.com", "2001-10-17", "", body, found)]
+    answer = extractive_answer(plan, evidence)
+    lines = answer.text.splitlines()
+    intro = lines.index("“Following are the proposed dates and times:” [1]")
+    assert lines[intro + 1 : intro + 3] == [
+        "“October 22nd 3:00 p.m. - 4:00 p.m. (CDT)” [1]",
+        "“October 23rd 8:30 a.m. - 9:30 a.m. (CDT)” [1]",
+    ], answer.text
+    assert "Executive Assistant" not in answer.text  # the list ends with its paragraph
