@@ -21,7 +21,8 @@ Signals (per candidate message):
              names: monthly statements, invoices), halving for each older one. "When do I have to pay" means
              the latest statement. A named period ("in March") sets it to 1.0 for mail from then.
 - entity     the rarity-weighted share of the plan's entities (a bank, a company, jeff.skilling@…) found in
-             the sender or subject (full credit) or in the body/attachments (most credit). An answer about
+             the sender or subject (full credit) or in the body/attachments or the subject of its
+             conversation (most credit: a reply need not repeat it). An answer about
              another bank is wrong, however similar the text.
 - evidence   the share of the asked kinds of value (a date, a time, an amount, a reference number) the
              text holds
@@ -95,6 +96,7 @@ class Candidate:
     hit_attachment_ids: set[int] = field(default_factory=set)
     # Filled in when the shortlist is read.
     thread_id: int | None = None
+    thread_subject: str = ""  # the conversation's subject (its first mail's): a reply may not repeat it
     rfc_message_id: str = ""
     subject: str = ""
     sender: str = ""
@@ -206,6 +208,8 @@ def score_candidates(
     hinted = bool(plan.hints)
     for candidate in loaded:
         header = normalize(f"{candidate.sender} {candidate.from_address} {candidate.subject}")
+        # A reply about "the schedule change" is about Istanbul when its conversation's subject names Istanbul.
+        conversation = normalize(candidate.thread_subject) if candidate.thread_subject != candidate.subject else ""
         subject = normalize(candidate.subject)
         body = normalize(candidate.body)
         own = subject + " " + normalize(own_text(candidate.body))
@@ -238,7 +242,7 @@ def score_candidates(
                     found += weight
                     if "sender" not in fields and term_matches(sender_text, word):
                         fields.append("sender")
-                elif term_matches(everything, word):
+                elif term_matches(everything, word) or (conversation and term_matches(conversation, word)):
                     found += 0.8 * weight
             entity = found / (sum(weights.get(word, 1.0) for word in entity_words) or 1.0)
         # recency: the newest of its series

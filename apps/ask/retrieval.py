@@ -275,6 +275,7 @@ MESSAGE_FIELDS = (
     "body_text",
     "body_html",
     "snippet",
+    "thread__subject",
 )
 
 
@@ -283,9 +284,10 @@ def load_candidates(candidates: list[Candidate]) -> None:
     wanted = {c.message_pk: c for c in candidates}
     if not wanted:
         return
-    for message in Message.objects.filter(pk__in=list(wanted)).only(*MESSAGE_FIELDS):
+    for message in Message.objects.filter(pk__in=list(wanted)).select_related("thread").only(*MESSAGE_FIELDS):
         candidate = wanted[message.pk]
         candidate.thread_id = message.thread_id
+        candidate.thread_subject = message.thread.subject if message.thread is not None else ""
         candidate.rfc_message_id = message.message_id or message.dedupe_key
         candidate.subject = message.subject
         candidate.sender = message.sender

@@ -79,3 +79,13 @@ def test_entity_no_candidate_mentions_is_reported_as_such(ask_mailbox_text: AskM
     assert run.answer_mode == "no_evidence"
     assert f"none of the {run.scope['shortlist']} best-matching mails mentions Reykjavik" in run.answer
     assert all(row["related"] for row in run.evidence)
+
+
+def test_a_reply_is_about_what_its_conversation_names(ask_mailbox: AskMailbox) -> None:
+    """The schedule change is a reply that never names Istanbul; its conversation (the booking to Istanbul)
+    does, so it is not outranked by a dinner invitation that names the city."""
+    run, _events = ask(ask_mailbox, "what time does my return flight from Istanbul leave?")
+    top = run.evidence[0]
+    assert top["subject"] == "Re: Booking confirmation K7Q2MA \u2013 schedule change on your return flight"
+    assert top["features"]["entity"] > 0
+    assert "19:25" in run.answer and "[1]" in run.answer
