@@ -171,8 +171,8 @@ def shortlist_similarities(plan: Plan, shortlist: list[Candidate]) -> int:
     """The question's exact similarity to every shortlisted message (its best chunk, an attachment's counting
     for its message), so a mail found by its words has a semantic score too: the semantic search only scores
     its own top SEMANTIC_LIMIT, and a mail outside them would otherwise count as not similar at all.
-    Returns how many messages were scored."""
-    if not shortlist or not get_search_backend().state().embedder:
+    Returns how many messages were scored (none before the embedding backfill: the search finds no vectors)."""
+    if not shortlist:
         return 0
     ids = tuple(candidate.message_pk for candidate in shortlist)
     # The ids are this run's own candidates, found with the user's filters: naming them is enough.
