@@ -158,6 +158,12 @@ def test_phone_numbers_and_extensions_are_identifiers_ranges_are_not() -> None:
     assert find_identifiers(text) == ["1-800-937-6563", "3-6200", "7710-3392-18"]
 
 
+def test_a_phone_number_keeps_its_area_code_and_international_prefix() -> None:
+    text = "Call Corporate Security at (713) 345-2804 or our Istanbul desk on +90 212 555 0142 from 9 to 5."
+    assert find_identifiers(text) == ["(713) 345-2804", "+90 212 555 0142"]
+    assert find_identifiers("Fax (030) 1234567, room (12) 3.") == ["(030) 1234567"]
+
+
 def test_an_open_question_quotes_the_sentence_with_a_new_value_not_one_restating_the_question() -> None:
     plan = Plan(question="what rate is on the credit request for contract 27496?", intent="question")
     plan.keywords = ["rate", "credit", "request", "contract"]
