@@ -224,7 +224,10 @@ def parse_date_range(question: str, now: dt.datetime) -> DateRange:
                 else:
                     break
             text = " ".join(window)
-            named = any(w.lower() in _name_words() or re.fullmatch(r"(?:19|20)\d\d", w) for w in window)
+            # Numbers alone ("4.4", "1.7", "3/15") are a section, a version or an amount as often as a day:
+            # like a named month they only prefer mail of that day, never filter the rest out.
+            numeric = all(word.isdigit() for word in window)
+            named = numeric or any(w.lower() in _name_words() or re.fullmatch(r"(?:19|20)\d\d", w) for w in window)
             found = _range_for(text, data.date_obj, data.period, now, tz, named=named)
             if found is not None:
                 return found

@@ -19,22 +19,23 @@ _NUMERIC_DATE_RE = r"\d{1,2}[./-]\d{1,2}[./-](?:\d{4}|\d{2})\b|\d{4}-\d{2}-\d{2}
 _ORDINAL = r"(?:st|nd|rd|th)?"
 DATE_RE = re.compile(
     rf"\b(?:(?P<numeric>{_NUMERIC_DATE_RE})"
-    rf"|\d{{1,2}}{_ORDINAL}\.?\s+(?P<after>[^\W\d_]{{3,}})\.?(?:,?\s+(?P<year_after>\d{{4}}))?\b"
-    rf"|(?P<before>[^\W\d_]{{3,}})\.?\s+\d{{1,2}}{_ORDINAL}(?:,?\s+(?P<year_before>\d{{4}}))?\b)",
+    rf"|\d{{1,2}}{_ORDINAL}\.?\s+(?P<after>[^\W\d_]{{3,}})(?:(?P<dot_after>\.)|\b)(?:,?\s+(?P<year_after>\d{{4}})\b)?"
+    rf"|(?P<before>[^\W\d_]{{3,}})(?P<dot_before>\.)?\s+\d{{1,2}}{_ORDINAL}(?:,?\s+(?P<year_before>\d{{4}}))?\b)",
     re.IGNORECASE,
 )
 
 
 def _date_spans(folded: str) -> list[tuple[int, int]]:
-    """Where DATE_RE finds a real date: a numeric one, or a month name MONTHS knows (with a year, or of at
-    least four letters). A rejected candidate is retried one character later, so "ships 12 December 2001"
-    still yields "12 December 2001"."""
+    """Where DATE_RE finds a real date: a numeric one, or a month name MONTHS knows (with a year, of at least
+    four letters, or abbreviated with a period: "Feb. 23"). A rejected candidate is retried one character
+    later, so "ships 12 December 2001" still yields "12 December 2001"."""
     spans: list[tuple[int, int]] = []
     position = 0
     while (match := DATE_RE.search(folded, position)) is not None:
         name = (match.group("after") or match.group("before") or "").lower()
         year = match.group("year_after") or match.group("year_before")
-        if match.group("numeric") or (name in MONTHS and (year or len(name) >= 4)):
+        abbreviated = bool(match.group("dot_after") or match.group("dot_before"))
+        if match.group("numeric") or (name in MONTHS and (year or len(name) >= 4 or abbreviated)):
             spans.append((match.start(), match.end()))
             position = match.end()
         else:
@@ -44,13 +45,17 @@ def _date_spans(folded: str) -> list[tuple[int, int]]:
 
 _CURRENCY = r"(?:TL|TRY|EUR|USD|GBP|CHF|SEK|NOK|DKK|PLN|€|\$|£|₺|euros?|dollars?|lira)"
 _NUMBER = r"\d{1,3}(?:[.,\u00a0\u202f]\d{3})*(?:[.,]\d{1,2})?|\d+(?:[.,]\d{1,2})?"
+# A scale written after the number is part of the amount: "$1.3 B" is not "$1.3", "$500K" is not "$50".
+_SCALE = r"(?:\s?(?:k|m|mm|mn|b|bn|mio|mrd|thousand|million|billion|trillion)s?(?![A-Za-z]))"
 # The lookahead (a digit, a sign, a currency symbol or the first letter of a currency word) lets the scan skip
 # the other positions without trying every currency alternative there: 8 -> 4.6 ms over 20,000 characters.
 AMOUNT_RE = re.compile(
-    rf"(?=[\d\-$€£₺TEUGCSNDPL])(?:{_CURRENCY}\s?-?(?:{_NUMBER})|-?(?:{_NUMBER})\s?{_CURRENCY})(?![A-Za-z])",
+    rf"(?=[\d\-$€£₺TEUGCSNDPL])(?:{_CURRENCY}\s?-?(?:{_NUMBER})(?![\d.,]\d){_SCALE}?"
+    rf"|-?(?:{_NUMBER})(?![\d.,]\d){_SCALE}?\s?{_CURRENCY})(?![A-Za-z\d])",
     re.IGNORECASE,
 )
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-ZÇĞİÖŞÜÄ0-9])")
+# A new sentence starts with a capital: not "Feb. 23", "No. 5" or "approx. 30".
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-ZÇĞİÖŞÜÄ])")
 
 
 def find_dates(text: str) -> list[str]:
@@ -105,6 +110,20 @@ _KEY_VALUE = re.compile(r"^[^:]{1,40}:\s")
 _CLAUSE_END = (".", "!", "?", ":", ";")
 
 
+_ABBREVIATION_END = re.compile(r"(?:^|\s)[^\W\d_]{1,4}\.$")
+_LIST_MARKER = re.compile(r"^\d+[.)]\s")
+
+
+def _continues(previous: str, line: str) -> bool:
+    """A wrapped line after a period that ends no sentence: the next line starts in lower case, or the period
+    closes an abbreviation and a number follows ("… tourney Feb." / "23 and 24"), not a numbered item."""
+    if not previous.endswith("."):
+        return False
+    if line[:1].islower():
+        return True
+    return line[:1].isdigit() and bool(_ABBREVIATION_END.search(previous)) and not _LIST_MARKER.match(line)
+
+
 def unwrap(text: str) -> list[str]:
     """Join hard-wrapped lines of running text; "Key: value" lines and short lines stay lines."""
     merged: list[str] = []
@@ -117,7 +136,7 @@ def unwrap(text: str) -> list[str]:
         if (
             previous
             and len(previous) >= 50
-            and not previous.endswith(_CLAUSE_END)
+            and (not previous.endswith(_CLAUSE_END) or _continues(previous, line))
             and not _KEY_VALUE.match(line)
             and not _KEY_VALUE.match(previous)
         ):
@@ -167,8 +186,8 @@ def normalize(text: str) -> str:
     return " ".join(fold(text).lower().split())
 
 
-# 07:05, 18:40, 9:00 (not inside a date or an amount: callers remove those first).
-TIME_RE = re.compile(r"(?<![\d.,:/])(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])")
+# 07:05, 18:40, 9:00, 2:00 p.m. (not inside a date or an amount: callers remove those first).
+TIME_RE = re.compile(r"(?<![\d.,:/])(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])(?:\s?(?:[ap]\.m\.|[ap]m\b))?", re.IGNORECASE)
 # Identifiers: codes mixing capitals and digits (K7Q2MA, PP-5521-0938-DE, HK7730019245), numbered
 # references (#77104), dash-grouped digit runs of five digits or more (7710-3392-18, 2026-1187, phone
 # numbers and extensions like 1-800-937-6563 or 3-6200; not a range like 5-10), and phone numbers written
@@ -300,7 +319,7 @@ def parse_day(value: str, *, reference: dt.date | None = None) -> dt.date | None
 
 
 def amount_number(value: str) -> float:
-    """The number of an amount value ("1.428,00 EUR" → 1428.0, "£84.20" → 84.2)."""
+    """The number of an amount value ("1.428,00 EUR" → 1428.0, "£84.20" → 84.2, "$1.3 B" → 1.3e9)."""
     digits = re.sub(r"[^\d.,]", "", value)
     if not digits:
         return 0.0
@@ -310,4 +329,9 @@ def amount_number(value: str) -> float:
     else:
         whole, fraction = digits, "0"
     whole = re.sub(r"[.,]", "", whole) or "0"
-    return float(f"{whole}.{fraction}")
+    scale = re.search(r"\d\s?([^\W\d_]+)", value)
+    return float(f"{whole}.{fraction}") * _SCALES.get(scale.group(1).lower().rstrip("s") if scale else "", 1.0)
+
+
+_SCALES = {"k": 1e3, "thousand": 1e3, "m": 1e6, "mm": 1e6, "mn": 1e6, "mio": 1e6, "million": 1e6, "b": 1e9,
+           "bn": 1e9, "mrd": 1e9, "billion": 1e9, "trillion": 1e12}  # fmt: skip

@@ -54,7 +54,7 @@ def test_the_shipped_model_rates_a_standout_mail_above_one_among_equals() -> Non
         [_item(1, "Early close", ANSWER, 5.0)]
         + [_item(n, f"Schedule {n}", f"The desk meets at {n}:15.", 4.9) for n in range(2, 6)],
     )
-    assert "**2:30**" in standout.text and "**2:30**" in among_equals.text
+    assert "**2:30 PM**" in standout.text and "**2:30 PM**" in among_equals.text
     assert standout.chance is not None and among_equals.chance is not None
     assert standout.chance > among_equals.chance
     assert standout.confidence == "high" and not standout.text.startswith("I'm not sure")

@@ -16,7 +16,17 @@ from apps.ask.answer import EvidenceText
 from apps.ask.extraction import ExtractionError, attachment_kind, extract_text
 from apps.ask.extractive import extractive_answer
 from apps.ask.planner import Plan
-from apps.ask.textutil import Passage, find_amounts, find_dates, find_identifiers, parse_day, passages, value_key
+from apps.ask.textutil import (
+    Passage,
+    amount_number,
+    find_amounts,
+    find_dates,
+    find_identifiers,
+    find_times,
+    parse_day,
+    passages,
+    value_key,
+)
 
 
 def test_pdf_from_the_demo_writer() -> None:
@@ -139,7 +149,7 @@ def test_an_answer_never_repeats_a_value_the_question_states() -> None:
     assert "**October 4, 2001**" not in no_time.text and no_time.kinds_missing == ["time"]
     # the question names the day, so "when" asks for the time
     answer = extractive_answer(plan, _evidence("Trading hours change on October 4, 2001.", "Futures close at 2:30 PM."))
-    assert answer.text.startswith("Time: **2:30** [1]") and answer.kinds_found == ["time"]
+    assert answer.text.startswith("Time: **2:30 PM** [1]") and answer.kinds_found == ["time"]
 
 
 def test_without_a_recognised_value_the_closest_sentences_are_quoted_and_the_gap_said() -> None:
@@ -238,3 +248,30 @@ def test_a_sentence_ending_in_a_colon_is_quoted_with_the_lines_it_introduces() -
         "“October 23rd 8:30 a.m. - 9:30 a.m. (CDT)” [1]",
     ], answer.text
     assert "Executive Assistant" not in answer.text  # the list ends with its paragraph
+
+
+def test_an_amount_keeps_its_scale_and_is_never_cut_inside_a_number() -> None:
+    # Found on Enron: "$1.3 B" was answered as "$1.3"; "$500K" was read as "$50".
+    text = "Receivables est. at $1.3 B for SCE and $1.0 B for PG&E; a $500K fee, $10MM of credit, 3 bn USD."
+    assert find_amounts(text) == ["$1.3 B", "$1.0 B", "$500K", "$10MM", "3 bn USD"]
+    assert amount_number("$1.3 B") == 1.3e9 and amount_number("$500K") == 5e5 and amount_number("£84.20") == 84.2
+
+
+def test_a_time_keeps_its_am_or_pm() -> None:
+    assert find_times("Meet at 2:00 p.m. (CST), or 9:30am; the desk closes at 10:15 PM.") == [
+        "2:00 p.m.",
+        "9:30am",
+        "10:15 PM",
+    ]
+
+
+def test_a_month_abbreviated_with_a_period_is_a_date_even_across_a_wrapped_line() -> None:
+    # Found on Enron: "the basketball tourney Feb.\n23 and 24" was cut after "Feb." and no date was found.
+    body = (
+        "You once asked me to let you know when the next Special Olympics event would\n"
+        "be. It will be the basketball tourney Feb.\n23 and 24 at the fieldhouse.\n\n1. Parking\n2. Tickets"
+    )
+    texts = [p.text for p in passages(body, source="body")]
+    assert any("tourney Feb. 23 and 24 at the fieldhouse." in text for text in texts)
+    assert texts[-2:] == ["1. Parking", "2. Tickets"]  # numbered items stay lines
+    assert find_dates("the tourney Feb. 23 and 24, not may 5") == ["Feb. 23"]

@@ -170,6 +170,15 @@ def test_a_two_letter_abbreviation_alone_is_not_a_period() -> None:
     assert parse_date_range("what did we agree in May", NOW).label == "in May 2026"
 
 
+def test_numbers_alone_prefer_a_day_and_never_filter() -> None:
+    # Found on Enron: "Section 4.4" and "E-Tag 1.7" were read as April 4 and January 7 of this year and
+    # filtered every mail of the archive out.
+    for text in ("Section 4.4 offset PNM Gas Services", "OATI E-Tag 1.7 test periods"):
+        plan = plan_question(text, now=NOW)
+        assert plan.date_range.limits is False and plan.search_range.start is None, text
+    assert plan_question("invoices from last month", now=NOW).search_range.label == "last month"
+
+
 def test_no_date_words_no_range() -> None:
     assert parse_date_range("when do I pay my credit card", NOW).label == ""
     assert parse_date_range("what time does my return flight from Istanbul leave", NOW).label == ""
