@@ -22,13 +22,22 @@ import numpy as np
 from apps.ask.answer import EvidenceMessage, EvidenceText
 from apps.ask.confidence import answer_features, confidence_level
 from apps.ask.planner import Plan
-from apps.ask.textutil import Passage, amount_number, contains_word, find_values, normalize, parse_day, value_key
+from apps.ask.textutil import (
+    VALUE_KIND_LABELS,
+    VALUE_KINDS,
+    Passage,
+    amount_number,
+    contains_word,
+    find_values,
+    normalize,
+    parse_day,
+    value_key,
+)
 
 logger = logging.getLogger(__name__)
 
-VALUE_KINDS = ("date", "time", "amount", "identifier")
-KIND_LABELS = {"date": "a date", "time": "a time", "amount": "an amount", "identifier": "a reference number"}
-KIND_NAMES = {"date": "Date", "time": "Time", "amount": "Amount", "identifier": "Reference"}
+KIND_LABELS = VALUE_KIND_LABELS
+KIND_NAMES = {"date": "Date", "time": "Time", "amount": "Amount", "phone": "Phone", "identifier": "Reference"}
 # Threads scoring at least this share of the best one are considered for the answer.
 CONTENDER_SHARE = 0.75
 MAX_CONTENDERS = 3
@@ -169,16 +178,38 @@ def _supersedes(option: _Option, options: list[_Option], chosen: list[tuple[Pass
     return False
 
 
-def _headline(kind: str, chosen: list[tuple[Passage, list[str]]], message: EvidenceMessage) -> list[str]:
+def _nearest_to_names(plan: Plan, chosen: list[tuple[Passage, list[str]]], values: list[str]) -> list[str]:
+    """The values written closest to a name the question gives ("how much does PG&E owe" in "$1.3 B for SCE
+    and about $1.0 B for PG&E" is $1.0 B); all of them when no sentence holding them names one."""
+    distances: dict[str, int] = {}
+    names = [name for entity in plan.entities if (name := entity.lower())]
+    for passage, passage_values in chosen:
+        text = passage.text.lower()
+        spots = [m.start() for name in names for m in re.finditer(re.escape(name), text)]
+        if not spots:
+            continue
+        for value in passage_values:
+            at = text.find(value.lower())
+            if value in values and at != -1:
+                distance = min(abs(at - spot) for spot in spots)
+                distances[value] = min(distance, distances.get(value, distance))
+    if not distances:
+        return values
+    nearest = min(distances.values())
+    return [v for v in values if distances.get(v) == nearest]
+
+
+def _headline(plan: Plan, kind: str, chosen: list[tuple[Passage, list[str]]], message: EvidenceMessage) -> list[str]:
     """The values of one kind to state up front: a date after the mail was sent (else all dates), the
-    largest amount, or every time / reference (at most three)."""
+    amount written next to a name the question gives (else the largest: the total), or every time /
+    reference (at most three)."""
     values = [v for _p, vs in chosen for v in vs if find_values(kind, v)]
     if kind == "date" and message.timestamp:
         sent = dt.date.fromtimestamp(message.timestamp)
         later = [v for v in values if (day := parse_day(v, reference=sent)) is not None and day > sent]
         values = later or values
     elif kind == "amount" and values:
-        values = [max(values, key=amount_number)]
+        values = [max(_nearest_to_names(plan, chosen, values), key=amount_number)]
     return list(dict.fromkeys(values))[:3]
 
 
@@ -365,7 +396,8 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
     unsure = bool(missing) or level == "low"
     if found:
         facts = " · ".join(
-            f"{KIND_NAMES[kind]}: " + ", ".join(f"**{v}**" for v in _headline(kind, chosen, message)) for kind in found
+            f"{KIND_NAMES[kind]}: " + ", ".join(f"**{v}**" for v in _headline(plan, kind, chosen, message))
+            for kind in found
         )
         lines.append(("I'm not sure, but the closest answer is — " if unsure else "") + f"{facts} {cite}")
     if missing and not found:

@@ -46,7 +46,7 @@ from apps.ask.retrieval import (
     word_rarity,
 )
 from apps.ask.rewrite import llm_rerank, recent_subjects, rewrite_question
-from apps.ask.textutil import Passage, find_values, own_text
+from apps.ask.textutil import VALUE_KIND_LABELS, VALUE_KINDS, Passage, find_values, own_text
 from apps.search.folding import highlight, parse_query
 from mailagent.llm import LLMConfig
 
@@ -226,8 +226,7 @@ def _plan_detail(plan: Plan) -> str:
         parts.append("follows up on the previous question")
     if plan.rewrites:
         parts.append("rewritten by the language model: " + " | ".join(plan.rewrites))
-    kinds = {"date": "a date", "time": "a time", "amount": "an amount", "identifier": "a reference number"}
-    wanted = [kinds[k] for k in plan.answer_types if k in kinds]
+    wanted = [VALUE_KIND_LABELS[k] for k in plan.answer_types if k in VALUE_KIND_LABELS]
     if wanted:
         parts.append("looking for " + " and ".join(wanted))
     elif plan.answer_types == ["yesno"]:
@@ -411,7 +410,7 @@ PROMPT_PASSAGES = 8
 def _prompt_passages(plan: Plan, passages: list[Passage]) -> list[Passage]:
     """The excerpts a language model sees: sentences holding an asked kind of value first, then the rest
     in mail order (the model reads them; the extractive answer ranks them itself)."""
-    kinds = [k for k in plan.answer_types if k in ("date", "time", "amount", "identifier")]
+    kinds = [k for k in plan.answer_types if k in VALUE_KINDS]
     body = [p for p in passages if p.source != "subject"]
     with_value = [p for p in body if any(find_values(kind, p.text) for kind in kinds)]
     rest = [p for p in body if p not in with_value]

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apps.ask.planner import Plan, content_keywords
-from apps.ask.textutil import DATE_RE, MONTHS, contains_word, find_values, normalize, own_text
+from apps.ask.textutil import DATE_RE, MONTHS, VALUE_KINDS, contains_word, find_values, normalize, own_text
 from apps.ask.vocabulary import hint_words, phrase_in
 
 
@@ -142,8 +142,8 @@ def _hint_hits(plan: Plan, folded: str) -> int:
 
 
 def answer_evidence(plan: Plan, text: str) -> float:
-    """The share of the asked kinds of value (date, time, amount, identifier) the text holds."""
-    kinds = [k for k in plan.answer_types if k in ("date", "time", "amount", "identifier")]
+    """The share of the asked kinds of value (date, time, amount, phone, identifier) the text holds."""
+    kinds = [k for k in plan.answer_types if k in VALUE_KINDS]
     if not kinds:
         return 0.0
     return sum(1 for kind in kinds if find_values(kind, text[:20_000])) / len(kinds)

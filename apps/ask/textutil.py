@@ -223,8 +223,34 @@ def _mask(text: str, values: list[str]) -> str:
     return text
 
 
+_PHONE = re.compile(r"[+(]?\d[\d() .+-]*\d")
+
+
+def find_phones(text: str) -> list[str]:
+    """Identifiers written as a phone number or an extension: digits with their separators (at least five
+    digits), area code and international prefix included ("(713) 345-2804", "+90 212 555 0142", "3-6200")."""
+    return [
+        v
+        for v in find_identifiers(text)
+        if _PHONE.fullmatch(v) and sum(c.isdigit() for c in v) >= _MIN_GROUPED_DIGITS and not v.isdigit()
+    ]
+
+
+# The kinds of value an answer can state, and how the page names them.
+VALUE_KINDS = ("date", "time", "amount", "phone", "identifier")
+VALUE_KIND_LABELS = {
+    "date": "a date",
+    "time": "a time",
+    "amount": "an amount",
+    "phone": "a phone number",
+    "identifier": "a reference number",
+}
+
+
 def find_values(kind: str, text: str) -> list[str]:
-    """Values of one answer kind (date, time, amount, identifier) as written in `text`."""
+    """Values of one answer kind (date, time, amount, phone, identifier) as written in `text`."""
+    if kind == "phone":
+        return find_phones(text)
     if kind == "date":
         return find_dates(text)
     if kind == "time":

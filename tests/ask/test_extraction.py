@@ -15,13 +15,14 @@ from apps.accounts.demo_mailbox import build_pdf
 from apps.ask.answer import EvidenceText
 from apps.ask.extraction import ExtractionError, attachment_kind, extract_text
 from apps.ask.extractive import extractive_answer
-from apps.ask.planner import Plan
+from apps.ask.planner import Plan, plan_question
 from apps.ask.textutil import (
     Passage,
     amount_number,
     find_amounts,
     find_dates,
     find_identifiers,
+    find_phones,
     find_times,
     parse_day,
     passages,
@@ -275,3 +276,33 @@ def test_a_month_abbreviated_with_a_period_is_a_date_even_across_a_wrapped_line(
     assert any("tourney Feb. 23 and 24 at the fieldhouse." in text for text in texts)
     assert texts[-2:] == ["1. Parking", "2. Tickets"]  # numbered items stay lines
     assert find_dates("the tourney Feb. 23 and 24, not may 5") == ["Feb. 23"]
+
+
+def test_a_phone_question_is_answered_with_the_phone_number_not_another_reference() -> None:
+    question = "what's the phone number of the resort for the conference in Idaho?"
+    assert plan_question(question, now=dt.datetime(2001, 10, 1, tzinfo=dt.UTC)).answer_types == ["phone"]
+    plan = Plan(question=question, intent="question", answer_types=["phone"])
+    plan.keywords = ["phone", "number", "resort", "conference", "idaho"]
+    answer = extractive_answer(
+        plan,
+        _evidence(
+            "The reception is in the Hagadone Suite (room #1801) at the resort.",
+            "For reservations call the resort at (208) 765-4000 before October 1.",
+        ),
+    )
+    assert "Phone: **(208) 765-4000** [1]" in answer.text, answer.text
+    assert find_phones("room #1801, ticket PP-5521-0938-DE, call 3-6200 or (208) 765-4000") == [
+        "3-6200",
+        "(208) 765-4000",
+    ]
+
+
+def test_of_several_amounts_the_one_written_next_to_the_named_company_is_stated() -> None:
+    # Found on Enron: "how much does PG&E owe" was answered with SCE's $1.3 B (the largest) instead of $1.0 B.
+    plan = Plan(question="roughly how much does PG&E owe the QFs?", intent="question", answer_types=["amount"])
+    plan.keywords, plan.entities = ["owe", "qfs"], ["PG&E", "QFs"]
+    sentence = "The QFs want to know when they will be paid (est. at $1.3 B for SCE and about $1.0 B for PG&E)."
+    answer = extractive_answer(plan, _evidence(sentence))
+    assert "Amount: **$1.0 B** [1]" in answer.text, answer.text
+    plan.entities = ["QFs"]  # no name next to either amount: the largest (the total) is stated
+    assert "Amount: **$1.3 B** [1]" in extractive_answer(plan, _evidence(sentence)).text
