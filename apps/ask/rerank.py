@@ -11,6 +11,10 @@ Signals (per candidate message):
              the whole text (coverage), over what its sender wrote (own: subject and own text, not the quoted
              history, so the original beats the replies quoting it) and over the subject alone (subject);
              plus a small boost for a word of the optional vocabulary hints (data/vocabulary.json)
+- day        the text names the day the question names ("the meeting on January 23" finds "Jan. 23rd",
+             "1/23/02", "23 Ocak"): mail about that day, whenever it was sent. Weight 1.0 as for entity,
+             set a priori, not fitted; measured: the 69 questions MRR 0.786 -> 0.797, the fresh 30
+             0.661 -> 0.683, the 50 search questions unchanged
 - semantic   cosine similarity of the question to its best chunk, relative to the best candidate, scored
              exactly for every shortlisted mail (retrieval.shortlist_similarities: a mail found by its words
              only counted as 0 before); plus a share for its rank when the semantic search found it
@@ -43,7 +47,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apps.ask.planner import Plan, content_keywords
-from apps.ask.textutil import DATE_RE, MONTHS, VALUE_KINDS, contains_word, find_values, normalize, own_text
+from apps.ask.textutil import (
+    DATE_RE,
+    MONTHS,
+    VALUE_KINDS,
+    contains_word,
+    day_pattern,
+    find_values,
+    normalize,
+    own_text,
+)
 from apps.ask.vocabulary import hint_words, phrase_in
 
 
@@ -56,6 +69,7 @@ WEIGHTS: dict[str, float] = {
     "coverage": 1.0,
     "own": 3.0,
     "subject": 0.0,
+    "day": 1.0,
     "semantic": 1.0,
     "hybrid": 1.0,
     "provider": 0.3,
@@ -203,6 +217,9 @@ def score_candidates(
         for position, member in enumerate(members):
             series_position[member.message_pk] = position
     entity_words = [normalize(e) for e in plan.entities]
+    # The days the question names ("the meeting on January 23"): mail about that day says so in its text,
+    # whenever it was sent (the date hint only prefers mail sent that day).
+    days = [p for value in find_values("date", plan.question) if (p := day_pattern(value)) is not None]
     sets = keyword_sets(plan)
     keywords = sets[0]
     hinted = bool(plan.hints)
@@ -284,6 +301,7 @@ def score_candidates(
             "coverage": round(coverage, 4),
             "own": round(_best_share(sets, weights, own), 4),
             "subject": round(_best_share(sets, weights, subject), 4),
+            "day": sum(1.0 for p in days if p.search(everything)) / len(days) if days else 0.0,
             "semantic": round(semantic, 4),
             "hybrid": round((1 + HYBRID_K) / (HYBRID_K + candidate.hybrid_rank), 4)
             if candidate.hybrid_rank is not None

@@ -344,6 +344,21 @@ def parse_day(value: str, *, reference: dt.date | None = None) -> dt.date | None
         return None
 
 
+def day_pattern(value: str) -> re.Pattern[str] | None:
+    """A pattern for the day a date value names, however a mail writes it (folded lowercase text): any
+    language's name or abbreviation of its month before or after the day, or day and month in figures
+    ("January 23" also finds "Jan. 23rd", "23 Ocak", "1/23/02", "23.01.")."""
+    day = parse_day(value, reference=dt.date(2000, 1, 1))
+    if day is None:
+        return None
+    names = "|".join(sorted((re.escape(name) for name, number in MONTHS.items() if number == day.month), key=len))
+    number = rf"0?{day.day}(?:st|nd|rd|th)?"
+    return re.compile(
+        rf"\b(?:(?:{names})\.?\s+{number}\b|{number}\.?\s+(?:{names})\b"
+        rf"|0?{day.month}/0?{day.day}\b|0?{day.day}\.0?{day.month}\b)"
+    )
+
+
 def amount_number(value: str) -> float:
     """The number of an amount value ("1.428,00 EUR" → 1428.0, "£84.20" → 84.2, "$1.3 B" → 1.3e9)."""
     digits = re.sub(r"[^\d.,]", "", value)

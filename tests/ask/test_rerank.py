@@ -61,6 +61,23 @@ def test_latest_statement_of_a_series_wins() -> None:
     assert april.features["evidence"] == 1.0 and advert.features["evidence"] == 1.0
 
 
+def test_mail_naming_the_day_the_question_names_wins_whenever_it_was_sent() -> None:
+    # Found on Enron: "where will the Management Committee extended meeting on January 23 take place?" cited
+    # the thread's earlier mail about January 11 and 17; the one moving it to January 23 was third.
+    plan = plan_question("where will the Management Committee extended meeting on January 23 take place?", now=NOW)
+    sent = dt.datetime(2002, 1, 9, tzinfo=dt.UTC)
+    earlier = candidate(1, sender="Rosie <rosie@enron.example>", subject="Management Committee Extended Meeting",
+                        body="Ken wants to leave the extended meeting for Friday, January 11, or Thursday, January 17.",
+                        when=sent, keyword_rank=1, semantic_rank=1, semantic_score=0.6)  # fmt: skip
+    moved = candidate(2, sender="Rosie <rosie@enron.example>", subject="Management Committee Meeting",
+                      body="The extended meeting will be held Wednesday, Jan. 23rd in the 50M Dining Room.",
+                      when=sent + dt.timedelta(days=1), keyword_rank=2, semantic_rank=2,
+                      semantic_score=0.55)  # fmt: skip
+    ranked = score_candidates(plan, [earlier, moved], keyword_lists=3)
+    assert moved.features["day"] == 1.0 and earlier.features["day"] == 0.0
+    assert [c.message_pk for c in ranked] == [2, 1]
+
+
 def test_merge_keeps_one_row_per_thread_with_its_best_message() -> None:
     a = candidate(1, sender="A <a@x.example>", subject="QNB", body="QNB")
     b = candidate(
