@@ -1,8 +1,8 @@
 """Fit (or only evaluate) Ask's answer-confidence model (apps/ask/confidence.py) on labelled Enron questions.
 
-Each question of bench/data/ask_questions.json and bench/data/search_questions.json is answered without a
-language model; the label is whether the mail the answer cites is a labelled one (or a copy of it), the
-features are the ones the answer step records (scope["extractive"]["features"]). Prints the
+Each question of bench/data/ask_questions.json, search_questions.json and ask_questions_fresh.json is
+answered without a language model; the label is whether the mail the answer cites is a labelled one (or a
+copy of it), the features are the ones the answer step records (scope["extractive"]["features"]). Prints the
 cross-validated ranking quality (AUC) of the model and of the similarity rule used without a model, and how
 often the cited mail is right at each level, then (with --write) refits on all questions and writes
 apps/ask/data/confidence.json. Refit whenever the ranking changes (the features are its scores).
@@ -30,6 +30,7 @@ from bench.ask import is_relevant, load_questions, relevant_keys, run_question  
 from bench.search import setup_django  # noqa: E402
 
 SEARCH_QUESTIONS = REPO / "bench" / "data" / "search_questions.json"
+FRESH_QUESTIONS = REPO / "bench" / "data" / "ask_questions_fresh.json"
 HIGH, LOW = 0.8, 0.6  # high: an estimated ≥ 80% chance the cited mail answers; low: under 60%
 FOLDS = 10
 
@@ -39,7 +40,7 @@ def collect(account: Any) -> tuple[list[list[float]], list[int], list[str]]:
 
     run_question("warm up the model and the vectors", account)
     warm_up()
-    questions = load_questions() + load_questions(SEARCH_QUESTIONS)
+    questions = load_questions() + load_questions(SEARCH_QUESTIONS) + load_questions(FRESH_QUESTIONS)
     features: list[list[float]] = []
     labels: list[int] = []
     levels: list[str] = []
