@@ -147,6 +147,22 @@ def test_search_command_prints_the_json_shape(corpus: dict[str, Message]) -> Non
         call_command("search", "x", "--after", "yesterday-ish")
 
 
+def test_the_one_shot_commands_rank_without_loading_the_in_memory_keyword_index(
+    corpus: dict[str, Message],
+) -> None:
+    # The index's first load reads every document (seconds at Enron scale) to save milliseconds per query:
+    # `manage.py search` and `manage.py ask` answer one question and exit, so FTS5 ranks instead.
+    from apps.search.backends import get_search_backend, keyword_index
+
+    keyword_index.forget_keyword_indexes()
+    out = StringIO()
+    call_command("search", "turbine", "--mode", "keyword", stdout=out)
+    assert "Turbine invoice" in out.getvalue()
+    call_command("ask", "what does the turbine invoice say?", "--json", stdout=StringIO())
+    assert not keyword_index._indexes and not keyword_index._loading
+    assert get_search_backend().options.get("KEYWORD_INDEX", True) is True  # only for the command's duration
+
+
 def test_reindex_command_builds_both_indexes(make_message: Any) -> None:
     make_message("Loose message", "stored without the ingest hook")
     out = StringIO()

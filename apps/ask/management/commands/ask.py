@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from apps.accounts.models import MailAccount
 from apps.ask import actions, selectors
 from apps.ask.events import AskEvent
+from apps.search.backends import serve_one_query
 
 
 class Command(BaseCommand):
@@ -42,6 +43,10 @@ class Command(BaseCommand):
         return next(iter(owners.values()))
 
     def handle(self, *args: Any, **options: Any) -> None:
+        with serve_one_query():  # one question, then the process exits
+            self._handle(options)
+
+    def _handle(self, options: dict[str, Any]) -> None:
         owner = self._owner(options)
         conversation = None
         if options["conversation"]:

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from apps.search.backends import serve_one_query
 from apps.search.backends.base import MODES
 from apps.search.selectors import account_ids_by_name, build_filters, normalize_mode, search_page
 
@@ -37,6 +38,10 @@ class Command(BaseCommand):
         parser.add_argument("--kind", choices=["message", "attachment", "mail", "file"])
 
     def handle(self, *args: Any, **options: Any) -> None:
+        with serve_one_query():  # one question, then the process exits
+            self._handle(options)
+
+    def _handle(self, options: dict[str, Any]) -> None:
         if options["account"] and not account_ids_by_name(options["account"]):
             raise CommandError(f"No account named {options['account']!r}")
         if options["limit"] < 1 or options["page"] < 1:
