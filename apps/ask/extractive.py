@@ -185,7 +185,7 @@ def _nearest_to_names(plan: Plan, chosen: list[tuple[Passage, list[str]]], value
     names = [name for entity in plan.entities if (name := entity.lower())]
     for passage, passage_values in chosen:
         text = passage.text.lower()
-        spots = [m.start() for name in names for m in re.finditer(re.escape(name), text)]
+        spots = [m.start() for name in names for m in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text)]
         if not spots:
             continue
         for value in passage_values:
