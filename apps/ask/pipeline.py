@@ -31,7 +31,15 @@ from apps.ask.extractive import extractive_answer
 from apps.ask.file_router import route_for_run
 from apps.ask.intent import FILE_INTENTS
 from apps.ask.planner import Plan, PreviousTurn, plan_question, refusal_text
-from apps.ask.rerank import Candidate, ThreadResult, is_weak, keyword_sets, merge_threads, score_candidates
+from apps.ask.rerank import (
+    Candidate,
+    ThreadResult,
+    is_weak,
+    keep_search_hits,
+    keyword_sets,
+    merge_threads,
+    score_candidates,
+)
 from apps.ask.retrieval import (
     CandidatePool,
     hybrid_search,
@@ -294,7 +302,7 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
         similar = shortlist_similarities(plan, shortlist)
         rarity = word_rarity([*plan.entities, *(word for words in keyword_sets(plan) for word in words)])
         ranked = score_candidates(plan, shortlist, keyword_lists=pool.keyword_lists, word_weights=rarity)
-        threads = merge_threads(ranked)
+        threads = keep_search_hits(merge_threads(ranked))
         step.detail = f"{len(pool.by_message)} candidates → {len(threads)} threads" + (
             f" ({similar} compared with the question by meaning)" if similar else ""
         )

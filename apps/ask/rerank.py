@@ -87,6 +87,8 @@ ENTITIES_FOUND = 0.8  # every named entity of the question found in the text (0.
 # How many more matching messages in one thread add to its score (a conversation about the subject).
 THREAD_BONUS_PER_MESSAGE = 0.03
 THREAD_BONUS_CAP = 0.12
+# The search page's best hits for the question that always stay among Ask's first rows (keep_search_hits).
+SEARCH_FLOOR = 10
 
 
 @dataclass(slots=True)
@@ -354,6 +356,26 @@ def merge_threads(ranked: list[Candidate]) -> list[ThreadResult]:
     return sorted(threads.values(), key=lambda t: (-t.score, -t.best.message_pk))
 
 
+def keep_search_hits(threads: list[ThreadResult], limit: int = SEARCH_FLOOR) -> list[ThreadResult]:
+    """The threads of the search page's own first `limit` rows for the question (its hybrid ranking, one row
+    per thread) are all among Ask's first `limit` rows: the rerank orders them and may add its own finds,
+    but never pushes one of search's out (fusion is never worse than its input). Rows they displace move
+    down, in order."""
+    ranked = [(min(m.hybrid_rank for m in t.members if m.hybrid_rank is not None), t) for t in threads
+              if any(m.hybrid_rank is not None for m in t.members)]  # fmt: skip
+    ranked.sort(key=lambda pair: pair[0])
+    holding = [t for _rank, t in ranked[:limit]]  # the search page's first rows: one per thread
+    top = threads[:limit]
+    missing = [t for t in holding if t not in top]
+    if not missing:
+        return threads
+    others = [t for t in top if t not in holding]
+    displaced = others[len(others) - len(missing) :] if len(missing) <= len(others) else others
+    kept = [t for t in top if t not in displaced]
+    rest = [t for t in threads[limit:] if t not in missing]
+    return kept + missing + displaced + rest
+
+
 def features_json(candidate: Candidate) -> dict[str, Any]:
     return dict(candidate.features)
 
@@ -366,6 +388,7 @@ __all__ = [
     "Candidate",
     "ThreadResult",
     "is_weak",
+    "keep_search_hits",
     "merge_threads",
     "score_candidates",
 ]

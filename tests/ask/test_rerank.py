@@ -7,7 +7,14 @@ import datetime as dt
 
 from apps.ask.answer import EvidenceMessage, EvidenceText, citation_check
 from apps.ask.planner import plan_question
-from apps.ask.rerank import AttachmentText, Candidate, merge_threads, score_candidates
+from apps.ask.rerank import (
+    AttachmentText,
+    Candidate,
+    ThreadResult,
+    keep_search_hits,
+    merge_threads,
+    score_candidates,
+)
 
 NOW = dt.datetime(2026, 11, 23, tzinfo=dt.UTC)
 PLAN = plan_question("when do I need to make a payment to QNB bank for my credit card", now=NOW)
@@ -90,6 +97,20 @@ def test_merge_keeps_one_row_per_thread_with_its_best_message() -> None:
     assert threads[0].key == 7
     assert threads[0].best.message_pk == 2
     assert len(threads) == 2
+
+
+def test_the_search_pages_first_rows_stay_among_the_first_rows() -> None:
+    # Found on fresh Enron questions: the rerank pushed the search page's tenth row (the answer) to 18th
+    # behind long digests. Ask may reorder search's first rows and add its own finds, never drop one of them.
+    def row(pk: int, score: float, hybrid_rank: int | None) -> ThreadResult:
+        item = candidate(pk, sender="S <s@x.example>", subject=f"mail {pk}", hybrid_rank=hybrid_rank)
+        return ThreadResult(key=pk, best=item, members=[item], score=score)
+
+    own_find, digest, search_second, search_first = row(1, 3.0, None), row(2, 2.5, None), row(3, 1.0, 2), row(4, 0.9, 1)
+    reordered = keep_search_hits([own_find, digest, search_second, search_first], limit=3)
+    assert [t.key for t in reordered] == [1, 3, 4, 2]  # search's two rows in the first three; the digest moves down
+    unchanged = [search_first, own_find, search_second, digest]
+    assert keep_search_hits(unchanged, limit=3) == unchanged  # nothing to restore: the rerank's order stands
 
 
 def test_citation_check() -> None:
