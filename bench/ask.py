@@ -153,6 +153,7 @@ def recall_mrr(found: list[int | None]) -> tuple[float, float]:
 
 
 def evaluate(account: Any, repeat: int, questions: list[dict[str, Any]]) -> None:
+    from apps.ask.pipeline import EVIDENCE_ROWS
     from apps.search.backends.base import SearchFilters
     from apps.search.selectors import search_messages
 
@@ -201,7 +202,8 @@ def evaluate(account: Any, repeat: int, questions: list[dict[str, Any]]) -> None
             latencies.append(run_question(item["question"], account)[1])
 
     print(f"\nlabelled questions: {len(questions)} (a copy of a labelled mail in another inbox counts as relevant;")
-    print("'thread' also counts the row of the thread that holds the labelled mail)")
+    print("'thread' also counts the row of the thread that holds the labelled mail;")
+    print(f"Ask shows {EVIDENCE_ROWS} evidence rows, so its r@10 counts {EVIDENCE_ROWS}; search's, its first 10 mails)")
     print(
         f"{'':24} {'n':>3}  {'ask r@10':>8} {'MRR':>6}  {'thread r@10':>11} {'MRR':>6}"
         f"  {'search r@10':>11} {'MRR':>6}  value"
