@@ -203,7 +203,7 @@ def evaluate(account: Any, repeat: int, questions: list[dict[str, Any]]) -> None
 
     print(f"\nlabelled questions: {len(questions)} (a copy of a labelled mail in another inbox counts as relevant;")
     print("'thread' also counts the row of the thread that holds the labelled mail;")
-    print(f"Ask shows {EVIDENCE_ROWS} evidence rows, so its r@10 counts {EVIDENCE_ROWS}; search's, its first 10 mails)")
+    print(f"Ask shows {EVIDENCE_ROWS} evidence rows; search's column counts its first 10 mails)")
     print(
         f"{'':24} {'n':>3}  {'ask r@10':>8} {'MRR':>6}  {'thread r@10':>11} {'MRR':>6}"
         f"  {'search r@10':>11} {'MRR':>6}  value"
