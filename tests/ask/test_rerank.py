@@ -111,6 +111,9 @@ def test_the_search_pages_first_rows_stay_among_the_first_rows() -> None:
     assert [t.key for t in reordered] == [1, 3, 4, 2]  # search's two rows in the first three; the digest moves down
     unchanged = [search_first, own_find, search_second, digest]
     assert keep_search_hits(unchanged, limit=3) == unchanged  # nothing to restore: the rerank's order stands
+    # A hit of search's the rerank scores under SEARCH_FLOOR_SHARE of its best row is not forced in.
+    weak = row(5, 0.2, 1)
+    assert [t.key for t in keep_search_hits([own_find, digest, search_second, weak], limit=3)] == [1, 2, 3, 5]
 
 
 def test_citation_check() -> None:
