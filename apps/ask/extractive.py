@@ -36,7 +36,6 @@ from apps.ask.textutil import (
 
 logger = logging.getLogger(__name__)
 
-KIND_LABELS = VALUE_KIND_LABELS
 KIND_NAMES = {"date": "Date", "time": "Time", "amount": "Amount", "phone": "Phone", "identifier": "Reference"}
 # Threads scoring at least this share of the best one are considered for the answer.
 CONTENDER_SHARE = 0.75
@@ -402,13 +401,13 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
         lines.append(("I'm not sure, but the closest answer is — " if unsure else "") + f"{facts} {cite}")
     if missing and not found:
         lines.append(
-            f"I found no {' or '.join(KIND_LABELS[k].split(' ', 1)[1] for k in missing)} I could recognise in"
+            f"I found no {' or '.join(VALUE_KIND_LABELS[k].split(' ', 1)[1] for k in missing)} I could recognise in"
             f" the best match, {where} {cite}; these are its sentences closest to your question:"
         )
     elif missing:
         lines.append(
             f"The best match, {where} {cite}, does not state "
-            + " or ".join(KIND_LABELS[k] for k in missing)
+            + " or ".join(VALUE_KIND_LABELS[k] for k in missing)
             + ". The closest mails are listed below."
         )
     elif not kinds and unsure:

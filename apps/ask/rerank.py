@@ -28,8 +28,8 @@ Signals (per candidate message):
              the sender or subject (full credit) or in the body/attachments or the subject of its
              conversation (most credit: a reply need not repeat it). An answer about
              another bank is wrong, however similar the text.
-- evidence   the share of the asked kinds of value (a date, a time, an amount, a reference number) the
-             text holds
+- evidence   the share of the asked kinds of value (a date, a time, an amount, a phone or reference
+             number) the text holds
 - attachment an attachment's text carries the match (a statement PDF whose mail body says little)
 
 Measured (bench/ask.py, Enron, keyword side only): the former weights (lexical rank + plain word coverage
@@ -368,17 +368,18 @@ def keep_search_hits(
     but never pushes one of search's out (fusion is never worse than its input) unless it scores under
     `min_share` of the best row: in a small mailbox search's first ten rows reach mail that only resembles
     the question (six parcel notices for a flight question). Rows they displace move down, in order."""
-    ranked = [(min(m.hybrid_rank for m in t.members if m.hybrid_rank is not None), t) for t in threads
-              if any(m.hybrid_rank is not None for m in t.members)]  # fmt: skip
-    ranked.sort(key=lambda pair: pair[0])
+    search_rank = {id(t): min(ranks) for t in threads if (ranks := [m.hybrid_rank for m in t.members if m.hybrid_rank])}
     best = max((t.score for t in threads), default=0.0)
-    holding = [t for _rank, t in ranked[:limit] if t.score >= min_share * best]  # search's rows, one per thread
+    in_search = sorted((t for t in threads if id(t) in search_rank), key=lambda t: search_rank[id(t)])[:limit]
+    holding = [t for t in in_search if t.score >= min_share * best]  # search's first rows, one per thread
     top = threads[:limit]
     missing = [t for t in holding if t not in top]
     if not missing:
         return threads
+    # As many rows of the top as are missing, the lowest of those search did not rank (there are enough:
+    # the top holds `limit` rows and search's rows number at most `limit`).
     others = [t for t in top if t not in holding]
-    displaced = others[len(others) - len(missing) :] if len(missing) <= len(others) else others
+    displaced = others[len(others) - len(missing) :]
     kept = [t for t in top if t not in displaced]
     rest = [t for t in threads[limit:] if t not in missing]
     return kept + missing + displaced + rest

@@ -46,7 +46,9 @@ def _date_spans(folded: str) -> list[tuple[int, int]]:
 _CURRENCY = r"(?:TL|TRY|EUR|USD|GBP|CHF|SEK|NOK|DKK|PLN|€|\$|£|₺|euros?|dollars?|lira)"
 _NUMBER = r"\d{1,3}(?:[.,\u00a0\u202f]\d{3})*(?:[.,]\d{1,2})?|\d+(?:[.,]\d{1,2})?"
 # A scale written after the number is part of the amount: "$1.3 B" is not "$1.3", "$500K" is not "$50".
-_SCALE = r"(?:\s?(?:k|m|mm|mn|b|bn|mio|mrd|thousand|million|billion|trillion)s?(?![A-Za-z]))"
+_SCALES = {"k": 1e3, "thousand": 1e3, "m": 1e6, "mm": 1e6, "mn": 1e6, "mio": 1e6, "million": 1e6, "b": 1e9,
+           "bn": 1e9, "mrd": 1e9, "billion": 1e9, "trillion": 1e12}  # fmt: skip
+_SCALE = rf"(?:\s?(?:{'|'.join(sorted(_SCALES, key=len, reverse=True))})s?(?![A-Za-z]))"
 # The lookahead (a digit, a sign, a currency symbol or the first letter of a currency word) lets the scan skip
 # the other positions without trying every currency alternative there: 8 -> 4.6 ms over 20,000 characters.
 AMOUNT_RE = re.compile(
@@ -351,7 +353,9 @@ def day_pattern(value: str) -> re.Pattern[str] | None:
     day = parse_day(value, reference=dt.date(2000, 1, 1))
     if day is None:
         return None
-    names = "|".join(sorted((re.escape(name) for name, number in MONTHS.items() if number == day.month), key=len))
+    names = "|".join(
+        sorted((re.escape(name) for name, number in MONTHS.items() if number == day.month), key=len, reverse=True)
+    )
     number = rf"0?{day.day}(?:st|nd|rd|th)?"
     return re.compile(
         rf"\b(?:(?:{names})\.?\s+{number}\b|{number}\.?\s+(?:{names})\b"
@@ -372,7 +376,3 @@ def amount_number(value: str) -> float:
     whole = re.sub(r"[.,]", "", whole) or "0"
     scale = re.search(r"\d\s?([^\W\d_]+)", value)
     return float(f"{whole}.{fraction}") * _SCALES.get(scale.group(1).lower().rstrip("s") if scale else "", 1.0)
-
-
-_SCALES = {"k": 1e3, "thousand": 1e3, "m": 1e6, "mm": 1e6, "mn": 1e6, "mio": 1e6, "million": 1e6, "b": 1e9,
-           "bn": 1e9, "mrd": 1e9, "billion": 1e9, "trillion": 1e12}  # fmt: skip
