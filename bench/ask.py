@@ -113,10 +113,13 @@ def is_relevant(message_id: str, relevant: tuple[str, ...], keys: set[str]) -> b
 
 
 def value_in_answer(expected: str, answer: str) -> bool:
-    """The expected value, as the mail writes it, in the answer (bold markers and spacing ignored)."""
+    """The expected value, as the mail writes it, in the answer (bold markers, spacing and the periods of
+    "p.m." / "a.m." ignored: a copy of the mail may write "2:00 p.m." where the labelled one has "2:00 pm")."""
+    import re
 
     def flat(text: str) -> str:
-        return " ".join(text.replace("**", "").split()).lower()
+        text = re.sub(r"\b([ap])\.m\.?", r"\1m", text.replace("**", ""), flags=re.IGNORECASE)
+        return " ".join(text.split()).lower()
 
     return flat(expected) in flat(answer)
 

@@ -191,6 +191,10 @@ def _anchor_key(word: str, anchors: dict[str, frozenset[str]]) -> str:
     return folded if folded in anchors else ""
 
 
+# A number, or a number with an ordinal ending of any language ("24th", "1st", "3e", "2º", "24ste").
+_NUMBER_WORD = re.compile(r"\d+(?:[^\W\d_]{1,3}|º|ª)?")
+
+
 def parse_date_range(question: str, now: dt.datetime) -> DateRange:
     """The longest run of up to four words that dateparser reads as a date, turned into a period."""
     tz = now.tzinfo or dt.UTC
@@ -224,9 +228,10 @@ def parse_date_range(question: str, now: dt.datetime) -> DateRange:
                 else:
                     break
             text = " ".join(window)
-            # Numbers alone ("4.4", "1.7", "3/15") are a section, a version or an amount as often as a day:
-            # like a named month they only prefer mail of that day, never filter the rest out.
-            numeric = all(word.isdigit() for word in window)
+            # Numbers alone ("4.4", "1.7", "3/15", "the 24th") are a section, a version, an amount or the day
+            # of an event as often as the day a mail was sent: like a named month they only prefer mail of
+            # that day, never filter the rest out.
+            numeric = all(_NUMBER_WORD.fullmatch(word) for word in window)
             named = numeric or any(w.lower() in _name_words() or re.fullmatch(r"(?:19|20)\d\d", w) for w in window)
             found = _range_for(text, data.date_obj, data.period, now, tz, named=named)
             if found is not None:

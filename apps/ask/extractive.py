@@ -282,6 +282,38 @@ def _within_budget(plan: Plan, flat: list[tuple[_Option, Passage]]) -> list[tupl
     return [flat[i] for i in sorted(kept)]
 
 
+def _options(items: list[EvidenceText], top_score: float) -> list[_Option]:
+    """Every read message of these evidence threads, with a prior from its thread's score."""
+    options: list[_Option] = []
+    for item in items:
+        members = item.members or [
+            EvidenceMessage(item.subject, item.sender, item.date_label, 0.0, [p for p in item.passages])
+        ]
+        newest = max((m.timestamp for m in members), default=0.0)
+        for position, message in enumerate(members):
+            # the thread's score relative to the best; within a thread the newest message that carries the
+            # value wins ties (a schedule change supersedes the booking)
+            prior = 2.0 * item.score / top_score - (0.0 if position == 0 else 0.1)
+            prior += 0.3 if len(members) > 1 and message.timestamp == newest else 0.0
+            options.append(_Option(item.number, message, prior))
+    return options
+
+
+def _answering_sentences(
+    plan: Plan, options: list[_Option], kinds: list[str], given: set[str]
+) -> list[tuple[_Option, Passage]]:
+    """Only sentences that could answer are embedded: those holding an asked kind of value (all, for "any")."""
+    return _within_budget(
+        plan,
+        [
+            (o, p)
+            for o in options
+            for p in o.message.passages
+            if p.source != "subject" and (not kinds or any(_answer_values(kind, p.text, given) for kind in kinds))
+        ],
+    )
+
+
 def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAnswer:
     kinds = [k for k in plan.answer_types if k in VALUE_KINDS]
     given = {key for kind in VALUE_KINDS for v in find_values(kind, plan.question) if (key := value_key(v))}
@@ -293,28 +325,8 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
         return ExtractiveAnswer(text="Nothing in your mail matched.")
     top_score = evidence[0].score or 1.0
     contenders = [e for e in evidence[:MAX_CONTENDERS] if e.score >= CONTENDER_SHARE * top_score] or evidence[:1]
-    options: list[_Option] = []
-    for item in contenders:
-        members = item.members or [
-            EvidenceMessage(item.subject, item.sender, item.date_label, 0.0, [p for p in item.passages])
-        ]
-        newest = max((m.timestamp for m in members), default=0.0)
-        for position, message in enumerate(members):
-            # the thread's score relative to the best; within a thread the newest message that carries the
-            # value wins ties (a schedule change supersedes the booking)
-            prior = 2.0 * item.score / top_score - (0.0 if position == 0 else 0.1)
-            prior += 0.3 if len(members) > 1 and message.timestamp == newest else 0.0
-            options.append(_Option(item.number, message, prior))
-    # Only sentences that could answer are embedded: those holding an asked kind of value (all, for "any").
-    flat = _within_budget(
-        plan,
-        [
-            (o, p)
-            for o in options
-            for p in o.message.passages
-            if p.source != "subject" and (not kinds or any(_answer_values(kind, p.text, given) for kind in kinds))
-        ],
-    )
+    options = _options(contenders, top_score)
+    flat = _answering_sentences(plan, options, kinds, given)
     asked = kinds
     if kinds and not flat:
         # No sentence holds a value of the asked kind that the patterns recognise (a phone number, a room, a

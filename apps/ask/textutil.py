@@ -27,14 +27,16 @@ DATE_RE = re.compile(
 
 def _date_spans(folded: str) -> list[tuple[int, int]]:
     """Where DATE_RE finds a real date: a numeric one, or a month name MONTHS knows (with a year, of at least
-    four letters, or abbreviated with a period: "Feb. 23"). A rejected candidate is retried one character
-    later, so "ships 12 December 2001" still yields "12 December 2001"."""
+    four letters, abbreviated with a period: "Feb. 23", or capitalised: "Nov 26", "Dec 24", not "may 5" or
+    "set 2"). A rejected candidate is retried one character later, so "ships 12 December 2001" still yields
+    "12 December 2001"."""
     spans: list[tuple[int, int]] = []
     position = 0
     while (match := DATE_RE.search(folded, position)) is not None:
-        name = (match.group("after") or match.group("before") or "").lower()
+        written = match.group("after") or match.group("before") or ""
+        name = written.lower()
         year = match.group("year_after") or match.group("year_before")
-        abbreviated = bool(match.group("dot_after") or match.group("dot_before"))
+        abbreviated = bool(match.group("dot_after") or match.group("dot_before")) or written[:1].isupper()
         if match.group("numeric") or (name in MONTHS and (year or len(name) >= 4 or abbreviated)):
             spans.append((match.start(), match.end()))
             position = match.end()
@@ -126,8 +128,12 @@ def _continues(previous: str, line: str) -> bool:
     return line[:1].isdigit() and bool(_ABBREVIATION_END.search(previous)) and not _LIST_MARKER.match(line)
 
 
+_BULLET = re.compile(r"^[-*•·◦▪]\s|^\d{1,2}[.)]\s|^[a-z][.)]\s")
+
+
 def unwrap(text: str) -> list[str]:
-    """Join hard-wrapped lines of running text; "Key: value" lines and short lines stay lines."""
+    """Join hard-wrapped lines of running text; "Key: value" lines, list items ("- Class is held in room
+    ECN560", "2) …") and short lines stay lines."""
     merged: list[str] = []
     for raw in text.splitlines():
         line = raw.strip(" \t>|*-•")
@@ -137,6 +143,7 @@ def unwrap(text: str) -> list[str]:
         previous = merged[-1] if merged else ""
         if (
             previous
+            and not _BULLET.match(raw.lstrip(" \t>|"))
             and len(previous) >= 50
             and (not previous.endswith(_CLAUSE_END) or _continues(previous, line))
             and not _KEY_VALUE.match(line)

@@ -131,8 +131,10 @@ def test_month_names_come_from_dateparser_and_dates_may_lack_a_year() -> None:
     assert find_dates("betaling op 12 januari 2027 graag") == ["12 januari 2027"]
     text = "Comments by Sept. 27th; he moves on Tuesday October 23. Ships 12 December 2001."
     assert find_dates(text) == ["Sept. 27th", "October 23", "12 December 2001"]
-    # Without a year only a name of four letters or more is a month: "may 5", "set 2" are not dates.
+    # Without a year only a name of four letters or more, or a capitalised one, is a month: "may 5", "set 2"
+    # are not dates, "Nov 26 - Jan 28 (no class Dec 24)" holds three.
     assert find_dates("you may 5 times, set 2 of 3, March 2001 report") == []
+    assert find_dates("Monday nights, Nov 26 - Jan 28 (no class Dec 24)") == ["Nov 26", "Jan 28", "Dec 24"]
     assert parse_day("October 23", reference=dt.date(2001, 10, 17)) == dt.date(2001, 10, 23)
     assert parse_day("October 23") is None
     assert value_key("October 23") == value_key("10/23") == "1023"
@@ -306,3 +308,44 @@ def test_of_several_amounts_the_one_written_next_to_the_named_company_is_stated(
     assert "Amount: **$1.0 B** [1]" in answer.text, answer.text
     plan.entities = ["QFs"]  # no name next to either amount: the largest (the total) is stated
     assert "Amount: **$1.3 B** [1]" in extractive_answer(plan, _evidence(sentence)).text
+
+
+def test_list_items_stay_passages_of_their_own() -> None:
+    # Found on Enron: a list of "- " items without periods was joined into one passage, so the room of one item
+    # answered a question about the course number of another.
+    body = (
+        "Course details:\n"
+        "     - Class is held at Enron in room ECN560 and is restricted to Enron\n"
+        "\t\temployees\n"
+        "     - Each course is limited to eight students\n"
+        "     * Meets once a week for eight weeks\n"
+    )
+    texts = [p.text for p in passages(body, source="body")]
+    assert texts == [
+        "Course details:",
+        "Class is held at Enron in room ECN560 and is restricted to Enron employees",
+        "Each course is limited to eight students",
+        "Meets once a week for eight weeks",
+    ]
+
+
+def test_a_list_item_is_quoted_alone_so_another_item_does_not_answer() -> None:
+    # Found on Enron: "what course number should I write…" was answered with the room "ECN560" of a list whose
+    # "- " items had been joined into one long passage holding "course" three times.
+    body = (
+        "The next GMAT review course at Enron will begin Monday, November 26th:\nThe schedule is:\n"
+        "     Course # 7019-00:  Monday nights, Nov 26 - Jan 28 (no class Dec 24 or\nDec 31)\n\n"
+        "Course details:\n"
+        "     - Class is held at Enron in room ECN560 and is restricted to Enron\n\t\temployees\n"
+        "     - Each course is limited to eight students\n"
+        "     - Meets once a week for eight weeks\n"
+        "     - Course includes a total of four practice GMAT exams\n"
+    )
+    question = "what course number should I write on the registration form for the GMAT class at Enron?"
+    plan = Plan(question=question, intent="question", answer_types=["identifier"])
+    plan.keywords = ["course", "number", "write", "registration", "form", "gmat", "class", "enron"]
+    subject = "FW: GMAT Review available at Enron"
+    found = passages(body, source="body")
+    evidence = [EvidenceText(1, subject, "david.allan@enron.com", "2001-11-15", "", body, found)]
+    answer = extractive_answer(plan, evidence)
+    assert "Reference: **7019-00** [1]" in answer.text, answer.text

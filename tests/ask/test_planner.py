@@ -177,6 +177,11 @@ def test_numbers_alone_prefer_a_day_and_never_filter() -> None:
         plan = plan_question(text, now=NOW)
         assert plan.date_range.limits is False and plan.search_range.start is None, text
     assert plan_question("invoices from last month", now=NOW).search_range.label == "last month"
+    # Found on Enron: "my visit to George Washington University on the 24th" filtered the archive to the 24th
+    # of this month, and nothing was found.
+    for now in (NOW, NOW.replace(day=28)):
+        plan = plan_question("where is Dr. Fidas's office for my visit on the 24th?", now=now)
+        assert plan.search_range.start is None and plan.search_range.end is None
 
 
 def test_no_date_words_no_range() -> None:
