@@ -85,6 +85,16 @@ _WORD = re.compile(r"[\w][\w.&'@-]*[\w]|[\w]", re.UNICODE)
 _ADDRESS = re.compile(r"^[\w.+-]+@[\w-]+(\.[\w-]+)+$|^[\w-]+(\.[\w-]+)*\.[a-z]{2,}$")
 
 
+def _without_clitic(word: str) -> str:
+    """A name written with an apostrophe and an ending or article ("Fidas's", "Ankara'dan", "l'Office") is the
+    name: the capitalised piece; a name capitalised throughout ("O'Brien") stays whole. A word with no
+    capitalised piece ("don't", "what's") is returned empty."""
+    if "'" not in word:
+        return word
+    pieces = [piece for piece in word.split("'") if piece[:1].isupper()]
+    return word if len(pieces) == word.count("'") + 1 else next(iter(pieces), "")
+
+
 def extract_entities(question: str, *, skip: str = "") -> tuple[list[str], list[str]]:
     """(entities, sender hints): words written with a capital inside the sentence or in capitals
     ("Ergoform", "ACME", "Istanbul"), and addresses or domains (also sender hints). Script-neutral: it
@@ -95,6 +105,8 @@ def extract_entities(question: str, *, skip: str = "") -> tuple[list[str], list[
     words = _WORD.findall(question)
     for index, word in enumerate(words):
         plain = word.strip(".'")
+        if "@" not in plain:
+            plain = _without_clitic(plain)
         folded = normalize(plain)
         if len(plain) < 2 or folded in STOPWORDS or folded in skipped:
             continue
@@ -116,7 +128,7 @@ def content_keywords(question: str, *, skip: str = "") -> list[str]:
     skipped = set(normalize(skip).split())
     words: list[str] = []
     for word in _WORD.findall(question):
-        folded = normalize(word)
+        folded = normalize(_without_clitic(word.strip("'")))
         if len(folded) < 2 or folded in STOPWORDS or folded.isdigit() or "'" in folded or folded in skipped:
             continue
         if folded not in words:

@@ -215,3 +215,12 @@ def test_draft_request() -> None:
     assert plan.draft is not None
     assert plan.draft.topic_terms == ["proposal"]
     assert plan.draft.min_days == 14
+
+
+def test_a_name_written_with_an_apostrophe_ending_is_the_name() -> None:
+    # Found on Enron: "Dr. Fidas's office" lost "Fidas" from the keywords (a word with an apostrophe was
+    # dropped) and kept "Fidas's", which the mail never writes, as the name.
+    plan = plan_question("where is Dr. Fidas's office for my visit to George Washington University?", now=NOW)
+    assert "Fidas" in plan.entities and "fidas" in plan.keywords
+    plan = plan_question("what's the balance of QNB'den and O'Brien, don't guess", now=NOW)
+    assert plan.entities == ["QNB", "O'Brien"] and "don" not in plan.keywords and "qnb" in plan.keywords
