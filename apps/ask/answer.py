@@ -61,9 +61,12 @@ class AnswerResult:
     llm: dict[str, Any] = field(default_factory=dict)
 
 
-def collect_passages(*, subject: str, body: str, attachments: list[tuple[str, str]]) -> list[Passage]:
+def collect_passages(
+    *, subject: str, body: str, attachments: list[tuple[str, str]], closing: str = ""
+) -> list[Passage]:
     found = [Passage(subject, "subject")] if subject else []
     found += passages(body, source="body")
+    found += passages(closing, source="closing")
     for filename, text in attachments:
         found += passages(text, source="attachment", attachment=filename)
     return found

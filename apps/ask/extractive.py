@@ -299,19 +299,18 @@ def _options(items: list[EvidenceText], top_score: float) -> list[_Option]:
     return options
 
 
-def _answering_sentences(
-    plan: Plan, options: list[_Option], kinds: list[str], given: set[str]
-) -> list[tuple[_Option, Passage]]:
-    """Only sentences that could answer are embedded: those holding an asked kind of value (all, for "any")."""
-    return _within_budget(
-        plan,
-        [
-            (o, p)
-            for o in options
-            for p in o.message.passages
-            if p.source != "subject" and (not kinds or any(_answer_values(kind, p.text, given) for kind in kinds))
-        ],
-    )
+def _kinds_in(passage: Passage, kinds: list[str]) -> list[str]:
+    """The asked kinds a sentence may answer: a mail's closing (sign-off, signature) only a phone number."""
+    return [kind for kind in kinds if kind == "phone"] if passage.source == "closing" else kinds
+
+
+def _could_answer(passage: Passage, kinds: list[str], given: set[str]) -> bool:
+    """A sentence holding an asked kind of value; any sentence of the mail's own text when no kind is asked."""
+    if passage.source == "subject":
+        return False
+    if not kinds:
+        return passage.source != "closing"
+    return any(_answer_values(kind, passage.text, given) for kind in _kinds_in(passage, kinds))
 
 
 def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAnswer:
@@ -326,13 +325,16 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
     top_score = evidence[0].score or 1.0
     contenders = [e for e in evidence[:MAX_CONTENDERS] if e.score >= CONTENDER_SHARE * top_score] or evidence[:1]
     options = _options(contenders, top_score)
-    flat = _answering_sentences(plan, options, kinds, given)
+    # Only sentences that could answer are embedded.
+    flat = _within_budget(plan, [(o, p) for o in options for p in o.message.passages if _could_answer(p, kinds, given)])
     asked = kinds
     if kinds and not flat:
         # No sentence holds a value of the asked kind that the patterns recognise (a phone number, a room, a
         # name, "5 business days"): quote the sentences closest to the question instead, and say so.
         kinds = []
-        flat = _within_budget(plan, [(o, p) for o in options for p in o.message.passages if p.source != "subject"])
+        flat = _within_budget(
+            plan, [(o, p) for o in options for p in o.message.passages if _could_answer(p, [], given)]
+        )
     # Each sentence is embedded with its mail's subject (a bare "label: date" line says little).
     similarities = _similarities(
         plan.semantic_query or plan.question, [f"{o.message.subject}: {p.text}" for o, p in flat]
@@ -352,7 +354,7 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
         for kind in kinds:
             preferred = _structural_preference(kind, option)
             for score, similarity, passage in sorted(ranked, key=lambda item: -(item[0] + preferred(item[2]))):
-                values = _answer_values(kind, passage.text, given)
+                values = _answer_values(kind, passage.text, given) if kind in _kinds_in(passage, kinds) else []
                 if values:
                     found.append(kind)
                     quality += score + preferred(passage) + (LABELLED_BONUS if _labelled(passage.text, values) else 0)

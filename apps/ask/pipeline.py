@@ -54,7 +54,7 @@ from apps.ask.retrieval import (
     word_rarity,
 )
 from apps.ask.rewrite import llm_rerank, recent_subjects, rewrite_question
-from apps.ask.textutil import VALUE_KIND_LABELS, VALUE_KINDS, Passage, find_values, own_text
+from apps.ask.textutil import VALUE_KIND_LABELS, VALUE_KINDS, Passage, find_values, split_closing
 from apps.search.folding import highlight, parse_query
 from mailagent.llm import LLMConfig
 
@@ -411,7 +411,8 @@ def _searched(scope: dict[str, Any], plan: Plan) -> list[str]:
 
 def _message_passages(candidate: Candidate) -> list[Passage]:
     attachments = [(a.filename, a.text) for a in candidate.attachments]
-    return collect_passages(subject=candidate.subject, body=own_text(candidate.body), attachments=attachments)
+    own, closing = split_closing(candidate.body)
+    return collect_passages(subject=candidate.subject, body=own, closing=closing, attachments=attachments)
 
 
 PROMPT_PASSAGES = 8
@@ -421,7 +422,7 @@ def _prompt_passages(plan: Plan, passages: list[Passage]) -> list[Passage]:
     """The excerpts a language model sees: sentences holding an asked kind of value first, then the rest
     in mail order (the model reads them; the extractive answer ranks them itself)."""
     kinds = [k for k in plan.answer_types if k in VALUE_KINDS]
-    body = [p for p in passages if p.source != "subject"]
+    body = [p for p in passages if p.source != "subject" and (p.source != "closing" or "phone" in kinds)]
     with_value = [p for p in body if any(find_values(kind, p.text) for kind in kinds)]
     rest = [p for p in body if p not in with_value]
     return (with_value + rest)[:PROMPT_PASSAGES]

@@ -104,7 +104,7 @@ def value_key(value: str) -> str:
 @dataclass(slots=True)
 class Passage:
     text: str
-    source: str  # "subject" | "body" | "attachment"
+    source: str  # "subject" | "body" | "closing" (sign-off, signature: textutil.split_closing) | "attachment"
     attachment: str = ""
     paragraph: int = 0  # blank lines separate paragraphs
     whole_line: bool = True  # False for a sentence of a long line
@@ -286,11 +286,17 @@ _RULE_LINE = re.compile(r"^\s*[-_=*~]{5,}")
 
 
 def own_text(body: str) -> str:
-    """The part of a mail body its sender wrote, by structure only (no language word lists): quoted
+    return split_closing(body)[0]
+
+
+def split_closing(body: str) -> tuple[str, str]:
+    """(own text, closing). The own text is the part of a mail body its sender wrote, by structure only
+    (no language word lists): quoted
     lines (">"), the attribution line just before them, everything after a separator rule ("-----Original
     Message-----", "_____") once the mail has text of its own, the "-- " signature and everything after it,
     and the closing block: the last paragraph(s) of short lines (sign-off, name, company) plus whatever
-    follows them (disclaimers)."""
+    follows them (disclaimers). The closing's short-line paragraphs (sign-off, name, phone, address) are
+    returned apart: a phone number is asked for there, nothing else is."""
     lines = body.replace("\r\n", "\n").split("\n")
     kept: list[str] = []
     for index, line in enumerate(lines):
@@ -319,6 +325,7 @@ def own_text(body: str) -> str:
             cut = position - 1
             continue
         break
+    closing = "\n\n".join(p for p in paragraphs[cut:] if _is_closing(p))
     paragraphs = paragraphs[:cut]
     # The greeting: a first line of at most four words ending in a comma or colon ("Dear Mr Kaya,").
     if paragraphs:
@@ -326,7 +333,7 @@ def own_text(body: str) -> str:
         head = first_rows[0].strip()
         if len(head.split()) <= 4 and head.endswith((",", ":", "!")):
             paragraphs[0] = "\n".join(first_rows[1:])
-    return "\n\n".join(p for p in paragraphs if p.strip())
+    return "\n\n".join(p for p in paragraphs if p.strip()), closing
 
 
 _NUMERIC_DATE = re.compile(r"(\d{1,4})[./-](\d{1,2})[./-](\d{2,4})")

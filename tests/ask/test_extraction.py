@@ -12,7 +12,7 @@ import zlib
 import pytest
 
 from apps.accounts.demo_mailbox import build_pdf
-from apps.ask.answer import EvidenceText
+from apps.ask.answer import EvidenceText, collect_passages
 from apps.ask.extraction import ExtractionError, attachment_kind, extract_text
 from apps.ask.extractive import extractive_answer
 from apps.ask.planner import Plan, plan_question
@@ -26,6 +26,7 @@ from apps.ask.textutil import (
     find_times,
     parse_day,
     passages,
+    split_closing,
     value_key,
 )
 
@@ -349,3 +350,28 @@ def test_a_list_item_is_quoted_alone_so_another_item_does_not_answer() -> None:
     evidence = [EvidenceText(1, subject, "david.allan@enron.com", "2001-11-15", "", body, found)]
     answer = extractive_answer(plan, evidence)
     assert "Reference: **7019-00** [1]" in answer.text, answer.text
+
+
+def test_a_phone_number_in_the_closing_answers_a_phone_question_and_nothing_else() -> None:
+    # Found on Enron: the resort's "Telephone: (208) 765-4000" sat in the short-line paragraphs at the end of
+    # the mail, which were dropped as a signature, so "what's the phone number of the resort" had no answer.
+    body = (
+        "WSPP Meeting, October 11-12, 2001, Coeur D'Alene, Idaho\n\n"
+        "Reception, Thursday, October 11, 6:30 - 8:30 p.m. (Sponsored by Williams)\n\n"
+        "Lodging Information\n\n"
+        "Coeur D'Alene Resort - The Lake\n115 S 2nd Street\nCoeur D'Alene, ID 83814\n\n"
+        "Telephone:          (208) 765-4000\n"
+    )
+    own, closing = split_closing(body)
+    assert "765-4000" not in own and "Telephone:" in closing
+    found = collect_passages(subject="WSPP attendance details", body=own, closing=closing, attachments=[])
+    evidence = [EvidenceText(1, "WSPP attendance details", "anna.mehrer@enron.com", "2001-09-24", "", body, found)]
+    question = "what's the phone number of the resort where we stay for the WSPP meeting in Idaho?"
+    plan = plan_question(question, now=dt.datetime(2001, 10, 1, tzinfo=dt.UTC))
+    assert plan.answer_types == ["phone"]
+    answer = extractive_answer(plan, evidence)
+    assert "Phone: **(208) 765-4000** [1]" in answer.text, answer.text
+    # Any other question quotes the mail's own text, never its closing.
+    plan = plan_question("where do we stay for the WSPP meeting?", now=dt.datetime(2001, 10, 1, tzinfo=dt.UTC))
+    answer = extractive_answer(plan, evidence)
+    assert "765-4000" not in answer.text and "Lodging" not in answer.text, answer.text
