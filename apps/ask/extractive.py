@@ -33,6 +33,7 @@ from apps.ask.textutil import (
     parse_day,
     value_key,
 )
+from apps.ask.vocabulary import phrase_in, vocabulary
 
 logger = logging.getLogger(__name__)
 
@@ -304,6 +305,25 @@ def _kinds_in(passage: Passage, kinds: list[str]) -> list[str]:
     return [kind for kind in kinds if kind == "phone"] if passage.source == "closing" else kinds
 
 
+def _closings_about_the_question(plan: Plan, options: list[_Option]) -> set[int]:
+    """The options whose closing names what the question asks about: "the phone number of the resort" is
+    in a closing that names the resort, not in the signature of the mail's sender. The words that ask for
+    the kind of value ("phone", "number") do not count: every signature holds them."""
+    asking = [phrase for kind in plan.answer_types for phrase in vocabulary().answer_types.get(kind, ())]
+    asking_words = {word for phrase in asking for word in normalize(phrase.rstrip("*")).split()}
+    words = [
+        word
+        for word in [*plan.keywords, *(normalize(entity) for entity in plan.entities)]
+        if word and word not in asking_words and not any(phrase_in(word, phrase) for phrase in asking)
+    ]
+    about: set[int] = set()
+    for option in options:
+        closing = normalize(" ".join(p.text for p in option.message.passages if p.source == "closing"))
+        if closing and any(contains_word(closing, word) for word in words):
+            about.add(id(option))
+    return about
+
+
 def _could_answer(passage: Passage, kinds: list[str], given: set[str]) -> bool:
     """A sentence holding an asked kind of value; any sentence of the mail's own text when no kind is asked."""
     if passage.source == "subject":
@@ -326,7 +346,16 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
     contenders = [e for e in evidence[:MAX_CONTENDERS] if e.score >= CONTENDER_SHARE * top_score] or evidence[:1]
     options = _options(contenders, top_score)
     # Only sentences that could answer are embedded.
-    flat = _within_budget(plan, [(o, p) for o in options for p in o.message.passages if _could_answer(p, kinds, given)])
+    about = _closings_about_the_question(plan, options)
+    flat = _within_budget(
+        plan,
+        [
+            (o, p)
+            for o in options
+            for p in o.message.passages
+            if _could_answer(p, kinds, given) and (p.source != "closing" or id(o) in about)
+        ],
+    )
     asked = kinds
     if kinds and not flat:
         # No sentence holds a value of the asked kind that the patterns recognise (a phone number, a room, a

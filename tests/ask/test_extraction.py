@@ -365,12 +365,27 @@ def test_a_phone_number_in_the_closing_answers_a_phone_question_and_nothing_else
     own, closing = split_closing(body)
     assert "765-4000" not in own and "Telephone:" in closing
     found = collect_passages(subject="WSPP attendance details", body=own, closing=closing, attachments=[])
-    evidence = [EvidenceText(1, "WSPP attendance details", "anna.mehrer@enron.com", "2001-09-24", "", body, found)]
+    # The better-ranked mail's closing is its sender's signature: its phone number is not the resort's.
+    invitation = (
+        "For those of you arriving on Wednesday to the WSPP conference in Coeur d'Alene, Idaho we would like to"
+        " invite you to a reception from 8:00 - 10:00 p.m. in the Hagadone Suite at the Coeur d'Alene Resort.\n\n"
+        "Jennifer Lietz\nCalpine Corporation\nPhone: 503-552-3785\n"
+    )
+    own_invitation, signature = split_closing(invitation)
+    evidence = [
+        EvidenceText(
+            1, "WSPP Conference Reception", "jlietz@calpine.com", "2001-10-05", "", invitation,
+            collect_passages(subject="Reception", body=own_invitation, closing=signature, attachments=[]),
+            score=1.0,
+        ),
+        EvidenceText(2, "WSPP attendance details", "anna.mehrer@enron.com", "2001-09-24", "", body, found, score=0.9),
+    ]  # fmt: skip
     question = "what's the phone number of the resort where we stay for the WSPP meeting in Idaho?"
     plan = plan_question(question, now=dt.datetime(2001, 10, 1, tzinfo=dt.UTC))
     assert plan.answer_types == ["phone"]
     answer = extractive_answer(plan, evidence)
-    assert "Phone: **(208) 765-4000** [1]" in answer.text, answer.text
+    assert "Phone: **(208) 765-4000** [2]" in answer.text, answer.text
+    assert "503-552-3785" not in answer.text
     # Any other question quotes the mail's own text, never its closing.
     plan = plan_question("where do we stay for the WSPP meeting?", now=dt.datetime(2001, 10, 1, tzinfo=dt.UTC))
     answer = extractive_answer(plan, evidence)
