@@ -131,19 +131,29 @@ def _continues(previous: str, line: str) -> bool:
 _BULLET = re.compile(r"^[-*•·◦▪]\s|^\d{1,2}[.)]\s|^[a-z][.)]\s")
 
 
+VALUE_LINE_CHARS = 100
+
+
 def unwrap(text: str) -> list[str]:
-    """Join hard-wrapped lines of running text; "Key: value" lines, list items ("- Class is held in room
-    ECN560", "2) …") and short lines stay lines."""
+    """Join hard-wrapped lines of running text, and a line ending in a colon with the one short line under
+    it (a label and its value); "Key: value" lines, list items ("- Class is held in room ECN560", "2) …")
+    and other short lines stay lines."""
     merged: list[str] = []
-    for raw in text.splitlines():
+    raws = text.splitlines()
+    for index, raw in enumerate(raws):
         line = raw.strip(" \t>|*-•")
         if not line:
             merged.append("")
             continue
         previous = merged[-1] if merged else ""
-        if (
+        bullet = _BULLET.match(raw.lstrip(" \t>|"))
+        alone = index + 1 == len(raws) or not raws[index + 1].strip(" \t>|*-•")
+        if previous.endswith(":") and alone and not bullet and len(line) <= VALUE_LINE_CHARS:
+            # "Avista not paid that has been processed to SAP:" / "$2,731,844.49": a label and its value
+            merged[-1] = f"{previous} {line}"
+        elif (
             previous
-            and not _BULLET.match(raw.lstrip(" \t>|"))
+            and not bullet
             and len(previous) >= 50
             and (not previous.endswith(_CLAUSE_END) or _continues(previous, line))
             and not _KEY_VALUE.match(line)

@@ -390,3 +390,29 @@ def test_a_phone_number_in_the_closing_answers_a_phone_question_and_nothing_else
     plan = plan_question("where do we stay for the WSPP meeting?", now=dt.datetime(2001, 10, 1, tzinfo=dt.UTC))
     answer = extractive_answer(plan, evidence)
     assert "765-4000" not in answer.text and "Lodging" not in answer.text, answer.text
+
+
+def test_a_label_line_ending_in_a_colon_and_its_value_line_are_one_passage() -> None:
+    # Found on Enron: "Avista not paid that has been processed to SAP (…):" / "$2,731,844.49" were two passages,
+    # so the amount of the line above ($744,060.96) answered "how much is still unpaid on the Avista side".
+    body = (
+        "Harry & Wade - Here is what I am seeing for Con Ed:\n\n"
+        "CSC payables not paid (all power):\n"
+        "$682,263.97  +  $61796.99 (rec'd from CSC yesterday but not in SAP yet) = $744,060.96\n\n"
+        "Avista not paid that has been processed to SAP (there are files that have not been processed):\n"
+        "$2,731,844.49\n\n"
+        "The new fees are as follows:\n- $10 a month\n- $12 a month\n"
+    )
+    texts = [p.text for p in passages(body, source="body")]
+    assert texts[2] == (
+        "Avista not paid that has been processed to SAP (there are files that have not been processed): $2,731,844.49"
+    )
+    assert texts[-3:] == ["The new fees are as follows:", "$10 a month", "$12 a month"]  # a list stays lines
+    question = "how much is still unpaid on the Avista side that has already been processed in SAP?"
+    plan = plan_question(question, now=dt.datetime(2001, 12, 20, tzinfo=dt.UTC))
+    evidence = [
+        EvidenceText(
+            1, "FW: Con Ed Update", "lynne.ruffer@enron.com", "2001-12-18", "", body, passages(body, source="body")
+        )
+    ]
+    assert "Amount: **$2,731,844.49** [1]" in extractive_answer(plan, evidence).text
