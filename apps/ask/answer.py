@@ -62,11 +62,12 @@ class AnswerResult:
 
 
 def collect_passages(
-    *, subject: str, body: str, attachments: list[tuple[str, str]], closing: str = ""
+    *, subject: str, body: str, attachments: list[tuple[str, str]], closing: str = "", forwarded: str = ""
 ) -> list[Passage]:
     found = [Passage(subject, "subject")] if subject else []
     found += passages(body, source="body")
     found += passages(closing, source="closing")
+    found += passages(forwarded, source="forwarded")
     for filename, text in attachments:
         found += passages(text, source="attachment", attachment=filename)
     return found

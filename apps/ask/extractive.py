@@ -106,6 +106,8 @@ class _Option:
     scored: list[tuple[float, float, Passage]] = field(default_factory=list)  # (score, similarity, passage)
 
 
+# A sentence of the message a mail forwards counts a little less than one of the mail's own text.
+FORWARDED_PENALTY = 0.1
 LABELLED_BONUS = 0.3
 NEW_VALUE_BONUS = 0.15
 LATER_DATE_BONUS = 0.5
@@ -370,6 +372,7 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
     )
     for (option, passage), similarity in zip(flat, similarities, strict=True):
         score = float(similarity) + 0.3 * _word_overlap(plan, passage.text, option.message.subject)
+        score -= FORWARDED_PENALTY if passage.source == "forwarded" else 0.0
         option.scored.append((score, float(similarity), passage))
     best: tuple[float, _Option, list[tuple[Passage, list[str]]], list[str], float] | None = None
     for option in options:

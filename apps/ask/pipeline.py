@@ -54,7 +54,7 @@ from apps.ask.retrieval import (
     word_rarity,
 )
 from apps.ask.rewrite import llm_rerank, recent_subjects, rewrite_question
-from apps.ask.textutil import VALUE_KIND_LABELS, VALUE_KINDS, Passage, find_values, split_closing
+from apps.ask.textutil import VALUE_KIND_LABELS, VALUE_KINDS, Passage, find_values, forwarded_text, split_closing
 from apps.search.folding import highlight, parse_query
 from mailagent.llm import LLMConfig
 
@@ -412,7 +412,13 @@ def _searched(scope: dict[str, Any], plan: Plan) -> list[str]:
 def _message_passages(candidate: Candidate) -> list[Passage]:
     attachments = [(a.filename, a.text) for a in candidate.attachments]
     own, closing = split_closing(candidate.body)
-    return collect_passages(subject=candidate.subject, body=own, closing=closing, attachments=attachments)
+    return collect_passages(
+        subject=candidate.subject,
+        body=own,
+        closing=closing,
+        forwarded=forwarded_text(candidate.body),
+        attachments=attachments,
+    )
 
 
 PROMPT_PASSAGES = 8

@@ -104,7 +104,9 @@ def value_key(value: str) -> str:
 @dataclass(slots=True)
 class Passage:
     text: str
-    source: str  # "subject" | "body" | "closing" (sign-off, signature: textutil.split_closing) | "attachment"
+    # "subject" | "body" | "closing" (sign-off, signature: split_closing) | "forwarded" (below a separator rule:
+    # forwarded_text) | "attachment"
+    source: str
     attachment: str = ""
     paragraph: int = 0  # blank lines separate paragraphs
     whole_line: bool = True  # False for a sentence of a long line
@@ -293,10 +295,61 @@ def _is_closing(paragraph: str) -> bool:
 
 
 _RULE_LINE = re.compile(r"^\s*[-_=*~]{5,}")
+QUOTE_LINE = re.compile(r"^\s*(?:>\s?)+")
 
 
 def own_text(body: str) -> str:
     return split_closing(body)[0]
+
+
+def _history_starts(line: str, kept: list[str]) -> bool:
+    """A separator rule ("-----Original Message-----", "_____") once the mail has text of its own."""
+    return bool(_RULE_LINE.match(line)) and any(len(k.split()) >= 5 for k in kept)
+
+
+_HEADER_LINE = re.compile(r"^\s*[^\s:][^:]{0,30}:(?:\s|$)")
+HEADER_LEAD_LINES = 3  # lines before a header block's first "Label:" line (Notes: '"Name" <a@b> on 10/11/2001')
+
+
+def forwarded_text(body: str) -> str:
+    """The messages a mail forwards or replies to below a separator rule, which own_text leaves out, without
+    their header blocks ("From:", "Sent:", "Von:", "Kimden:" … the "Label: value" lines after a rule) and
+    quote marks. A forward's answer is often there ("PNM paid a $0.03 per Dth/d fee in that month")."""
+    lines = body.replace("\r\n", "\n").split("\n")
+    kept: list[str] = []
+    start: int | None = None
+    for index, line in enumerate(lines):
+        if line.rstrip() == "--" or line == "-- ":
+            return ""
+        if _history_starts(line, kept):
+            start = index
+            break
+        kept.append(line)
+    if start is None:
+        return ""
+    history: list[str] = []
+    header: list[str] | None = None  # the lines of the header block being skipped, None outside one
+    for line in lines[start:]:
+        plain = QUOTE_LINE.sub("", line)
+        if _RULE_LINE.match(plain):
+            header = []
+            continue
+        if header is not None:
+            labelled = any(_HEADER_LINE.match(h) for h in header)
+            if _HEADER_LINE.match(plain) or (not plain.strip() and not labelled):
+                header.append(plain)
+                continue
+            if not plain.strip():  # the blank line that ends the header block
+                header = None
+                continue
+            if not labelled and len(header) < HEADER_LEAD_LINES:
+                header.append(plain)
+                continue
+            if not labelled:  # no header block after all: keep what was held back
+                history.extend(header)
+            header = None
+        history.append(plain)
+    return "\n".join(history).strip()
 
 
 def split_closing(body: str) -> tuple[str, str]:
@@ -312,7 +365,7 @@ def split_closing(body: str) -> tuple[str, str]:
     for index, line in enumerate(lines):
         if line.rstrip() == "--" or line == "-- ":
             break
-        if _RULE_LINE.match(line) and any(len(k.split()) >= 5 for k in kept):
+        if _history_starts(line, kept):
             break
         if line.lstrip().startswith(">"):
             continue

@@ -24,6 +24,7 @@ from apps.ask.textutil import (
     find_identifiers,
     find_phones,
     find_times,
+    forwarded_text,
     parse_day,
     passages,
     split_closing,
@@ -416,3 +417,29 @@ def test_a_label_line_ending_in_a_colon_and_its_value_line_are_one_passage() -> 
         )
     ]
     assert "Amount: **$2,731,844.49** [1]" in extractive_answer(plan, evidence).text
+
+
+def test_a_forwarded_message_below_the_separator_can_answer_without_its_header_block() -> None:
+    # Found on Enron: "what daily fee did PNM pay…" is answered in the message a colleague forwarded below
+    # "-----Original Message-----"; only the forwarder's two lines of their own were read.
+    body = (
+        "Shelley, wanted to pass this on to you.  Mike and I just talked about this and we are going\n"
+        "to work with Richard to be sure this cannot happen in the future.  Thanks. Lynn\n\n"
+        " -----Original Message-----\n"
+        "From: \tBodnar, Michael  \nSent:\tFriday, October 12, 2001 4:06 PM\nTo:\tWatson, Kimberly\nCc:\t\n"
+        "Subject:\tPNR Balance on PNM Cr# 25672\n\n"
+        "In analyzing shipper imbalance statements, Laura discovered a PNR balance of 10,000 Dth on the above\n"
+        "noted contract. The balance was parked on TW on April 26, 2000 and PNM paid a $0.03 per Dth/d fee in\n"
+        "that month. TW has not billed PNR fees on the balance since May 1, 2000.\n"
+    )
+    forwarded = forwarded_text(body)
+    assert forwarded.startswith("In analyzing shipper imbalance statements")
+    assert "Sent:" not in forwarded and "Subject:" not in forwarded and "Thanks. Lynn" not in forwarded
+    own, closing = split_closing(body)
+    found = collect_passages(subject="FW: PNR Balance", body=own, closing=closing, forwarded=forwarded, attachments=[])
+    evidence = [EvidenceText(1, "FW: PNR Balance", "michael.bodnar@enron.com", "2001-10-17", "", body, found)]
+    question = "how much was the daily fee PNM paid in the month its 10,000 Dth imbalance was parked?"
+    answer = extractive_answer(plan_question(question, now=dt.datetime(2001, 10, 20, tzinfo=dt.UTC)), evidence)
+    assert "Amount: **$0.03** [1]" in answer.text and "PNM paid a **$0.03** per Dth/d fee" in answer.text, answer.text
+    # Quoted reply lines (">") stay out: they are the reader's own words sent back.
+    assert forwarded_text("Sounds good to me, see you there then.\n\n> When do we meet?\n> Tuesday at 10") == ""
