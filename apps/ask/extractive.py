@@ -103,11 +103,14 @@ class _Option:
     number: int
     message: EvidenceMessage
     prior: float
+    newest: bool = False  # the newest read message of a thread of several
     scored: list[tuple[float, float, Passage]] = field(default_factory=list)  # (score, similarity, passage)
 
 
 # A sentence of the message a mail forwards counts a little less than one of the mail's own text.
 FORWARDED_PENALTY = 0.1
+# Within a thread the newest message that carries the value wins ties (a schedule change supersedes the booking).
+NEWEST_BONUS = 0.3
 LABELLED_BONUS = 0.3
 NEW_VALUE_BONUS = 0.15
 LATER_DATE_BONUS = 0.5
@@ -168,8 +171,9 @@ def _structural_preference(kind: str, option: _Option) -> Any:
 
 def _supersedes(option: _Option, options: list[_Option], chosen: list[tuple[Passage, list[str]]]) -> bool:
     """A newer message of the same thread that repeats a value an older one gave ("has moved from 18:40
-    to 19:25") updates it: the newer message is the answer."""
-    values = {v for _p, vs in chosen for v in vs}
+    to 19:25") updates it: the newer message is the answer. A value it only forwards (below a separator
+    rule) updates nothing."""
+    values = {v for p, vs in chosen if p.source != "forwarded" for v in vs}
     if not values:
         return False
     for other in options:
@@ -267,14 +271,20 @@ def _answer_values(kind: str, text: str, given: set[str]) -> list[str]:
 
 def _within_budget(plan: Plan, flat: list[tuple[_Option, Passage]]) -> list[tuple[_Option, Passage]]:
     """The sentences worth embedding, in their order: all of them when they fit MAX_PASSAGES_EMBEDDED and
-    EMBED_CHARACTERS, else those sharing most of the question's words (ties: the better-ranked mail first)."""
+    EMBED_CHARACTERS, else each message's sentence sharing most of the question's words, then the others
+    sharing most (ties: the better-ranked mail first). So one long mail cannot take the whole budget."""
     sizes = [len(o.message.subject) + min(len(p.text), 500) for o, p in flat]
     if len(flat) <= MAX_PASSAGES_EMBEDDED and sum(sizes) <= EMBED_CHARACTERS:
         return flat
-    order = sorted(
+    by_overlap = sorted(
         range(len(flat)),
         key=lambda i: (-_word_overlap(plan, flat[i][1].text, flat[i][0].message.subject), -flat[i][0].prior, i),
     )
+    firsts: dict[int, int] = {}  # option → its best sentence
+    for i in by_overlap:
+        firsts.setdefault(id(flat[i][0]), i)
+    chosen_first = set(firsts.values())
+    order = [i for i in by_overlap if i in chosen_first] + [i for i in by_overlap if i not in chosen_first]
     kept: list[int] = []
     used = 0
     for i in order:
@@ -294,11 +304,10 @@ def _options(items: list[EvidenceText], top_score: float) -> list[_Option]:
         ]
         newest = max((m.timestamp for m in members), default=0.0)
         for position, message in enumerate(members):
-            # the thread's score relative to the best; within a thread the newest message that carries the
-            # value wins ties (a schedule change supersedes the booking)
+            # the thread's score relative to the best (NEWEST_BONUS is added where the newest one answers)
             prior = 2.0 * item.score / top_score - (0.0 if position == 0 else 0.1)
-            prior += 0.3 if len(members) > 1 and message.timestamp == newest else 0.0
-            options.append(_Option(item.number, message, prior))
+            is_newest = len(members) > 1 and message.timestamp == newest
+            options.append(_Option(item.number, message, prior, newest=is_newest))
     return options
 
 
@@ -349,13 +358,17 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
     options = _options(contenders, top_score)
     # Only sentences that could answer are embedded.
     about = _closings_about_the_question(plan, options)
+    # A forwarded sentence that a read message holds as its own text is that message's, not the forward's.
+    own = {p.text for o in options for p in o.message.passages if p.source == "body"}
     flat = _within_budget(
         plan,
         [
             (o, p)
             for o in options
             for p in o.message.passages
-            if _could_answer(p, kinds, given) and (p.source != "closing" or id(o) in about)
+            if _could_answer(p, kinds, given)
+            and (p.source != "closing" or id(o) in about)
+            and (p.source != "forwarded" or p.text not in own)
         ],
     )
     asked = kinds
@@ -416,6 +429,8 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
                 quality += open_score(scored)
                 best_similarity = max(best_similarity, scored[1])
         total = option.prior + len(found) * 1.0 + quality / max(1, len(kinds) or 2)
+        if option.newest and any(passage.source != "forwarded" for passage, _values in chosen):
+            total += NEWEST_BONUS  # a newer message that only relays the older one below a rule updates nothing
         if _supersedes(option, options, chosen):
             total += SUPERSEDES_BONUS
         if best is None or total > best[0]:

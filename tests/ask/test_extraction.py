@@ -12,7 +12,7 @@ import zlib
 import pytest
 
 from apps.accounts.demo_mailbox import build_pdf
-from apps.ask.answer import EvidenceText, collect_passages
+from apps.ask.answer import EvidenceMessage, EvidenceText, collect_passages
 from apps.ask.extraction import ExtractionError, attachment_kind, extract_text
 from apps.ask.extractive import extractive_answer
 from apps.ask.planner import Plan, plan_question
@@ -443,3 +443,32 @@ def test_a_forwarded_message_below_the_separator_can_answer_without_its_header_b
     assert "Amount: **$0.03** [1]" in answer.text and "PNM paid a **$0.03** per Dth/d fee" in answer.text, answer.text
     # Quoted reply lines (">") stay out: they are the reader's own words sent back.
     assert forwarded_text("Sounds good to me, see you there then.\n\n> When do we meet?\n> Tuesday at 10") == ""
+
+
+def test_a_forward_that_only_relays_an_older_message_of_the_thread_does_not_take_its_answer() -> None:
+    # Found on Enron: once forwarded text was read, "FW: MLMG shares in Bears" (newest of its thread, and
+    # quoting the original's values) won over the original, and its best sentences held no bid.
+    original = (
+        "Sara\n\nWe have a bid on the 91,674 MLMG shares held in account # 102-25786-USD-27 at Bear Stearns.\n"
+        "Paul Voigt from Jefferies showed us a bid of $2.25 several days ago. The bid now\n"
+        "may be $1.50 only due to size of the holding & illiquidity in the name.\n"
+    )
+    forward = (
+        "Mike,\nThis is the updated status I had on the Position still in the Enron Credit Inc. account at Bear"
+        " Stearns.\n\nThanks for the follow-up.\nSheila\n\n -----Original Message-----\nFrom: \tHemsley, Simon\n"
+        "Sent:\tThursday, December 20, 2001 9:34 AM\nSubject:\tMLMG shares in Bears\n\n" + original
+    )
+
+    def message(subject: str, body: str, day: int) -> EvidenceMessage:
+        own, closing = split_closing(body)
+        found = collect_passages(
+            subject=subject, body=own, closing=closing, forwarded=forwarded_text(body), attachments=[]
+        )
+        return EvidenceMessage(subject, "x@enron.com", f"2001-12-{day}", dt.datetime(2001, 12, day).timestamp(), found)
+
+    members = [message("MLMG shares in Bears", original, 20), message("FW: MLMG shares in Bears", forward, 27)]
+    evidence = [EvidenceText(1, members[0].subject, "x@enron.com", "2001-12-20", "", original, members[0].passages)]
+    evidence[0].members = members
+    plan = plan_question("what bid did we get for the MLMG shares at Bear Stearns?", now=dt.datetime(2002, 1, 5))
+    answer = extractive_answer(plan, evidence)
+    assert "From “MLMG shares in Bears”" in answer.text and "bid of $2.25" in answer.text, answer.text
