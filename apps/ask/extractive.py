@@ -266,7 +266,18 @@ def _mark(text: str, values: list[str]) -> str:
 def _answer_values(kind: str, text: str, given: set[str]) -> list[str]:
     """Values of `kind` in `text`, less those the question itself states ("when do futures close on
     October 4, 2001?" is not answered by "October 4, 2001")."""
-    return [v for v in find_values(kind, text) if value_key(v) not in given]
+    values = find_values(kind, text)
+    if kind == "identifier":
+        # A reference is not a phone number (the phone kind asks for those), and a field line's bare number is
+        # one: "New Contract Number: 2053".
+        phones = {v for v in find_values("phone", text) if v[:1] in "(+" or sum(ch.isdigit() for ch in v) >= 7}
+        values = [v for v in values if v not in phones]
+        if not values and (field := _FIELD_NUMBER.match(text)):
+            values = [field.group(1)]
+    return [v for v in values if value_key(v) not in given]
+
+
+_FIELD_NUMBER = re.compile(r"^[^:\d]{2,40}:\s*(\d{3,})\s*$")
 
 
 def _within_budget(plan: Plan, flat: list[tuple[_Option, Passage]]) -> list[tuple[_Option, Passage]]:
@@ -340,7 +351,9 @@ def _could_answer(passage: Passage, kinds: list[str], given: set[str]) -> bool:
     if passage.source == "subject":
         return False
     if not kinds:
-        return passage.source != "closing"
+        # a lone word ("Cathy", "Chris": a greeting or sign-off the closing rules missed) answers nothing
+        single = len(passage.text.split()) < 2 and not any(ch.isdigit() for ch in passage.text)
+        return passage.source != "closing" and not single
     return any(_answer_values(kind, passage.text, given) for kind in _kinds_in(passage, kinds))
 
 

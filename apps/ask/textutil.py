@@ -215,7 +215,7 @@ TIME_RE = re.compile(r"(?<![\d.,:/])(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])(?:\s?(?:
 # with their area code in parentheses or an international prefix ((713) 345-2804, +90 212 555 0142): the
 # area code is part of the number.
 IDENTIFIER_RE = re.compile(
-    r"(?<![\w-])(?:#\d{4,}|(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9](?:[A-Z0-9-]{3,}[A-Z0-9])"
+    r"(?<![\w-])(?:#\s?\d{3,}|(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9](?:[A-Z0-9-]{3,}[A-Z0-9])"
     r"|\(\d{2,5}\) ?(?:\d{2,}(?:[-.]\d{2,}){1,3}|\d{5,})"
     r"|\+\d{1,3}(?:[ .-]?(?:\(\d{1,5}\)|\d{2,5})){2,5}"
     r"|\d+(?:-\d{2,}){1,4}|\d{8,})(?![\w-])"
@@ -339,17 +339,26 @@ def forwarded_text(body: str) -> str:
             if _HEADER_LINE.match(plain) or (not plain.strip() and not labelled):
                 header.append(plain)
                 continue
-            if not plain.strip():  # the blank line that ends the header block
-                header = None
-                continue
-            if not labelled and len(header) < HEADER_LEAD_LINES:
+            if not labelled and plain.strip() and len(header) < HEADER_LEAD_LINES:
                 header.append(plain)
                 continue
-            if not labelled:  # no header block after all: keep what was held back
+            was_header = _is_message_header(header)
+            if not was_header:  # a rule inside the text ("*****"), not a forward: keep it all
                 history.extend(header)
             header = None
+            if was_header and not plain.strip():  # the blank line that ends the header block
+                continue
         history.append(plain)
+    if header and not _is_message_header(header):
+        history.extend(header)
     return "\n".join(history).strip()
+
+
+def _is_message_header(lines: list[str]) -> bool:
+    """A forwarded message's header block: "Label: value" lines, one naming an address or a time of day
+    ("From: a@b.com", "Sent: Friday, October 12, 2001 4:06 PM"), not a table of fields ("Contract: 933")."""
+    text = "\n".join(lines)
+    return any(_HEADER_LINE.match(line) for line in lines) and ("@" in text or bool(TIME_RE.search(text)))
 
 
 def split_closing(body: str) -> tuple[str, str]:

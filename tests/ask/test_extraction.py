@@ -472,3 +472,31 @@ def test_a_forward_that_only_relays_an_older_message_of_the_thread_does_not_take
     plan = plan_question("what bid did we get for the MLMG shares at Bear Stearns?", now=dt.datetime(2002, 1, 5))
     answer = extractive_answer(plan, evidence)
     assert "From “MLMG shares in Bears”" in answer.text and "bid of $2.25" in answer.text, answer.text
+
+
+def test_a_reference_question_takes_a_field_number_not_a_phone_number() -> None:
+    # A field line's bare number is a reference ("New Contract Number: 2053"); a phone number in the same mail
+    # is not (the phone kind asks for those); "#  5531" with a space is a ticket number too.
+    body = (
+        "Kim,\n\nThe capacity release is set up. Please call me at (713) 853-6795 with questions.\n\n"
+        "New Contract Number: 2053\n\nThe release starts on the first of the month at the agreed rate.\n\n"
+        "Thanks,\nTerry\n"
+    )
+    own, closing = split_closing(body)
+    found = collect_passages(subject="Capacity release", body=own, closing=closing, forwarded="", attachments=[])
+    evidence = [EvidenceText(1, "Capacity release", "terry@enron.com", "2001-05-02", "", body, found)]
+    question = "what is the new contract number for the capacity release?"
+    answer = extractive_answer(plan_question(question, now=dt.datetime(2001, 5, 5, tzinfo=dt.UTC)), evidence)
+    assert "**2053**" in answer.text, answer.text
+    assert "853-6795" not in answer.text.split("\n")[0], answer.text
+    assert "# 5531" in find_identifiers("Your ticket is # 5531 now.")[0]
+
+
+def test_a_rule_of_stars_inside_the_text_is_not_a_forward_header() -> None:
+    # Only a block of "Label: value" lines naming an address or a time of day is a forwarded header; a table of
+    # fields under a rule ("Contract: 933") stays readable text.
+    body = "Please see the figures for the deal below.\n\n*****\nContract: 933\nVolume: 10,000\n\nThe rest.\n"
+    forwarded = forwarded_text(body)
+    assert "Contract: 933" in forwarded and "Volume: 10,000" in forwarded, forwarded
+    header = "-----Original Message-----\nFrom: a@b.com\nSent: Friday, October 12, 2001 4:06 PM\n\nThe body.\n"
+    assert forwarded_text("Fyi, this is the note from last week.\n\n" + header) == "The body."
