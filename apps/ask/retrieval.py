@@ -52,7 +52,8 @@ class CandidatePool:
             self.by_message[message_pk] = candidate
         return candidate
 
-    def shortlist(self, size: int = SHORTLIST) -> list[Candidate]:
+    def shortlist(self, size: int | None = None) -> list[Candidate]:
+        size = size or SHORTLIST  # read at call time: bench/ask_weights.py --shortlist measures other sizes
         ordered = sorted(
             self.by_message.values(),
             key=lambda c: (-c.preliminary_score(self.keyword_lists, self.semantic_total), -c.message_pk),

@@ -116,6 +116,23 @@ def test_the_search_pages_first_rows_stay_among_the_first_rows() -> None:
     assert [t.key for t in keep_search_hits([own_find, digest, search_second, weak], limit=3)] == [1, 2, 3, 5]
 
 
+def test_the_semantic_indexs_first_threads_stay_among_the_first_rows() -> None:
+    # Found on Enron paraphrase questions: "regulators approved the grid operator's plan for non-physical
+    # day-ahead bids" shares few words with "FERC Approval of the NYISO Virtual Bidding Proposal", which the
+    # semantic index ranks second; the word signals put it 56th.
+    def row(pk: int, score: float, semantic_rank: int | None) -> ThreadResult:
+        item = candidate(pk, sender="S <s@x.example>", subject=f"mail {pk}", semantic_rank=semantic_rank)
+        return ThreadResult(key=pk, best=item, members=[item], score=score)
+
+    rows = [row(1, 3.0, None), row(2, 2.9, None), row(3, 2.8, None), row(4, 1.2, 2), row(5, 1.1, 1), row(6, 1.0, 9)]
+    held = keep_search_hits(rows, limit=3, semantic=2)
+    assert [t.key for t in held] == [1, 5, 4, 2, 3, 6]  # the semantic first two, in its order, in the first three
+    assert [t.key for t in keep_search_hits(rows, limit=3, semantic=0)] == [1, 2, 3, 4, 5, 6]
+    # Under SEARCH_FLOOR_SHARE of the best row it is not forced in either.
+    weak = [row(1, 3.0, None), row(2, 2.9, None), row(3, 2.8, None), row(4, 0.5, 1)]
+    assert [t.key for t in keep_search_hits(weak, limit=3, semantic=2)] == [1, 2, 3, 4]
+
+
 def test_citation_check() -> None:
     evidence = [
         EvidenceText(
