@@ -17,6 +17,9 @@ logger = logging.getLogger(__name__)
 MAX_PASSAGES_PER_EVIDENCE = 4
 LLM_EVIDENCE_ITEMS = 5
 CITATION_RE = re.compile(r"\[(\d{1,2})\]")
+# A quotation of the mail (the extractive answer quotes sentences in “…”) may hold its own "[10]" (a footnote,
+# a list number): that is the mail's text, not a citation of evidence [10].
+QUOTED_RE = re.compile(r"“[^”]*”")
 SENTENCE_RE = re.compile(r"(?<=[.!?])\s+|\n+")
 
 SYSTEM_PROMPT = (
@@ -80,11 +83,15 @@ def _checked_values(text: str) -> list[str]:
     return [*find_dates(text), *find_amounts(text), *find_times(text), *find_identifiers(text)]
 
 
+def _citations(text: str) -> list[int]:
+    return [int(n) for n in CITATION_RE.findall(QUOTED_RE.sub(" ", text))]
+
+
 def citation_check(answer: str, evidence: list[EvidenceText]) -> dict[str, Any]:
     """Every date and amount in the answer must appear in the evidence its sentence cites (or, for a
     sentence without a citation, in any cited evidence of the answer)."""
     by_number = {item.number: item for item in evidence}
-    all_cited = [int(n) for n in CITATION_RE.findall(answer)]
+    all_cited = _citations(answer)
     invalid = sorted({n for n in all_cited if n not in by_number})
     value_keys: dict[int, set[str]] = {}
     for item in evidence:
@@ -98,7 +105,7 @@ def citation_check(answer: str, evidence: list[EvidenceText]) -> dict[str, Any]:
     unsupported: list[str] = []
     checked = 0
     for sentence in SENTENCE_RE.split(answer):
-        cited = [int(n) for n in CITATION_RE.findall(sentence) if int(n) in by_number]
+        cited = [n for n in _citations(sentence) if n in by_number]
         scope = cited or [n for n in all_cited if n in by_number] or list(by_number)
         clean = CITATION_RE.sub(" ", sentence)
         for value in _checked_values(clean):

@@ -154,3 +154,6 @@ def test_citation_check() -> None:
     evidence[0].members = [EvidenceMessage("Board meeting - Week of October 22nd", "B", "2001-10-17", 0.0, [])]
     named = citation_check("From “Board meeting - Week of October 22nd”, 2001-10-17: “8.406,90 TL” [1]", evidence)
     assert named["ok"], named
+    # A "[10]" inside a quotation of the mail is the mail's own text (a footnote), not a citation of [10]:
+    footnote = citation_check("“Dönem Borcu: 8.406,90 TL [10]” [1]", evidence)
+    assert footnote["ok"] and footnote["cited"] == [1] and footnote["invalid_citations"] == [], footnote
