@@ -271,9 +271,11 @@ def _answer_values(kind: str, text: str, given: set[str]) -> list[str]:
         # A reference is not a phone number (the phone kind asks for those), and a field line's bare number is
         # one: "New Contract Number: 2053".
         phones = {v for v in find_values("phone", text) if v[:1] in "(+" or sum(ch.isdigit() for ch in v) >= 7}
-        values = [v for v in values if v not in phones]
-        if not values and (field := _FIELD_NUMBER.match(text)):
-            values = [field.group(1)]
+        references = [v for v in values if v not in phones]
+        if not references and (field := _FIELD_NUMBER.match(text)):
+            references = [field.group(1)]
+        # "What number should I call …" asks for a number and gets a phone number when that is all there is.
+        values = references or values
     return [v for v in values if value_key(v) not in given]
 
 

@@ -294,7 +294,9 @@ def _is_closing(paragraph: str) -> bool:
     )
 
 
-_RULE_LINE = re.compile(r"^\s*[-_=*~]{5,}")
+# A separator rule: "-----Original Message-----", "_____", or a line of three or more of one rule character
+# alone ("***", "---"; "--" alone is the signature marker).
+_RULE_LINE = re.compile(r"^\s*(?:[-_=*~]{5,}|([-_=*~])\1{2,}\s*$)")
 QUOTE_LINE = re.compile(r"^\s*(?:>\s?)+")
 
 

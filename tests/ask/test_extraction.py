@@ -500,3 +500,38 @@ def test_a_rule_of_stars_inside_the_text_is_not_a_forward_header() -> None:
     assert "Contract: 933" in forwarded and "Volume: 10,000" in forwarded, forwarded
     header = "-----Original Message-----\nFrom: a@b.com\nSent: Friday, October 12, 2001 4:06 PM\n\nThe body.\n"
     assert forwarded_text("Fyi, this is the note from last week.\n\n" + header) == "The body."
+
+
+def test_text_after_a_signature_and_a_short_rule_is_read_not_dropped_as_a_disclaimer() -> None:
+    # Found on Enron: a note forwarding a filing below its signature and a "***" line; the filing (with the
+    # protest deadline) was taken for a disclaimer after the signature and never read.
+    body = (
+        "Please let me know if you would like more information on the filing referenced below.\n\n"
+        "Susan Scott Lindberg\n713.853.0596\nsscott3@enron.com\n\n***\n"
+        "On June 12, 2001, the NSTAR Companies tendered for filing an amendment to their Open Access\n"
+        "Transmission Tariff for the Phase I/Phase II HVDC facilities.  Protests are due July 3, 2001."
+    )
+    own, closing = split_closing(body)
+    forwarded = forwarded_text(body)
+    assert "Protests are due July 3, 2001." in forwarded, forwarded
+    found = collect_passages(subject="NSTAR filing", body=own, closing=closing, forwarded=forwarded, attachments=[])
+    evidence = [EvidenceText(1, "NSTAR filing", "susan.scott@enron.com", "2001-06-19", "", body, found)]
+    question = "what was the deadline for protests against the NSTAR tariff amendment?"
+    answer = extractive_answer(plan_question(question, now=dt.datetime(2001, 6, 20, tzinfo=dt.UTC)), evidence)
+    assert "**July 3, 2001**" in answer.text, answer.text
+    # "--" alone is still the signature marker, not a rule
+    assert forwarded_text("Thanks for the quick answer on the filing today.\n--\nSusan\n") == ""
+
+
+def test_a_number_to_call_is_answered_with_the_phone_number_when_the_mail_has_no_other() -> None:
+    body = (
+        "Thank you for the drafts.  We are working on comments and hope to get you a redraft this week.\n"
+        "Please give me a call at 203-761-8497 if you have questions.\n\nBill Rippe\n"
+    )
+    own, closing = split_closing(body)
+    found = collect_passages(subject="Re: Master Netting", body=own, closing=closing, forwarded="", attachments=[])
+    evidence = [EvidenceText(1, "Re: Master Netting", "rippew@ld.example", "2001-11-26", "", body, found)]
+    plan = plan_question("which number do we use for Bill's comments on the agreement?", now=dt.datetime.now(dt.UTC))
+    assert plan.answer_types == ["identifier"]
+    answer = extractive_answer(plan, evidence)
+    assert "**203-761-8497**" in answer.text, answer.text

@@ -76,6 +76,11 @@ def test_answer_types_come_from_the_vocabulary_file() -> None:
     assert plan_question("what time does my flight leave?", now=NOW).answer_types == ["time"]
     assert plan_question("what is the tracking number of the desk?", now=NOW).answer_types == ["identifier"]
     assert plan_question("did Tom send the budget?", now=NOW).answer_types == ["yesno"]
+    # Other common ways to ask for a kind of value (vocabulary.json, 2026-11-27)
+    assert plan_question("how large is the payment to the utility?", now=NOW).answer_types == ["amount"]
+    assert plan_question("on which days is the class held?", now=NOW).answer_types == ["date"]
+    assert plan_question("what passcode do we use for the call?", now=NOW).answer_types == ["identifier"]
+    assert plan_question("what number should I call to reach Bill?", now=NOW).answer_types == ["phone"]
 
 
 def test_answer_types_empty_vocabulary(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
