@@ -279,7 +279,7 @@ def _answer_values(kind: str, text: str, given: set[str]) -> list[str]:
     return [v for v in values if value_key(v) not in given]
 
 
-_FIELD_NUMBER = re.compile(r"^[^:\d]{2,40}:\s*(\d{3,})\s*$")
+_FIELD_NUMBER = re.compile(r"^[^:\d]{2,40}:\s*(#?\d{3,}#?)\s*$")  # "Passcode: 5323#", "Contract: 2053"
 
 
 def _within_budget(plan: Plan, flat: list[tuple[_Option, Passage]]) -> list[tuple[_Option, Passage]]:

@@ -535,3 +535,17 @@ def test_a_number_to_call_is_answered_with_the_phone_number_when_the_mail_has_no
     assert plan.answer_types == ["identifier"]
     answer = extractive_answer(plan, evidence)
     assert "**203-761-8497**" in answer.text, answer.text
+
+
+def test_a_field_lines_number_may_carry_a_pound_sign() -> None:
+    # "Passcode: 5323#" (a conference call's passcode) is the field's reference, as "Contract: 2053" is.
+    body = (
+        "The call is set for Thursday afternoon and we have four ports reserved for the group.\n\n"
+        "Passcode:\t5323#\n\nPlease let me know if you need more ports for the remote people.\n\nThanks,\nDee\n"
+    )
+    own, closing = split_closing(body)
+    found = collect_passages(subject="Dial-in Information", body=own, closing=closing, forwarded="", attachments=[])
+    evidence = [EvidenceText(1, "Dial-in Information", "dee@enron.com", "2001-10-24", "", body, found)]
+    plan = plan_question("what passcode do we use to join the call?", now=dt.datetime(2001, 10, 24, tzinfo=dt.UTC))
+    answer = extractive_answer(plan, evidence)
+    assert "**5323#**" in answer.text, answer.text
