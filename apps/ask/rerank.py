@@ -97,7 +97,7 @@ SEARCH_FLOOR_SHARE = 0.3
 # bench/ask_weights.py's replay on 179 labelled Enron questions (four files): holding its first 1, 2, 3, 4, 5
 # threads took r@10 from 0.866 to 0.872, 0.877, 0.877, 0.883, 0.883 (MRR 0.753 -> 0.754), no file lower
 # for 1-4; at 5 and 6 one file dropped. 3 keeps a margin from that edge.
-SEMANTIC_FLOOR = 3
+SEMANTIC_HOLD = 3
 
 
 @dataclass(slots=True)
@@ -369,7 +369,7 @@ def keep_search_hits(
     threads: list[ThreadResult],
     limit: int = SEARCH_FLOOR,
     min_share: float = SEARCH_FLOOR_SHARE,
-    semantic: int = SEMANTIC_FLOOR,
+    semantic: int = SEMANTIC_HOLD,
 ) -> list[ThreadResult]:
     """The threads of the search page's own first `limit` rows for the question (its hybrid ranking, one row
     per thread) are all among Ask's first `limit` rows: the rerank orders them and may add its own finds,
