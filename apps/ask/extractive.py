@@ -270,13 +270,27 @@ def _answer_values(kind: str, text: str, given: set[str]) -> list[str]:
     if kind == "identifier":
         # A reference is not a phone number (the phone kind asks for those), and a field line's bare number is
         # one: "New Contract Number: 2053".
-        phones = {v for v in find_values("phone", text) if v[:1] in "(+" or sum(ch.isdigit() for ch in v) >= 7}
+        phones = {v for v in find_values("phone", text) if _dialable(v)}
         references = [v for v in values if v not in phones]
         if not references and (field := _FIELD_NUMBER.match(text)):
             references = [field.group(1)]
         # "What number should I call …" asks for a number and gets a phone number when that is all there is.
         values = references or values
     return [v for v in values if value_key(v) not in given]
+
+
+def _dialable(value: str) -> bool:
+    """A phone-shaped value that is a phone number rather than a short reference ("7019-00", "3-6200"): an area
+    code in parentheses, an international prefix, or seven digits or more."""
+    return value[:1] in "(+" or sum(ch.isdigit() for ch in value) >= 7
+
+
+def _kind_name(kind: str, values: list[str]) -> str:
+    """How the answer's first line names its values: a reference question answered with phone numbers only
+    ("what number should I call …") says "Phone", not "Reference"."""
+    if kind == "identifier" and values and all(v in find_values("phone", v) and _dialable(v) for v in values):
+        return KIND_NAMES["phone"]
+    return KIND_NAMES[kind]
 
 
 _FIELD_NUMBER = re.compile(r"^[^:\d]{2,40}:\s*(#?\d{3,}#?)\s*$")  # "Passcode: 5323#", "Contract: 2053"
@@ -470,9 +484,9 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
     level, chance = confidence_level(features)
     unsure = bool(missing) or level == "low"
     if found:
+        headlines = {kind: _headline(plan, kind, chosen, message) for kind in found}
         facts = " · ".join(
-            f"{KIND_NAMES[kind]}: " + ", ".join(f"**{v}**" for v in _headline(plan, kind, chosen, message))
-            for kind in found
+            f"{_kind_name(kind, shown)}: " + ", ".join(f"**{v}**" for v in shown) for kind, shown in headlines.items()
         )
         lines.append(("I'm not sure, but the closest answer is — " if unsure else "") + f"{facts} {cite}")
     if missing and not found:

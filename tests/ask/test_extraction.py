@@ -534,7 +534,7 @@ def test_a_number_to_call_is_answered_with_the_phone_number_when_the_mail_has_no
     plan = plan_question("which number do we use for Bill's comments on the agreement?", now=dt.datetime.now(dt.UTC))
     assert plan.answer_types == ["identifier"]
     answer = extractive_answer(plan, evidence)
-    assert "**203-761-8497**" in answer.text, answer.text
+    assert "Phone: **203-761-8497** [1]" in answer.text, answer.text
 
 
 def test_a_field_lines_number_may_carry_a_pound_sign() -> None:
