@@ -29,6 +29,7 @@ from apps.ask.textutil import (
     amount_number,
     contains_word,
     find_values,
+    is_phone_number,
     normalize,
     parse_day,
     value_key,
@@ -270,8 +271,7 @@ def _answer_values(kind: str, text: str, given: set[str]) -> list[str]:
     if kind == "identifier":
         # A reference is not a phone number (the phone kind asks for those), and a field line's bare number is
         # one: "New Contract Number: 2053".
-        phones = {v for v in find_values("phone", text) if _dialable(v)}
-        references = [v for v in values if v not in phones]
+        references = [v for v in values if not _dialable(v)]
         if not references and (field := _FIELD_NUMBER.match(text)):
             references = [field.group(1)]
         # "What number should I call …" asks for a number and gets a phone number when that is all there is.
@@ -279,16 +279,16 @@ def _answer_values(kind: str, text: str, given: set[str]) -> list[str]:
     return [v for v in values if value_key(v) not in given]
 
 
-def _dialable(value: str) -> bool:
-    """A phone-shaped value that is a phone number rather than a short reference ("7019-00", "3-6200"): an area
-    code in parentheses, an international prefix, or seven digits or more."""
-    return value[:1] in "(+" or sum(ch.isdigit() for ch in value) >= 7
+def _dialable(identifier: str) -> bool:
+    """A phone number rather than a short reference shaped like one ("7019-00", "3-6200"): phone-shaped, with
+    an area code in parentheses, an international prefix, or seven digits or more."""
+    return is_phone_number(identifier) and (identifier[:1] in "(+" or sum(ch.isdigit() for ch in identifier) >= 7)
 
 
 def _kind_name(kind: str, values: list[str]) -> str:
     """How the answer's first line names its values: a reference question answered with phone numbers only
     ("what number should I call …") says "Phone", not "Reference"."""
-    if kind == "identifier" and values and all(v in find_values("phone", v) and _dialable(v) for v in values):
+    if kind == "identifier" and values and all(_dialable(v) for v in values):
         return KIND_NAMES["phone"]
     return KIND_NAMES[kind]
 

@@ -250,11 +250,16 @@ _PHONE = re.compile(r"[+(]?\d[\d() .+-]*\d")
 def find_phones(text: str) -> list[str]:
     """Identifiers written as a phone number or an extension: digits with their separators (at least five
     digits), area code and international prefix included ("(713) 345-2804", "+90 212 555 0142", "3-6200")."""
-    return [
-        v
-        for v in find_identifiers(text)
-        if _PHONE.fullmatch(v) and sum(c.isdigit() for c in v) >= _MIN_GROUPED_DIGITS and not v.isdigit()
-    ]
+    return [v for v in find_identifiers(text) if is_phone_number(v)]
+
+
+def is_phone_number(identifier: str) -> bool:
+    """An identifier written as a phone number or an extension (see find_phones)."""
+    return (
+        bool(_PHONE.fullmatch(identifier))
+        and sum(c.isdigit() for c in identifier) >= _MIN_GROUPED_DIGITS
+        and not identifier.isdigit()
+    )
 
 
 # The kinds of value an answer can state, and how the page names them.

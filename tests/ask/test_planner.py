@@ -81,6 +81,9 @@ def test_answer_types_come_from_the_vocabulary_file() -> None:
     assert plan_question("on which days is the class held?", now=NOW).answer_types == ["date"]
     assert plan_question("what passcode do we use for the call?", now=NOW).answer_types == ["identifier"]
     assert plan_question("what number should I call to reach Bill?", now=NOW).answer_types == ["phone"]
+    # words with other common senses ask for nothing by themselves ("contract extension", "fuel cell", "fee")
+    assert plan_question("when does the contract extension start?", now=NOW).answer_types == ["date"]
+    assert plan_question("did they waive the fee for the fuel cell pilot?", now=NOW).answer_types == ["yesno"]
 
 
 def test_answer_types_empty_vocabulary(tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
