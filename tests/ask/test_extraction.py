@@ -32,6 +32,13 @@ from apps.ask.textutil import (
 )
 
 
+def one_mail(subject: str, sender: str, date: str, body: str) -> list[EvidenceText]:
+    """Evidence [1]: one mail read as the pipeline reads it (own text, closing, forwarded text)."""
+    own, closing = split_closing(body)
+    found = collect_passages(subject=subject, body=own, closing=closing, forwarded=forwarded_text(body), attachments=[])
+    return [EvidenceText(1, subject, sender, date, "", body, found)]
+
+
 def test_pdf_from_the_demo_writer() -> None:
     pdf = build_pdf(
         title="Hesap Özeti", lines=["Son Ödeme Tarihi: 11/05/2026", "a (b) \\ c"], created=dt.datetime.now(dt.UTC)
@@ -482,9 +489,7 @@ def test_a_reference_question_takes_a_field_number_not_a_phone_number() -> None:
         "New Contract Number: 2053\n\nThe release starts on the first of the month at the agreed rate.\n\n"
         "Thanks,\nTerry\n"
     )
-    own, closing = split_closing(body)
-    found = collect_passages(subject="Capacity release", body=own, closing=closing, forwarded="", attachments=[])
-    evidence = [EvidenceText(1, "Capacity release", "terry@enron.com", "2001-05-02", "", body, found)]
+    evidence = one_mail("Capacity release", "terry@enron.com", "2001-05-02", body)
     question = "what is the new contract number for the capacity release?"
     answer = extractive_answer(plan_question(question, now=dt.datetime(2001, 5, 5, tzinfo=dt.UTC)), evidence)
     assert "**2053**" in answer.text, answer.text
@@ -511,11 +516,9 @@ def test_text_after_a_signature_and_a_short_rule_is_read_not_dropped_as_a_discla
         "On June 12, 2001, the NSTAR Companies tendered for filing an amendment to their Open Access\n"
         "Transmission Tariff for the Phase I/Phase II HVDC facilities.  Protests are due July 3, 2001."
     )
-    own, closing = split_closing(body)
     forwarded = forwarded_text(body)
     assert "Protests are due July 3, 2001." in forwarded, forwarded
-    found = collect_passages(subject="NSTAR filing", body=own, closing=closing, forwarded=forwarded, attachments=[])
-    evidence = [EvidenceText(1, "NSTAR filing", "susan.scott@enron.com", "2001-06-19", "", body, found)]
+    evidence = one_mail("NSTAR filing", "susan.scott@enron.com", "2001-06-19", body)
     question = "what was the deadline for protests against the NSTAR tariff amendment?"
     answer = extractive_answer(plan_question(question, now=dt.datetime(2001, 6, 20, tzinfo=dt.UTC)), evidence)
     assert "**July 3, 2001**" in answer.text, answer.text
@@ -528,9 +531,7 @@ def test_a_number_to_call_is_answered_with_the_phone_number_when_the_mail_has_no
         "Thank you for the drafts.  We are working on comments and hope to get you a redraft this week.\n"
         "Please give me a call at 203-761-8497 if you have questions.\n\nBill Rippe\n"
     )
-    own, closing = split_closing(body)
-    found = collect_passages(subject="Re: Master Netting", body=own, closing=closing, forwarded="", attachments=[])
-    evidence = [EvidenceText(1, "Re: Master Netting", "rippew@ld.example", "2001-11-26", "", body, found)]
+    evidence = one_mail("Re: Master Netting", "rippew@ld.example", "2001-11-26", body)
     plan = plan_question("which number do we use for Bill's comments on the agreement?", now=dt.datetime.now(dt.UTC))
     assert plan.answer_types == ["identifier"]
     answer = extractive_answer(plan, evidence)
@@ -543,9 +544,7 @@ def test_a_field_lines_number_may_carry_a_pound_sign() -> None:
         "The call is set for Thursday afternoon and we have four ports reserved for the group.\n\n"
         "Passcode:\t5323#\n\nPlease let me know if you need more ports for the remote people.\n\nThanks,\nDee\n"
     )
-    own, closing = split_closing(body)
-    found = collect_passages(subject="Dial-in Information", body=own, closing=closing, forwarded="", attachments=[])
-    evidence = [EvidenceText(1, "Dial-in Information", "dee@enron.com", "2001-10-24", "", body, found)]
+    evidence = one_mail("Dial-in Information", "dee@enron.com", "2001-10-24", body)
     plan = plan_question("what passcode do we use to join the call?", now=dt.datetime(2001, 10, 24, tzinfo=dt.UTC))
     answer = extractive_answer(plan, evidence)
     assert "**5323#**" in answer.text, answer.text
