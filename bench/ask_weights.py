@@ -142,11 +142,27 @@ def table_row(name: str, records: list[Recorded], weights: dict[str, float]) -> 
     return f"{name:34} {len(records):>4}  r@10 {recall:.3f}  MRR {mrr:.3f}"
 
 
+def sweep(name: str, records: list[Recorded], current: dict[str, float]) -> None:
+    """r@10 / MRR per question file with one weight set to each GRID value, every other weight as it is."""
+    files = sorted({r.file for r in records})
+    print(f"\nweight of {name!r} (now {current.get(name, 0.0)}), per file r@10 / MRR, then all:")
+    print(f"{'':>6}  " + "  ".join(f"{f[:22]:>22}" for f in files) + f"  {'all':>13}")
+    for value in GRID:
+        weights = {**current, name: value}
+        cells = []
+        for file in [*files, None]:
+            group = [r for r in records if file is None or r.file == file]
+            recall, mrr = measure(group, weights)
+            cells.append(f"{recall:.3f} / {mrr:.3f}".rjust(22 if file else 13))
+        print(f"{value:>6}  " + "  ".join(cells))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--workdir", required=True, help="A corpus database built by bench/search.py or ask.py.")
     parser.add_argument("--shortlist", type=int, help="Rerank this many candidates instead of retrieval.SHORTLIST.")
     parser.add_argument("--holdout", action="append", default=[], help="A question file measured, never fitted.")
+    parser.add_argument("--sweep", help="Only measure each file under GRID values of this one weight, the rest as is.")
     args = parser.parse_args()
     workdir = Path(args.workdir)
     os.environ.setdefault("DATA_DIR", str(workdir / "data"))
@@ -172,6 +188,9 @@ def main() -> None:
             pooled = sum(1 for r in group if r.relevant)
             print(f"{name}: a labelled mail among the reranked candidates for {pooled}/{len(group)} questions")
 
+    if args.sweep:
+        sweep(args.sweep, records, current)
+        return
     print("\nleave one file out (fit on the others, measure on the file left out):")
     for path in TRAINING:
         inside = [r for r in training if r.file != path.name]

@@ -412,6 +412,8 @@ SEARCH_EMBEDDER: dict[str, Any] = {
     "dimensions": env_int("SEARCH_EMBEDDER_DIMENSIONS", 0),
     "threads": env_int("SEARCH_EMBEDDER_THREADS", 0),
 }
+# The gist model (apps/search/gist.py): "e5" (multilingual-e5-small, bundled) or "none" to switch it off.
+SEARCH_GIST_EMBEDDER = env_str("SEARCH_GIST_EMBEDDER", "e5")
 # The backend follows the database vendor ("auto"); the rest are its options (apps/search/backends/base.py).
 SEARCH_BACKEND: dict[str, Any] = {
     "BACKEND": env_str("SEARCH_BACKEND", "auto"),

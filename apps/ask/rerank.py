@@ -77,7 +77,9 @@ WEIGHTS: dict[str, float] = {
     "entity": 1.0,
     "evidence": 0.1,
     "attachment": 0.2,
+    "gist": 1.0,
 }
+GIST_K = 5  # gist = (1 + K) / (K + its rank by gist similarity among the shortlist)
 HYBRID_K = 10  # hybrid = (1 + K) / (K + rank): 1.0 for the search page's first hit, 0.55 for its tenth
 HINT_BOOST = 0.05
 # The best thread is only "related mail" when it holds less than this share of the question's (rarity
@@ -116,6 +118,7 @@ class Candidate:
     keyword_lists: int = 0
     semantic_rank: int | None = None
     semantic_score: float = 0.0
+    gist_score: float | None = None  # similarity of the question to its gist (apps/search/gist.py); None: unknown
     hybrid_rank: int | None = None  # rank in the search page's hybrid ranking of the question
     provider: bool = False
     hit_attachment_ids: set[int] = field(default_factory=set)
@@ -222,6 +225,8 @@ def score_candidates(
     series: dict[tuple[str, str], list[Candidate]] = {}
     for candidate in loaded:
         series.setdefault(series_key(candidate), []).append(candidate)
+    by_gist = sorted((c for c in loaded if c.gist_score is not None), key=lambda c: -(c.gist_score or 0.0))
+    gist_rank = {c.message_pk: rank for rank, c in enumerate(by_gist, start=1)}
     series_position: dict[int, int] = {}
     for members in series.values():
         members.sort(key=lambda c: c.date or dt.datetime.min.replace(tzinfo=dt.UTC), reverse=True)
@@ -322,6 +327,9 @@ def score_candidates(
             "entity": round(entity, 4),
             "evidence": evidence,
             "attachment": attachment,
+            "gist": round((1 + GIST_K) / (GIST_K + gist_rank[candidate.message_pk]), 4)
+            if candidate.message_pk in gist_rank
+            else 0.0,
         }
         candidate.matched_fields = fields
         candidate.score = sum(WEIGHTS[name] * value for name, value in candidate.features.items())

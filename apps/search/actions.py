@@ -5,9 +5,11 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Q
@@ -19,12 +21,14 @@ from apps.search.backends import get_search_backend
 from apps.search.backends.base import IndexResult
 from apps.search.documents import documents_for_messages
 from apps.search.embedders import Embedder
-from apps.search.models import SearchIndexState
+from apps.search.gist import get_gist_embedder, gist_text, has_stale_gists, pack, stale_documents, stored_gists
+from apps.search.models import SearchDocument, SearchGist, SearchIndexState
 
 logger = logging.getLogger(__name__)
 
 INDEX_BATCH = 500
 BACKFILL_LOCK_SECONDS = 600
+GIST_BATCH = 32
 
 
 def index_messages(*, message_ids: Iterable[int]) -> IndexResult:
@@ -140,18 +144,85 @@ def backfill_embeddings(
                     progress(count)
 
             this_round = backend.embed_pending(embedder=embedder, deadline=deadline, progress=step)
+            # Gists after the search vectors (those make mail findable at all), in the same lease and budget.
+            if deadline is None or time.monotonic() < deadline:
+                this_round += embed_stale_gists(deadline=deadline, progress=step)
         finally:
             _release_backfill_lock()
         embedded += this_round
         if deadline is not None and time.monotonic() >= deadline:
-            if requeue and backend.has_pending_embeddings():
+            if requeue and (backend.has_pending_embeddings() or has_stale_gists()):
                 request_embedding_backfill()
             break
         # Mail stored while we held the lease was not picked up by its own (refused) backfill.
-        if not this_round or not backend.has_pending_embeddings():
+        if not this_round or not (backend.has_pending_embeddings() or has_stale_gists()):
             break
     try:
         backend.refresh_vocabulary()  # the "did you mean" word list (PostgreSQL; throttled)
     except Exception:
         logger.exception("search: refreshing the vocabulary failed")
     return embedded
+
+
+def store_gists(documents: Sequence[dict[str, Any]], embedder: Embedder) -> dict[int, np.ndarray]:
+    """Embed the gists of these message documents ({id, title, body, content_hash} rows) and store each one
+    whose document still has that content hash (a document re-indexed meanwhile stays stale). Returns
+    {document id: vector} for all of them."""
+    if not documents:
+        return {}
+    vectors = embedder.embed_documents([gist_text(row["title"], row["body"]) for row in documents])
+    hashes = {row["id"]: row["content_hash"] for row in documents}
+    with transaction.atomic():
+        current = dict(SearchDocument.objects.filter(pk__in=list(hashes)).values_list("id", "content_hash"))
+        keep = [
+            (row["id"], vector)
+            for row, vector in zip(documents, vectors, strict=True)
+            if current.get(row["id"]) == hashes[row["id"]]
+        ]
+        SearchGist.objects.filter(document_id__in=[pk for pk, _ in keep]).delete()
+        SearchGist.objects.bulk_create(
+            [
+                SearchGist(document_id=pk, embedder=embedder.key, content_hash=hashes[pk], vector=pack(vector))
+                for pk, vector in keep
+            ]
+        )
+    return {row["id"]: vector for row, vector in zip(documents, vectors, strict=True)}
+
+
+def embed_stale_gists(
+    *,
+    embedder: Embedder | None = None,
+    deadline: float | None = None,
+    max_documents: int | None = None,
+    progress: Callable[[int], object] | None = None,
+) -> int:
+    """Embed missing or stale gists, oldest documents first, one committed batch at a time (resumable: what
+    is stored stays current, the rest is found stale again). Nothing when SEARCH_GIST_EMBEDDER is "none"."""
+    embedder = embedder or get_gist_embedder()
+    if embedder is None:
+        return 0
+    done = 0
+    while max_documents is None or done < max_documents:
+        take = GIST_BATCH if max_documents is None else min(GIST_BATCH, max_documents - done)
+        batch = list(stale_documents(embedder.key).order_by("id").values("id", "title", "body", "content_hash")[:take])
+        if not batch:
+            break
+        store_gists(batch, embedder)
+        done += len(batch)
+        if progress is not None:
+            progress(len(batch))
+        if deadline is not None and time.monotonic() >= deadline:
+            break
+    return done
+
+
+def gists_for(
+    documents: Sequence[dict[str, Any]], embedder: Embedder, *, compute_missing: int
+) -> dict[int, np.ndarray]:
+    """{document id: gist vector} for these message documents: the stored ones, plus up to `compute_missing`
+    embedded (and stored) now. When more are missing, only the stored ones are returned."""
+    found = stored_gists(documents, embedder.key)
+    missing = [row for row in documents if row["id"] not in found]
+    if missing and len(missing) <= compute_missing:
+        found.update(store_gists(missing, embedder))
+    return found

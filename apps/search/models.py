@@ -130,3 +130,21 @@ class SearchIndexState(models.Model):
 
     def __str__(self) -> str:
         return f"search index state ({self.embedder or 'no embedder'})"
+
+
+class SearchGist(models.Model):
+    """A second, small vector per message document: the gist model's embedding of its subject and the opening
+    of its own text (apps/search/gist.py). Ask compares the question with it to rerank the few dozen mails it
+    shortlisted; nothing searches over it, so it is plain float32 bytes on every database. Stale when the
+    document's content hash or the gist model changes."""
+
+    document = models.OneToOneField(SearchDocument, on_delete=models.CASCADE, primary_key=True, related_name="gist")
+    embedder = models.CharField(max_length=200)
+    content_hash = models.CharField(max_length=40)
+    vector = models.BinaryField()
+
+    class Meta:
+        db_table = "search_gist"
+
+    def __str__(self) -> str:
+        return f"gist of {self.document_id} ({self.embedder})"

@@ -17,6 +17,7 @@ from apps.accounts.models import MailAccount, MailFolder, Message
 from apps.search.backends import get_search_backend
 from apps.search.backends.base import MODES, EmbeddingProgress, Mode, SearchFilters, SearchHit
 from apps.search.folding import STOPWORDS, fold_tokens
+from apps.search.gist import get_gist_embedder, gist_progress
 from apps.search.models import DocumentKind
 from apps.search.query import Operator, SearchQuery, parse_search
 
@@ -196,6 +197,13 @@ def _filter_fields(filters: SearchFilters) -> dict[str, Any]:
 def embedding_progress() -> EmbeddingProgress:
     """Documents embedded with the current vectors' model / all indexed documents (diagnostics)."""
     return get_search_backend().embedding_progress()
+
+
+def gist_embedding_progress() -> EmbeddingProgress:
+    """Messages with a current gist (apps/search/gist.py) / message documents; embedder "" when switched off."""
+    embedder = get_gist_embedder()
+    done, total = gist_progress(embedder)
+    return EmbeddingProgress(done=done, total=total, embedder=embedder.key if embedder else "")
 
 
 # ---------------------------------------------------------------------------------------------------

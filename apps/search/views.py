@@ -21,6 +21,7 @@ from apps.search.selectors import (
     ResultRow,
     SearchPage,
     embedding_progress,
+    gist_embedding_progress,
     library_file_for_user,
     normalize_mode,
     search_page,
@@ -126,4 +127,8 @@ ICON_SVG = (
 
 @staff_member_required
 def progress(request: HttpRequest) -> HttpResponse:
-    return render(request, "search/partials/embedding_progress.html", {"progress": embedding_progress()})
+    return render(
+        request,
+        "search/partials/embedding_progress.html",
+        {"progress": embedding_progress(), "gists": gist_embedding_progress()},
+    )

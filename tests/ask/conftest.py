@@ -18,9 +18,8 @@ from django.contrib.auth import get_user_model
 
 from apps.accounts.demo_mailbox import DEMO_ACCOUNT_NAME, build_demo_messages, import_demo_mailbox
 from apps.accounts.models import MailAccount
-from apps.search.backends import get_search_backend
+from apps.search import actions as search_actions
 from apps.search.backends.sqlite import forget_vector_matrices
-from apps.search.embedders import get_embedder
 from tests.fakes.openai_server import FakeOpenAI, Reply, system_text
 
 
@@ -63,7 +62,8 @@ def build_ask_mailbox(*, embeddings: bool) -> AskMailbox:
     import_demo_mailbox(owner=user, stdout=io.StringIO())
     account = MailAccount.objects.get(owner=user, name=DEMO_ACCOUNT_NAME)
     if embeddings:
-        get_search_backend().embed_pending(embedder=get_embedder())
+        # The background backfill's own entry point: search vectors, then gists (apps/search/gist.py).
+        search_actions.backfill_embeddings(requeue=False, seconds=0)
     return AskMailbox(user=user, account=account)
 
 

@@ -7,11 +7,11 @@ from typing import Any
 
 from django import template
 
-from apps.search.selectors import embedding_progress
+from apps.search.selectors import embedding_progress, gist_embedding_progress
 
 register = template.Library()
 
 
 @register.inclusion_tag("search/partials/embedding_progress.html")
 def search_embedding_progress() -> dict[str, Any]:
-    return {"progress": embedding_progress()}
+    return {"progress": embedding_progress(), "gists": gist_embedding_progress()}

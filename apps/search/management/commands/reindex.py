@@ -12,6 +12,7 @@ from apps.accounts.models import Message
 from apps.search import actions
 from apps.search.backends import get_search_backend
 from apps.search.embedders import get_embedder
+from apps.search.gist import get_gist_embedder, gist_progress
 from apps.search.models import SearchChunk, SearchDocument
 
 
@@ -45,11 +46,15 @@ class Command(BaseCommand):
             embedder = get_embedder()
             backend.ensure_embedder(embedder)
             pending = SearchDocument.objects.filter(embedded_with="").count()
+            gists_done, gists_total = gist_progress()
             started = time.monotonic()
-            with tqdm(total=pending, unit="doc", desc=f"embeddings ({embedder.key})", disable=quiet) as bar:
+            # The backfill embeds search vectors, then the gists Ask reranks with (apps/search/gist.py).
+            total = pending + (gists_total - gists_done if get_gist_embedder() else 0)
+            with tqdm(total=total, unit="doc", desc=f"embeddings ({embedder.key}, gists)", disable=quiet) as bar:
                 done = actions.backfill_embeddings(seconds=0, embedder=embedder, progress=bar.update, requeue=False)
             progress = backend.embedding_progress(embedder.key)
+            gists_done, gists_total = gist_progress()
             self.stdout.write(
-                f"Embedded {done} documents ({time.monotonic() - started:.1f}s); "
-                f"{progress.done}/{progress.total} have vectors."
+                f"Embedded {done} documents and gists ({time.monotonic() - started:.1f}s); "
+                f"{progress.done}/{progress.total} have vectors, {gists_done}/{gists_total} messages a gist."
             )

@@ -1,0 +1,61 @@
+"""The gist signal of Ask's rerank (apps/ask/retrieval.shortlist_gists, apps/search/gist.py): every
+shortlisted mail is compared with the question by its gist when the backfill has stored them; a few missing
+gists are embedded during the run; with many missing the signal is left out of the run, never compared
+unevenly."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from apps.ask import actions, retrieval
+from apps.ask.models import AskRun, RunStatus
+from apps.search import actions as search_actions
+from apps.search.gist import message_documents
+from apps.search.models import SearchGist
+from tests.ask.conftest import AskMailbox
+
+pytestmark = pytest.mark.django_db(transaction=False)
+
+QUESTION = "did Ergoform ship my replacement desk, and what is the tracking number?"
+
+
+def ask(mailbox: AskMailbox, question: str) -> AskRun:
+    run = actions.create_ask_run(owner=mailbox.user, question=question)
+    finished = actions.execute_ask_run(run_id=run.pk, emit=lambda event: None)
+    assert finished is not None and finished.status == RunStatus.DONE, finished and finished.error
+    return finished
+
+
+def rerank_detail(run: AskRun) -> str:
+    return str(next(step for step in run.steps if step["stepId"] == "rerank")["detail"])
+
+
+def test_with_the_backfill_done_every_shortlisted_mail_has_a_gist_signal(ask_mailbox: AskMailbox) -> None:
+    run = ask(ask_mailbox, QUESTION)
+    assert f"; {run.scope['shortlist']} by gist" in rerank_detail(run)
+    gists = [row["features"]["gist"] for row in run.evidence if row["features"]]
+    # (1 + K) / (K + its rank by gist among the shortlist): every row has one, no two share a rank
+    assert all(0 < value <= 1.0 for value in gists) and len(set(gists)) == len(gists)
+    assert "Ticket #77104" in run.evidence[0]["subject"]
+
+
+def test_too_many_missing_gists_leave_the_signal_out_a_few_are_embedded_on_the_way(
+    ask_mailbox_text: AskMailbox, monkeypatch: Any
+) -> None:
+    """ask_mailbox_text is indexed but its backfill never ran: no vectors, no gists."""
+    run = ask(ask_mailbox_text, QUESTION)
+    assert "by gist" not in rerank_detail(run)
+    assert all(row["features"].get("gist", 0.0) == 0.0 for row in run.evidence)
+    assert not SearchGist.objects.filter(document__account=ask_mailbox_text.account).exists()
+
+    # The backfill reaches all but a few of the mails this question shortlists: those few are embedded now.
+    shortlisted = [row["message_pk"] for row in run.evidence]
+    documents = message_documents(shortlisted)
+    missing = {documents[pk]["id"] for pk in shortlisted[: retrieval.GIST_ON_DEMAND - 1]}
+    search_actions.embed_stale_gists()
+    SearchGist.objects.filter(document_id__in=missing).delete()
+    again = ask(ask_mailbox_text, QUESTION)
+    assert f"; {again.scope['shortlist']} by gist" in rerank_detail(again)
+    assert SearchGist.objects.filter(document_id__in=missing).count() == len(missing)

@@ -1,0 +1,137 @@
+"""Gist vectors (apps/search/gist.py): what is embedded, the background backfill that stores them (the same
+entry point the django-q2 task runs), staleness after a re-index, and that the bundled model compares a
+paraphrased question with mail written in other words (and another language) by meaning."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+
+from apps.search import actions
+from apps.search.gist import (
+    GIST_CHARS,
+    get_gist_embedder,
+    gist_progress,
+    gist_text,
+    has_stale_gists,
+    message_documents,
+    similarity,
+    stored_gists,
+)
+from apps.search.models import SearchGist
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_gist_is_the_subject_and_the_senders_own_opening_words() -> None:
+    body = (
+        "Please send the signed lease to the landlord by Friday, otherwise we lose the deposit.\n"
+        + "More words follow here. " * 40
+        + "\n-----Original Message-----\nFrom: landlord\n> the quoted request about keys"
+    )
+    text = gist_text("Lease for the new office", body)
+    assert text.startswith("Lease for the new office Please send the signed lease")
+    assert "Original Message" not in text and "quoted request" not in text
+    assert len(text) <= GIST_CHARS
+    assert not text.endswith(" ")
+    # A forward with no words of its own is about what it forwards.
+    forwarded = gist_text("FW: rota", "-----Original Message-----\nThe night shift rota for March is attached.")
+    assert "night shift rota" in forwarded
+
+
+def test_the_backfill_stores_one_gist_per_message_and_refreshes_a_changed_one(
+    make_message: Callable[..., Any], index_all: Callable[..., None]
+) -> None:
+    first = make_message("Boiler service", "The engineer comes on Tuesday morning to service the boiler.")
+    second = make_message(
+        "Invoice 2291",
+        "Your invoice 2291 over 120 EUR is due on 3 May.",
+        attachments=[
+            ("invoice.pdf", "Invoice 2291, amount due 120 EUR"),
+        ],
+    )
+    index_all(embeddings=False)
+    assert has_stale_gists()
+    assert actions.backfill_embeddings(requeue=False) > 0  # search vectors and gists, as the task does
+    assert not has_stale_gists()
+    documents = message_documents([first.pk, second.pk])
+    assert SearchGist.objects.count() == 2  # messages only: the attachment's text has no gist of its own
+    assert gist_progress() == (2, 2)
+    stored = stored_gists(list(documents.values()), get_gist_embedder().key)  # type: ignore[union-attr]
+    assert set(stored) == {row["id"] for row in documents.values()}
+    assert all(abs(float(np.linalg.norm(vector)) - 1.0) < 1e-3 for vector in stored.values())
+
+    first.body_text = "The engineer cancelled; the boiler service moves to Thursday."
+    first.save()
+    index_all(first, embeddings=False)
+    assert has_stale_gists()
+    changed = message_documents([first.pk])[first.pk]
+    assert stored_gists([changed], get_gist_embedder().key) == {}  # type: ignore[union-attr]
+    assert actions.embed_stale_gists() == 1
+    assert SearchGist.objects.count() == 2
+
+
+def test_an_interrupted_backfill_resumes_without_duplicates(
+    make_message: Callable[..., Any], index_all: Callable[..., None]
+) -> None:
+    for number in range(5):
+        make_message(f"Note {number}", f"Reminder number {number} about the quarterly report.")
+    index_all(embeddings=False)
+    assert actions.embed_stale_gists(max_documents=2) == 2
+    assert gist_progress() == (2, 5)
+    assert actions.embed_stale_gists() == 3
+    assert actions.embed_stale_gists() == 0
+    assert SearchGist.objects.count() == 5
+
+
+def test_switched_off_nothing_is_embedded(
+    settings: Any, make_message: Callable[..., Any], index_all: Callable[..., None]
+) -> None:
+    settings.SEARCH_GIST_EMBEDDER = "none"
+    make_message("Boiler service", "The engineer comes on Tuesday.")
+    index_all(embeddings=False)
+    assert get_gist_embedder() is None
+    assert actions.embed_stale_gists() == 0
+    assert not has_stale_gists()
+    settings.SEARCH_GIST_EMBEDDER = "word2vec"
+    from django.core.exceptions import ImproperlyConfigured
+
+    with pytest.raises(ImproperlyConfigured, match="SEARCH_GIST_EMBEDDER"):
+        get_gist_embedder()
+
+
+def test_a_paraphrased_question_is_closest_to_the_mail_it_describes(
+    make_message: Callable[..., Any], index_all: Callable[..., None]
+) -> None:
+    """None of the question's content words is in the answering mail; the model has to know what it means."""
+    raffle = make_message(
+        "Blazers seats giveaway",
+        "We are drawing names on Friday for two pairs of courtside tickets to next week's Trail Blazers home "
+        "game. Reply to this mail to enter; everyone in the Portland office can take part.",
+    )
+    german = make_message(
+        "Kündigung Mietvertrag",
+        "Hiermit kündige ich den Mietvertrag für die Wohnung in der Gartenstraße fristgerecht zum 31. März.",
+    )
+    others = [
+        make_message("Gas storage report", "Injections at the Sorrento cavern were below plan last week."),
+        make_message("Q3 budget review", "Please send your department's spending forecast before the meeting."),
+        make_message("Server maintenance", "The mail servers will be offline on Sunday from 2 to 4 am."),
+    ]
+    index_all(embeddings=False)
+    actions.embed_stale_gists()
+    embedder = get_gist_embedder()
+    assert embedder is not None
+    documents = message_documents([m.pk for m in (raffle, german, *others)])
+    vectors = stored_gists(list(documents.values()), embedder.key)
+    by_document = {row["id"]: pk for pk, row in documents.items()}
+
+    def best(question: str) -> int:
+        scores = similarity(embedder, question, vectors)
+        return by_document[max(scores, key=lambda key: scores[key])]
+
+    assert best("lottery for free NBA basketball game tickets for staff") == raffle.pk
+    assert best("when does my apartment rental contract end?") == german.pk
