@@ -46,10 +46,10 @@ from apps.ask.retrieval import (
     keyword_search,
     load_candidates,
     pending_attachments,
+    pool_gists,
     provider_search,
     search_filters,
     semantic_search,
-    shortlist_gists,
     shortlist_similarities,
     thread_scope,
     word_rarity,
@@ -57,6 +57,7 @@ from apps.ask.retrieval import (
 from apps.ask.rewrite import llm_rerank, recent_subjects, rewrite_question
 from apps.ask.textutil import VALUE_KIND_LABELS, VALUE_KINDS, Passage, find_values, forwarded_text, split_closing
 from apps.search.folding import highlight, parse_query
+from apps.search.gist import get_gist_embedder
 from mailagent.llm import LLMConfig
 
 logger = logging.getLogger(__name__)
@@ -77,6 +78,7 @@ STEPS: tuple[tuple[str, str], ...] = (
     ("local_vector", "Searching local mail by meaning"),
     ("hybrid", "Ranking words and meaning together"),
     ("provider_search", "Searching Gmail / Outlook"),
+    ("gist", "Comparing what each mail is about with the question"),
     ("attachment_text", "Reading attachments"),
     ("rerank", "Ranking the evidence"),
     ("read_evidence", "Reading the best matches"),
@@ -291,6 +293,17 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
             for name, entry in report.items()
             if entry.get("status") == "error"
         ]
+    with tracker.step("gist") as step:
+        gists = pool_gists(plan, pool)
+        if gists:
+            step.detail = f"{gists} candidates compared by gist"
+        else:
+            step.status = "skipped"
+            step.detail = (
+                "gist model switched off (SEARCH_GIST_EMBEDDER=none)"
+                if get_gist_embedder() is None
+                else "the background backfill has not embedded these mails' gists yet"
+            )
     shortlist = pool.shortlist()
     with tracker.step("attachment_text") as step:
         pending = pending_attachments(shortlist) if plan.wants_attachments else []
@@ -303,7 +316,6 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
         )
     with tracker.step("rerank") as step:
         similar = shortlist_similarities(plan, shortlist)
-        gists = shortlist_gists(plan, shortlist)
         rarity = word_rarity([*plan.entities, *(word for words in keyword_sets(plan) for word in words)])
         ranked = score_candidates(plan, shortlist, keyword_lists=pool.keyword_lists, word_weights=rarity)
         threads = keep_search_hits(merge_threads(ranked))

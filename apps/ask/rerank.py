@@ -79,6 +79,7 @@ WEIGHTS: dict[str, float] = {
     "attachment": 0.2,
     "gist": 1.0,
 }
+GIST_SHORTLIST = 1.0  # the weight of the gist rank in the shortlist's order (preliminary_score)
 GIST_K = 5  # gist = (1 + K) / (K + its rank by gist similarity among the shortlist)
 HYBRID_K = 10  # hybrid = (1 + K) / (K + rank): 1.0 for the search page's first hit, 0.55 for its tenth
 HINT_BOOST = 0.05
@@ -119,6 +120,7 @@ class Candidate:
     semantic_rank: int | None = None
     semantic_score: float = 0.0
     gist_score: float | None = None  # similarity of the question to its gist (apps/search/gist.py); None: unknown
+    gist_rank: int | None = None  # its rank by gist_score among all candidates of the run
     hybrid_rank: int | None = None  # rank in the search page's hybrid ranking of the question
     provider: bool = False
     hit_attachment_ids: set[int] = field(default_factory=set)
@@ -149,6 +151,8 @@ class Candidate:
             score += 1.0 / (10 + self.hybrid_rank)
         if self.provider:
             score += 0.05
+        if self.gist_rank is not None:
+            score += GIST_SHORTLIST / (10 + self.gist_rank)
         return score
 
 

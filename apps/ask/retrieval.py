@@ -191,30 +191,31 @@ def shortlist_similarities(plan: Plan, shortlist: list[Candidate]) -> int:
     return len(scored)
 
 
-# Gists missing for at most this many shortlisted mails are embedded during the run (~50 ms each); with more
-# missing (the backfill has not reached them) the gist signal is left out of this run rather than compared
-# unevenly.
+# Gists missing for at most this many candidates are embedded during the run (~50 ms each); with more missing
+# (the backfill has not reached them) the gist signal is left out of this run rather than compared unevenly.
 GIST_ON_DEMAND = 6
 
 
-def shortlist_gists(plan: Plan, shortlist: list[Candidate]) -> int:
-    """Similarity of the question to the gist of every shortlisted message (apps/search/gist.py). Returns how
-    many were scored: all of them, or none when the gist model is off or too many gists are missing."""
+def pool_gists(plan: Plan, pool: CandidatePool) -> int:
+    """Similarity of the question to the gist (apps/search/gist.py) of every candidate found so far, before the
+    shortlist is cut: its rank among them counts in the shortlist's order, so a mail the words ranked low but
+    that is about what the question describes is read and reranked. Returns how many were scored: all of
+    them, or none when the gist model is off or too many gists are missing."""
     embedder = get_gist_embedder()
-    if embedder is None or not shortlist:
+    candidates = list(pool.by_message.values())
+    if embedder is None or not candidates:
         return 0
-    documents = message_documents(candidate.message_pk for candidate in shortlist)
+    documents = message_documents(candidate.message_pk for candidate in candidates)
     vectors = search_actions.gists_for(list(documents.values()), embedder, compute_missing=GIST_ON_DEMAND)
     if len(vectors) < len(documents):
         return 0
     scores = gist_similarity(embedder, plan.question, vectors)
-    scored = 0
-    for candidate in shortlist:
-        document = documents.get(candidate.message_pk)
-        if document is not None and document["id"] in scores:
-            candidate.gist_score = scores[document["id"]]
-            scored += 1
-    return scored
+    scored = [c for c in candidates if c.message_pk in documents and documents[c.message_pk]["id"] in scores]
+    for candidate in scored:
+        candidate.gist_score = scores[documents[candidate.message_pk]["id"]]
+    for rank, candidate in enumerate(sorted(scored, key=lambda c: -(c.gist_score or 0.0)), start=1):
+        candidate.gist_rank = rank
+    return len(scored)
 
 
 def hybrid_search(plan: Plan, pool: CandidatePool, filters: SearchFilters) -> dict[str, Any]:

@@ -1,7 +1,7 @@
-"""The gist signal of Ask's rerank (apps/ask/retrieval.shortlist_gists, apps/search/gist.py): every
-shortlisted mail is compared with the question by its gist when the backfill has stored them; a few missing
-gists are embedded during the run; with many missing the signal is left out of the run, never compared
-unevenly."""
+"""The gist step of an Ask run (apps/ask/retrieval.pool_gists, apps/search/gist.py): every candidate is
+compared with the question by its gist when the backfill has stored them (its rank orders the shortlist and is
+a rerank signal); a few missing gists are embedded during the run; with many missing the step is skipped and
+says why, the signal left out of the run rather than compared unevenly."""
 
 from __future__ import annotations
 
@@ -28,13 +28,14 @@ def ask(mailbox: AskMailbox, question: str) -> AskRun:
     return finished
 
 
-def rerank_detail(run: AskRun) -> str:
-    return str(next(step for step in run.steps if step["stepId"] == "rerank")["detail"])
+def gist_step(run: AskRun) -> dict[str, Any]:
+    return dict(next(step for step in run.steps if step["stepId"] == "gist"))
 
 
 def test_with_the_backfill_done_every_shortlisted_mail_has_a_gist_signal(ask_mailbox: AskMailbox) -> None:
     run = ask(ask_mailbox, QUESTION)
-    assert f"; {run.scope['shortlist']} by gist" in rerank_detail(run)
+    step = gist_step(run)
+    assert step["status"] == "done" and step["detail"] == f"{run.scope['candidates']} candidates compared by gist"
     gists = [row["features"]["gist"] for row in run.evidence if row["features"]]
     # (1 + K) / (K + its rank by gist among the shortlist): every row has one, no two share a rank
     assert all(0 < value <= 1.0 for value in gists) and len(set(gists)) == len(gists)
@@ -46,16 +47,24 @@ def test_too_many_missing_gists_leave_the_signal_out_a_few_are_embedded_on_the_w
 ) -> None:
     """ask_mailbox_text is indexed but its backfill never ran: no vectors, no gists."""
     run = ask(ask_mailbox_text, QUESTION)
-    assert "by gist" not in rerank_detail(run)
+    step = gist_step(run)
+    assert step["status"] == "skipped"
+    assert step["detail"] == "the background backfill has not embedded these mails' gists yet"
     assert all(row["features"].get("gist", 0.0) == 0.0 for row in run.evidence)
     assert not SearchGist.objects.filter(document__account=ask_mailbox_text.account).exists()
 
-    # The backfill reaches all but a few of the mails this question shortlists: those few are embedded now.
-    shortlisted = [row["message_pk"] for row in run.evidence]
-    documents = message_documents(shortlisted)
-    missing = {documents[pk]["id"] for pk in shortlisted[: retrieval.GIST_ON_DEMAND - 1]}
+    # The backfill reaches all but a few of the mails this question finds: those few are embedded now.
+    found = [row["message_pk"] for row in run.evidence]
+    documents = message_documents(found)
+    missing = {documents[pk]["id"] for pk in found[: retrieval.GIST_ON_DEMAND - 1]}
     search_actions.embed_stale_gists()
     SearchGist.objects.filter(document_id__in=missing).delete()
     again = ask(ask_mailbox_text, QUESTION)
-    assert f"; {again.scope['shortlist']} by gist" in rerank_detail(again)
+    assert gist_step(again)["detail"] == f"{again.scope['candidates']} candidates compared by gist"
     assert SearchGist.objects.filter(document_id__in=missing).count() == len(missing)
+
+
+def test_switched_off_the_step_says_so(ask_mailbox_text: AskMailbox, settings: Any) -> None:
+    settings.SEARCH_GIST_EMBEDDER = "none"
+    step = gist_step(ask(ask_mailbox_text, QUESTION))
+    assert step["status"] == "skipped" and step["detail"] == "gist model switched off (SEARCH_GIST_EMBEDDER=none)"

@@ -54,8 +54,8 @@ def test_key_case_without_llm_ranks_the_turkish_statement_first(ask_mailbox: Ask
     assert events[-1]["type"] == "completed"
     completed = [e["stepId"] for e in events if e["type"] == "step_completed"]
     assert completed == [
-        "classify", "plan", "local_fts", "local_vector", "hybrid", "provider_search", "attachment_text", "rerank",
-        "read_evidence", "answer",
+        "classify", "plan", "local_fts", "local_vector", "hybrid", "provider_search", "gist", "attachment_text",
+        "rerank", "read_evidence", "answer",
     ]  # fmt: skip
     assert all(e["label"] == STEP_LABELS[e["stepId"]] for e in events if e["stepId"])
     assert set(run.timings) >= {"total", "rerank", "answer"}
