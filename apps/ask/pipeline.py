@@ -42,6 +42,7 @@ from apps.ask.rerank import (
 )
 from apps.ask.retrieval import (
     CandidatePool,
+    gist_search,
     hybrid_search,
     keyword_search,
     load_candidates,
@@ -294,9 +295,10 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
             if entry.get("status") == "error"
         ]
     with tracker.step("gist") as step:
+        found = gist_search(plan, pool, filters)
         gists = pool_gists(plan, pool)
         if gists:
-            step.detail = f"{gists} candidates compared by gist"
+            step.detail = f"{gists} candidates compared by gist ({found} new)"
         else:
             step.status = "skipped"
             step.detail = (

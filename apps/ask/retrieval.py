@@ -19,7 +19,7 @@ from apps.search.backends import get_search_backend
 from apps.search.backends.base import SearchFilters, SearchHit
 from apps.search.documents import message_body_text
 from apps.search.folding import fold_tokens
-from apps.search.gist import get_gist_embedder, message_documents
+from apps.search.gist import get_gist_embedder, message_documents, nearest_messages
 from apps.search.gist import similarity as gist_similarity
 from apps.search.models import DocumentKind
 
@@ -194,6 +194,37 @@ def shortlist_similarities(plan: Plan, shortlist: list[Candidate]) -> int:
 # Gists missing for at most this many candidates are embedded during the run (~50 ms each); with more missing
 # (the backfill has not reached them) the gist signal is left out of this run rather than compared unevenly.
 GIST_ON_DEMAND = 6
+
+
+GIST_LIMIT = 20
+
+
+def gist_search(plan: Plan, pool: CandidatePool, filters: SearchFilters) -> int:
+    """Add the GIST_LIMIT mails of the user's accounts (and the plan's period) whose gists are nearest to the
+    question to the candidates; returns how many were new. Not for a one-thread question (its candidates
+    are that thread) or other filters the gist matrix cannot apply."""
+    embedder = get_gist_embedder()
+    if embedder is None or not filters.account_ids or filters.conditions or filters.message_ids is not None:
+        return 0
+    before = len(pool.by_message)
+    nearest = nearest_messages(
+        embedder,
+        plan.question,
+        account_ids=filters.account_ids,
+        date_from=filters.date_from,
+        date_to=filters.date_to,
+        limit=GIST_LIMIT,
+    )
+    # The matrix may still hold a row of mail deleted since it was loaded: only the user's own messages.
+    own = set(
+        Message.objects.filter(pk__in=[pk for pk, _ in nearest], account_id__in=filters.account_ids).values_list(
+            "pk", flat=True
+        )
+    )
+    for message_pk, _score in nearest:
+        if message_pk in own:
+            pool.get(message_pk).sources.add("local_vector")
+    return len(pool.by_message) - before
 
 
 def pool_gists(plan: Plan, pool: CandidatePool) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import time
+import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -186,6 +187,8 @@ def store_gists(documents: Sequence[dict[str, Any]], embedder: Embedder) -> dict
                 for pk, vector in keep
             ]
         )
+        SearchIndexState.objects.get_or_create(pk=1)
+        SearchIndexState.objects.filter(pk=1).update(gist_generation=uuid.uuid4().hex)
     return {row["id"]: vector for row, vector in zip(documents, vectors, strict=True)}
 
 

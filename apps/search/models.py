@@ -124,6 +124,8 @@ class SearchIndexState(models.Model):
     dimension = models.PositiveIntegerField(default=0)
     # One embedding backfill at a time across processes; expires on its own if the worker dies.
     backfill_lock_until = models.DateTimeField(null=True, blank=True)
+    # Changes whenever gists are stored: in-process gist matrices (apps/search/gist.py) add the new rows.
+    gist_generation = models.CharField(max_length=32, default="0")
 
     class Meta:
         db_table = "search_index_state"

@@ -20,6 +20,7 @@ from apps.accounts.demo_mailbox import DEMO_ACCOUNT_NAME, build_demo_messages, i
 from apps.accounts.models import MailAccount
 from apps.search import actions as search_actions
 from apps.search.backends.sqlite import forget_vector_matrices
+from apps.search.gist import forget_gist_matrix
 from tests.fakes.openai_server import FakeOpenAI, Reply, system_text
 
 
@@ -76,6 +77,7 @@ def ask_mailbox(django_db_setup: Any, django_db_blocker: Any) -> Iterator[AskMai
     """Demo mailbox + QNB mail, full text and embeddings, committed for the module."""
     with django_db_blocker.unblock():
         forget_vector_matrices()
+        forget_gist_matrix()
         mailbox = build_ask_mailbox(embeddings=True)
     try:
         yield mailbox
@@ -83,6 +85,7 @@ def ask_mailbox(django_db_setup: Any, django_db_blocker: Any) -> Iterator[AskMai
         with django_db_blocker.unblock():
             remove_ask_mailbox(mailbox)
             forget_vector_matrices()
+            forget_gist_matrix()
 
 
 @pytest.fixture
@@ -106,6 +109,7 @@ def ask_mailbox_text(django_db_setup: Any, django_db_blocker: Any) -> Iterator[A
     """The same mailbox with the full-text index only (no embeddings): quicker, for non-ranking tests."""
     with django_db_blocker.unblock():
         forget_vector_matrices()
+        forget_gist_matrix()
         mailbox = build_ask_mailbox(embeddings=False)
     try:
         yield mailbox
@@ -113,3 +117,4 @@ def ask_mailbox_text(django_db_setup: Any, django_db_blocker: Any) -> Iterator[A
         with django_db_blocker.unblock():
             remove_ask_mailbox(mailbox)
             forget_vector_matrices()
+            forget_gist_matrix()

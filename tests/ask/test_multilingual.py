@@ -18,9 +18,9 @@ from apps.accounts.actions import get_or_create_local_account
 from apps.accounts.importers import import_path
 from apps.ask import actions, vocabulary
 from apps.ask.models import RunStatus
-from apps.search.backends import get_search_backend
+from apps.search import actions as search_actions
 from apps.search.backends.sqlite import forget_vector_matrices
-from apps.search.embedders import get_embedder
+from apps.search.gist import forget_gist_matrix
 from tests.ask.conftest import AskMailbox, build_ask_mailbox, remove_ask_mailbox
 
 MAIL = Path(__file__).parent / "data" / "multilingual"
@@ -61,16 +61,18 @@ pytestmark = pytest.mark.django_db
 def mailbox(django_db_setup: Any, django_db_blocker: Any) -> Iterator[AskMailbox]:
     with django_db_blocker.unblock():
         forget_vector_matrices()
+        forget_gist_matrix()
         built = build_ask_mailbox(embeddings=False)
         account = get_or_create_local_account(owner=built.user, name="Multilingual")
         import_path(account, MAIL)
-        get_search_backend().embed_pending(embedder=get_embedder())
+        search_actions.backfill_embeddings(requeue=False, seconds=0)  # search vectors and gists, as the task does
     try:
         yield built
     finally:
         with django_db_blocker.unblock():
             remove_ask_mailbox(built)
             forget_vector_matrices()
+            forget_gist_matrix()
 
 
 @pytest.fixture(autouse=True)

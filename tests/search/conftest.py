@@ -16,6 +16,7 @@ from apps.search.backends import get_search_backend
 from apps.search.backends.base import BaseSearchBackend, forget_term_statistics
 from apps.search.backends.sqlite import forget_vector_matrices
 from apps.search.embedders import get_embedder
+from apps.search.gist import forget_gist_matrix
 
 _counter = itertools.count(1)
 
@@ -25,9 +26,11 @@ def _fresh_vector_matrices() -> Iterator[None]:
     """Each test's database is rolled back afterwards, so no in-process matrix or statistic may outlive it."""
     forget_vector_matrices()
     forget_term_statistics()
+    forget_gist_matrix()
     yield
     forget_vector_matrices()
     forget_term_statistics()
+    forget_gist_matrix()
 
 
 @pytest.fixture(scope="session")

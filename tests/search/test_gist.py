@@ -4,20 +4,23 @@ paraphrased question with mail written in other words (and another language) by 
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 
-from apps.search import actions
+from apps.search import actions, gist
 from apps.search.gist import (
     GIST_CHARS,
+    forget_gist_matrix,
     get_gist_embedder,
     gist_progress,
     gist_text,
     has_stale_gists,
     message_documents,
+    nearest_messages,
     similarity,
     stored_gists,
 )
@@ -135,3 +138,47 @@ def test_a_paraphrased_question_is_closest_to_the_mail_it_describes(
 
     assert best("lottery for free NBA basketball game tickets for staff") == raffle.pk
     assert best("when does my apartment rental contract end?") == german.pk
+
+
+def test_nearest_gists_stay_in_the_users_accounts_and_period_and_see_new_mail(
+    make_message: Callable[..., Any], index_all: Callable[..., None], django_user_model: Any, monkeypatch: Any
+) -> None:
+    from apps.accounts.actions import create_local_account
+
+    forget_gist_matrix()
+    raffle = make_message(
+        "Blazers seats giveaway",
+        "We draw names on Friday for two pairs of Trail Blazers tickets; everyone in the office can enter.",
+        date=dt.datetime(2024, 3, 4, 9, 0, tzinfo=dt.UTC),
+    )
+    make_message("Server maintenance", "The mail servers are offline on Sunday from 2 to 4 am.")
+    stranger = django_user_model.objects.create_user(username="stranger", email="s@example.com", password="x" * 20)
+    other_account = create_local_account(owner=stranger, name="theirs", address="s@example.com")
+    theirs = make_message(
+        "Basketball ticket lottery",
+        "A lottery for free NBA game tickets for all staff, enter by replying.",
+        owner_account=other_account,
+    )
+    index_all(embeddings=False)
+    actions.embed_stale_gists()
+    embedder = get_gist_embedder()
+    assert embedder is not None
+    question = "lottery for free NBA basketball game tickets for staff"
+    mine = [pk for pk, _score in nearest_messages(embedder, question, account_ids=[raffle.account_id], limit=5)]
+    assert mine[0] == raffle.pk and theirs.pk not in mine and len(mine) == 2
+    both = nearest_messages(embedder, question, account_ids=[raffle.account_id, other_account.pk], limit=1)
+    assert [pk for pk, _ in both] == [theirs.pk]  # its own words are nearer still
+    later = nearest_messages(
+        embedder, question, account_ids=[raffle.account_id], date_from=dt.datetime(2024, 6, 1, tzinfo=dt.UTC)
+    )
+    assert raffle.pk not in [pk for pk, _ in later]
+
+    # Mail whose gist is stored after the matrix was loaded is found once RELOAD_SECONDS have passed.
+    newer = make_message("Courtside seats draw", "Reminder: the draw for the basketball tickets closes today.")
+    index_all(newer, embeddings=False)
+    actions.embed_stale_gists()
+    soon = [pk for pk, _ in nearest_messages(embedder, question, account_ids=[raffle.account_id], limit=5)]
+    assert newer.pk not in soon
+    monkeypatch.setattr(gist, "RELOAD_SECONDS", 0.0)
+    again = [pk for pk, _ in nearest_messages(embedder, question, account_ids=[raffle.account_id], limit=5)]
+    assert newer.pk in again and len(again) == 3

@@ -11,6 +11,23 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
+        # A plain ADD COLUMN: Django's SQLite AddField would rebuild search_index_state, which the
+        # search_chunk_generation trigger (0002) names.
+        migrations.SeparateDatabaseAndState(
+            database_operations=[
+                migrations.RunSQL(
+                    "ALTER TABLE search_index_state ADD COLUMN gist_generation varchar(32) NOT NULL DEFAULT '0'",
+                    reverse_sql="ALTER TABLE search_index_state DROP COLUMN gist_generation",
+                )
+            ],
+            state_operations=[
+                migrations.AddField(
+                    model_name='searchindexstate',
+                    name='gist_generation',
+                    field=models.CharField(default='0', max_length=32),
+                )
+            ],
+        ),
         migrations.CreateModel(
             name='SearchGist',
             fields=[
