@@ -209,7 +209,7 @@ def gist_search(plan: Plan, pool: CandidatePool, filters: SearchFilters) -> int:
     before = len(pool.by_message)
     nearest = nearest_messages(
         embedder,
-        plan.question,
+        plan.semantic_query or plan.question,
         account_ids=filters.account_ids,
         date_from=filters.date_from,
         date_to=filters.date_to,
@@ -240,7 +240,7 @@ def pool_gists(plan: Plan, pool: CandidatePool) -> int:
     vectors = search_actions.gists_for(list(documents.values()), embedder, compute_missing=GIST_ON_DEMAND)
     if len(vectors) < len(documents):
         return 0
-    scores = gist_similarity(embedder, plan.question, vectors)
+    scores = gist_similarity(embedder, plan.semantic_query or plan.question, vectors)
     scored = [c for c in candidates if c.message_pk in documents and documents[c.message_pk]["id"] in scores]
     for candidate in scored:
         candidate.gist_score = scores[documents[candidate.message_pk]["id"]]

@@ -6,7 +6,7 @@ import datetime as dt
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,7 +165,7 @@ def backfill_embeddings(
     return embedded
 
 
-def store_gists(documents: Sequence[dict[str, Any]], embedder: Embedder) -> dict[int, np.ndarray]:
+def store_gists(documents: Sequence[Mapping[str, Any]], embedder: Embedder) -> dict[int, np.ndarray]:
     """Embed the gists of these message documents ({id, title, body, content_hash} rows) and store each one
     whose document still has that content hash (a document re-indexed meanwhile stays stale). Returns
     {document id: vector} for all of them."""
@@ -222,10 +222,11 @@ def embed_stale_gists(
 def gists_for(
     documents: Sequence[dict[str, Any]], embedder: Embedder, *, compute_missing: int
 ) -> dict[int, np.ndarray]:
-    """{document id: gist vector} for these message documents: the stored ones, plus up to `compute_missing`
-    embedded (and stored) now. When more are missing, only the stored ones are returned."""
+    """{document id: gist vector} for these message documents ({id, content_hash} rows): the stored ones, plus
+    up to `compute_missing` embedded (and stored) now. When more are missing, only the stored ones."""
     found = stored_gists(documents, embedder.key)
-    missing = [row for row in documents if row["id"] not in found]
+    missing = [row["id"] for row in documents if row["id"] not in found]
     if missing and len(missing) <= compute_missing:
-        found.update(store_gists(missing, embedder))
+        texts = list(SearchDocument.objects.filter(pk__in=missing).values("id", "title", "body", "content_hash"))
+        found.update(store_gists(texts, embedder))
     return found

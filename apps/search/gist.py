@@ -97,9 +97,9 @@ def gist_progress(embedder: Embedder | None = None) -> tuple[int, int]:
 
 
 def message_documents(message_pks: Iterable[int]) -> dict[int, dict[str, Any]]:
-    """{message pk: its message document's id, title, body and content hash}."""
+    """{message pk: its message document's id and content hash} (the text is read only for a gist to embed)."""
     rows = SearchDocument.objects.filter(kind=DocumentKind.MESSAGE, object_id__in=list(message_pks)).values(
-        "id", "object_id", "title", "body", "content_hash"
+        "id", "object_id", "content_hash"
     )
     return {row["object_id"]: dict(row) for row in rows}
 
