@@ -16,6 +16,7 @@ and the same on one, so they stay as they are.
     .venv/bin/python bench/ask_weights.py --workdir /work/askbench
     bench/ask_weights.py --workdir DIR --shortlist 80      # rerank 80 candidates instead of retrieval.SHORTLIST
     bench/ask_weights.py --workdir DIR --holdout bench/data/ask_questions_third.json  # measured, never fitted
+    bench/ask_weights.py --workdir DIR --sweep gist --set retrieval.GIST_LIMIT=40  # one weight, per file
 
 Needs a corpus built by bench/search.py or bench/ask.py (--workdir). Prints numbers, asserts nothing.
 """
@@ -162,6 +163,13 @@ def main() -> None:
     parser.add_argument("--workdir", required=True, help="A corpus database built by bench/search.py or ask.py.")
     parser.add_argument("--shortlist", type=int, help="Rerank this many candidates instead of retrieval.SHORTLIST.")
     parser.add_argument("--holdout", action="append", default=[], help="A question file measured, never fitted.")
+    parser.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="MODULE.NAME=NUMBER",
+        help="Set a constant of apps.ask.retrieval or apps.ask.rerank for the run, e.g. retrieval.GIST_LIMIT=40.",
+    )
     parser.add_argument("--sweep", help="Only measure each file under GRID values of this one weight, the rest as is.")
     args = parser.parse_args()
     workdir = Path(args.workdir)
@@ -174,6 +182,16 @@ def main() -> None:
 
     if args.shortlist:
         retrieval.SHORTLIST = args.shortlist
+    from apps.ask import rerank
+
+    for assignment in args.set:
+        target, value = assignment.split("=", 1)
+        module_name, name = target.split(".", 1)
+        module = {"retrieval": retrieval, "rerank": rerank}[module_name]
+        if not hasattr(module, name):
+            parser.error(f"apps.ask.{module_name} has no {name}")
+        setattr(module, name, type(getattr(module, name))(float(value)))
+        print(f"apps.ask.{module_name}.{name} = {getattr(module, name)}")
 
     account = MailAccount.objects.select_related("owner").get(name="enron")
     holdout_files = [Path(p) for p in args.holdout]

@@ -321,10 +321,8 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
         rarity = word_rarity([*plan.entities, *(word for words in keyword_sets(plan) for word in words)])
         ranked = score_candidates(plan, shortlist, keyword_lists=pool.keyword_lists, word_weights=rarity)
         threads = keep_search_hits(merge_threads(ranked))
-        step.detail = (
-            f"{len(pool.by_message)} candidates → {len(threads)} threads"
-            + (f" ({similar} compared with the question by meaning)" if similar else "")
-            + (f"; {gists} by gist" if gists else "")
+        step.detail = f"{len(pool.by_message)} candidates → {len(threads)} threads" + (
+            f" ({similar} compared with the question by meaning)" if similar else ""
         )
         if ctx.llm is not None and threads:
             reranked = llm_rerank(ctx.llm, ctx.question, threads)

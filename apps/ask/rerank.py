@@ -10,7 +10,8 @@ Signals (per candidate message):
              the index's own document counts: "Enron" counts little in Enron's mail, "MLMG" a lot) — over
              the whole text (coverage), over what its sender wrote (own: subject and own text, not the quoted
              history, so the original beats the replies quoting it) and over the subject alone (subject);
-             plus a small boost for a word of the optional vocabulary hints (data/vocabulary.json)
+             plus a small boost for a word of the optional vocabulary hints (data/vocabulary.json); coverage
+             and own fall with the square root of a text longer than LENGTH_PIVOT characters
 - day        the text names the day the question names ("the meeting on January 23" finds "Jan. 23rd",
              "1/23/02", "23 Ocak"): mail about that day, whenever it was sent. Weight 1.0 as for entity,
              set a priori, not fitted; measured: the 69 questions MRR 0.786 -> 0.797, the fresh 30
@@ -30,6 +31,10 @@ Signals (per candidate message):
              another bank is wrong, however similar the text.
 - evidence   the share of the asked kinds of value (a date, a time, an amount, a phone or reference
              number) the text holds
+- gist       the rank of its gist (subject + opening of its own words, apps/search/gist.py) by similarity to
+             the question among the shortlist, (1 + GIST_K) / (GIST_K + rank); weight 1.0 as semantic and
+             hybrid, set a priori (bench/ask_weights.py --sweep gist: higher weights helped two files and hurt
+             one)
 - attachment an attachment's text carries the match (a statement PDF whose mail body says little)
 
 Measured (bench/ask.py, Enron, keyword side only): the former weights (lexical rank + plain word coverage
@@ -41,6 +46,7 @@ of the 30 questions (MRR 0.53) where search's own ranking reached 0.87 (0.65): c
 from __future__ import annotations
 
 import datetime as dt
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -83,6 +89,10 @@ GIST_SHORTLIST = 1.0  # the weight of the gist rank in the shortlist's order (pr
 GIST_K = 5  # gist = (1 + K) / (K + its rank by gist similarity among the shortlist)
 HYBRID_K = 10  # hybrid = (1 + K) / (K + rank): 1.0 for the search page's first hit, 0.55 for its tenth
 HINT_BOOST = 0.05
+# Coverage and own count fully up to this many characters of text, then fall with the square root of the
+# length (length_factor). Measured with bench/ask_weights.py on 209 labelled Enron questions (five files):
+# r@10 0.880 -> 0.895, MRR 0.747 -> 0.770 with a pivot of 1,000 (every file's MRR up); 3,000 gained less.
+LENGTH_PIVOT = 1000
 # The best thread is only "related mail" when it holds less than this share of the question's (rarity
 # weighted) words and the semantic index did not find it either.
 MIN_COVERAGE = 0.25
@@ -101,6 +111,10 @@ SEARCH_FLOOR_SHARE = 0.3
 # threads took r@10 from 0.866 to 0.872, 0.877, 0.877, 0.883, 0.883 (MRR 0.753 -> 0.754), no file lower
 # for 1-4; at 5 and 6 one file dropped. 3 keeps a margin from that edge.
 SEMANTIC_HOLD = 3
+# The first threads by gist similarity (apps/search/gist.py) held the same way, and the candidates read and
+# reranked always include the first GIST_SHORTLIST_HOLD by gist (retrieval.CandidatePool.shortlist).
+GIST_HOLD = 3
+GIST_SHORTLIST_HOLD = 10
 
 
 @dataclass(slots=True)
@@ -212,6 +226,13 @@ def _keyword_part(candidate: Candidate) -> float:
     return 0.0
 
 
+def length_factor(length: int) -> float:
+    """sqrt(LENGTH_PIVOT / length) for a text longer than the pivot, else 1: a long newsletter holds some of
+    almost any question's words, so its word coverage says less than a short mail's (bm25's length
+    normalisation, for the coverage signals)."""
+    return 1.0 if length <= LENGTH_PIVOT else math.sqrt(LENGTH_PIVOT / length)
+
+
 def score_candidates(
     plan: Plan,
     candidates: Iterable[Candidate],
@@ -249,7 +270,8 @@ def score_candidates(
         conversation = normalize(candidate.thread_subject) if candidate.thread_subject != candidate.subject else ""
         subject = normalize(candidate.subject)
         body = normalize(candidate.body)
-        own = subject + " " + normalize(own_text(candidate.body))
+        own_words = own_text(candidate.body)
+        own = subject + " " + normalize(own_words)
         attachment_folded = [(a, normalize(a.text)) for a in candidate.attachments]
         everything = " ".join([header, body, *(text for _a, text in attachment_folded)])
         fields: list[str] = []
@@ -318,8 +340,8 @@ def score_candidates(
             fields.append("body")
         candidate.features = {
             "keyword": round(_keyword_part(candidate), 4),
-            "coverage": round(coverage, 4),
-            "own": round(_best_share(sets, weights, own), 4),
+            "coverage": round(coverage * length_factor(len(candidate.body)), 4),
+            "own": round(_best_share(sets, weights, own) * length_factor(len(own_words)), 4),
             "subject": round(_best_share(sets, weights, subject), 4),
             "day": sum(1.0 for p in days if p.search(everything)) / len(days) if days else 0.0,
             "semantic": round(semantic, 4),
@@ -382,6 +404,7 @@ def keep_search_hits(
     limit: int = SEARCH_FLOOR,
     min_share: float = SEARCH_FLOOR_SHARE,
     semantic: int = SEMANTIC_HOLD,
+    gist: int | None = None,
 ) -> list[ThreadResult]:
     """The threads of the search page's own first `limit` rows for the question (its hybrid ranking, one row
     per thread) are all among Ask's first `limit` rows: the rerank orders them and may add its own finds,
@@ -389,12 +412,15 @@ def keep_search_hits(
     `min_share` of the best row: in a small mailbox search's first ten rows reach mail that only resembles
     the question (six parcel notices for a flight question). Then the semantic index's first `semantic`
     threads are held the same way: a mail that says what the question asks in other words shares few of
-    its words, so the word signals rank it low, however close its meaning. Rows they displace move down,
-    in order."""
+    its words, so the word signals rank it low, however close its meaning; and so are the first `gist`
+    threads by gist similarity (GIST_HOLD, read at call time). Rows they displace move down, in order."""
     held = _hold(threads, lambda c: c.hybrid_rank, count=limit, limit=limit, min_share=min_share)
-    if semantic <= 0:
-        return held
-    return _hold(held, lambda c: c.semantic_rank, count=semantic, limit=limit, min_share=min_share)
+    if semantic > 0:
+        held = _hold(held, lambda c: c.semantic_rank, count=semantic, limit=limit, min_share=min_share)
+    gist = GIST_HOLD if gist is None else gist
+    if gist > 0:
+        held = _hold(held, lambda c: c.gist_rank, count=gist, limit=limit, min_share=min_share)
+    return held
 
 
 def _hold(

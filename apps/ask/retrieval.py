@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from apps.accounts.models import Attachment, MailAccount, Message, Provider, Thread
+from apps.ask import rerank
 from apps.ask.extraction import attachment_kind
 from apps.ask.planner import Plan
 from apps.ask.rerank import AttachmentText, Candidate
@@ -61,7 +62,12 @@ class CandidatePool:
             self.by_message.values(),
             key=lambda c: (-c.preliminary_score(self.keyword_lists, self.semantic_total), -c.message_pk),
         )
-        return ordered[:size]
+        # The nearest by gist first: a mail that says in other words what the question describes has little
+        # of the index ranks the preliminary score counts.
+        by_gist = sorted((c for c in ordered if c.gist_rank is not None), key=lambda c: c.gist_rank or 0)
+        first = by_gist[: min(size, rerank.GIST_SHORTLIST_HOLD)]
+        chosen = {c.message_pk for c in first}
+        return first + [c for c in ordered if c.message_pk not in chosen][: size - len(first)]
 
 
 def search_filters(plan: Plan, account_ids: tuple[int, ...], *, thread_id: int | None = None) -> SearchFilters:
