@@ -128,7 +128,8 @@ def backfill_embeddings(
     progress: Callable[[int], object] | None = None,
     requeue: bool = True,
 ) -> int:
-    """Embed pending documents until none are left or `seconds` have passed; then queue a continuation.
+    """Embed pending documents, then stale gists (apps/search/gist.py), until none are left or `seconds` have
+    passed; then queue a continuation. Returns how many documents and gists were embedded.
 
     One backfill runs at a time (a lease on the state row); a second caller returns at once, and the
     running one picks up whatever was stored meanwhile because it loops until nothing is pending."""

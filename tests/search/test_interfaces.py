@@ -119,7 +119,7 @@ def test_one_backfill_at_a_time(make_message: Any, index_all: Any) -> None:
         assert actions.backfill_embeddings(requeue=False) == 0
     finally:
         actions._release_backfill_lock()
-    assert actions.backfill_embeddings(requeue=False) == 1
+    assert actions.backfill_embeddings(requeue=False) == 2  # the document's search vectors, then its gist
     assert not SearchDocument.objects.filter(embedded_with="").exists()
 
 
@@ -223,7 +223,7 @@ def test_search_box_partial_renders_standalone(rf: Any) -> None:
 
 
 def test_embedding_progress_panel(staff_client: Any, corpus: dict[str, Message]) -> None:
-    html = Template("{% load search_tags %}{% search_embedding_progress %}").render(Context({}))
+    html = staff_client.get("/diagnostics/").content.decode()
     assert "3 / 3 documents (100.0%)" in html
     # The corpus fixture embeds search vectors only: its gists are pending, and the panel keeps polling.
     messages = SearchDocument.objects.filter(kind="message").count()
@@ -234,6 +234,16 @@ def test_embedding_progress_panel(staff_client: Any, corpus: dict[str, Message])
     assert page.status_code == 200
     assert f"{messages} / {messages} messages (100.0%)" in page.content.decode()
     assert 'hx-trigger="every 5s"' not in page.content.decode()
+
+
+def test_the_search_page_shows_the_backfill_only_while_it_has_work(
+    logged_in_client: Any, corpus: dict[str, Message]
+) -> None:
+    """The corpus has search vectors but no gists yet: the panel says so; once they are embedded it is gone."""
+    page = logged_in_client.get("/search/").content.decode()
+    assert 'data-testid="embedding-progress"' in page and "3 pending: embedded after the search vectors" in page
+    actions.embed_stale_gists()
+    assert 'data-testid="embedding-progress"' not in logged_in_client.get("/search/").content.decode()
 
 
 def test_system_checks_pass() -> None:

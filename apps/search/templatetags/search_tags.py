@@ -1,5 +1,7 @@
-"""`{% load search_tags %}{% search_embedding_progress %}`: the backfill progress panel for any page
-(the diagnostics page lives in mailagent, which imports no app, so it includes this tag instead)."""
+"""`{% load search_tags %}{% search_embedding_progress %}`: the backfill progress panel for any page (the
+Diagnostics page always shows it);
+`{% search_embedding_progress when_pending=True %}` renders it only while vectors or gists are missing (the
+Search page: results found by words only until then)."""
 
 from __future__ import annotations
 
@@ -13,5 +15,7 @@ register = template.Library()
 
 
 @register.inclusion_tag("search/partials/embedding_progress.html")
-def search_embedding_progress() -> dict[str, Any]:
-    return {"progress": embedding_progress(), "gists": gist_embedding_progress()}
+def search_embedding_progress(when_pending: bool = False) -> dict[str, Any]:
+    progress, gists = embedding_progress(), gist_embedding_progress()
+    pending = bool(progress.pending or (gists.embedder and gists.pending))
+    return {"progress": progress, "gists": gists, "hidden": when_pending and not pending}
