@@ -18,6 +18,8 @@ from django.contrib.auth import get_user_model
 
 from apps.accounts.demo_mailbox import DEMO_ACCOUNT_NAME, build_demo_messages, import_demo_mailbox
 from apps.accounts.models import MailAccount
+from apps.ask import actions as ask_actions
+from apps.ask.models import AskRun, RunStatus
 from apps.search import actions as search_actions
 from apps.search.backends.sqlite import forget_vector_matrices
 from apps.search.gist import forget_gist_matrix
@@ -118,3 +120,12 @@ def ask_mailbox_text(django_db_setup: Any, django_db_blocker: Any) -> Iterator[A
             remove_ask_mailbox(mailbox)
             forget_vector_matrices()
             forget_gist_matrix()
+
+
+def run_ask(mailbox: AskMailbox, question: str) -> AskRun:
+    """Ask a question as the mailbox's owner through the same actions the web view and worker use; the run
+    must finish."""
+    run = ask_actions.create_ask_run(owner=mailbox.user, question=question)
+    finished = ask_actions.execute_ask_run(run_id=run.pk, emit=lambda event: None)
+    assert finished is not None and finished.status == RunStatus.DONE, finished and finished.error
+    return finished

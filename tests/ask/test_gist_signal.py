@@ -9,23 +9,16 @@ from typing import Any
 
 import pytest
 
-from apps.ask import actions, retrieval
-from apps.ask.models import AskRun, RunStatus
+from apps.ask import retrieval
+from apps.ask.models import AskRun
 from apps.search import actions as search_actions
 from apps.search.gist import message_documents
 from apps.search.models import SearchGist
-from tests.ask.conftest import AskMailbox
+from tests.ask.conftest import AskMailbox, run_ask
 
 pytestmark = pytest.mark.django_db(transaction=False)
 
 QUESTION = "did Ergoform ship my replacement desk, and what is the tracking number?"
-
-
-def ask(mailbox: AskMailbox, question: str) -> AskRun:
-    run = actions.create_ask_run(owner=mailbox.user, question=question)
-    finished = actions.execute_ask_run(run_id=run.pk, emit=lambda event: None)
-    assert finished is not None and finished.status == RunStatus.DONE, finished and finished.error
-    return finished
 
 
 def gist_step(run: AskRun) -> dict[str, Any]:
@@ -33,7 +26,7 @@ def gist_step(run: AskRun) -> dict[str, Any]:
 
 
 def test_with_the_backfill_done_every_shortlisted_mail_has_a_gist_signal(ask_mailbox: AskMailbox) -> None:
-    run = ask(ask_mailbox, QUESTION)
+    run = run_ask(ask_mailbox, QUESTION)
     step = gist_step(run)
     assert step["status"] == "done"
     assert step["detail"].startswith(f"{run.scope['candidates']} candidates compared by gist (")
@@ -47,7 +40,7 @@ def test_too_many_missing_gists_leave_the_signal_out_a_few_are_embedded_on_the_w
     ask_mailbox_text: AskMailbox, monkeypatch: Any
 ) -> None:
     """ask_mailbox_text is indexed but its backfill never ran: no vectors, no gists."""
-    run = ask(ask_mailbox_text, QUESTION)
+    run = run_ask(ask_mailbox_text, QUESTION)
     step = gist_step(run)
     assert step["status"] == "skipped"
     assert step["detail"] == "the background backfill has not embedded these mails' gists yet"
@@ -60,12 +53,12 @@ def test_too_many_missing_gists_leave_the_signal_out_a_few_are_embedded_on_the_w
     missing = {documents[pk]["id"] for pk in found[: retrieval.GIST_ON_DEMAND - 1]}
     search_actions.embed_stale_gists()
     SearchGist.objects.filter(document_id__in=missing).delete()
-    again = ask(ask_mailbox_text, QUESTION)
+    again = run_ask(ask_mailbox_text, QUESTION)
     assert gist_step(again)["detail"].startswith(f"{again.scope['candidates']} candidates compared by gist (")
     assert SearchGist.objects.filter(document_id__in=missing).count() == len(missing)
 
 
 def test_switched_off_the_step_says_so(ask_mailbox_text: AskMailbox, settings: Any) -> None:
     settings.SEARCH_GIST_EMBEDDER = "none"
-    step = gist_step(ask(ask_mailbox_text, QUESTION))
+    step = gist_step(run_ask(ask_mailbox_text, QUESTION))
     assert step["status"] == "skipped" and step["detail"] == "gist model switched off (SEARCH_GIST_EMBEDDER=none)"

@@ -11,22 +11,13 @@ from typing import Any
 import pytest
 from django.test import override_settings
 
-from apps.ask import actions
-from apps.ask.models import AskRun, RunStatus
-from tests.ask.conftest import AskMailbox, is_rerank_request, is_rewrite_request
+from tests.ask.conftest import AskMailbox, is_rerank_request, is_rewrite_request, run_ask
 from tests.fakes.openai_server import FakeOpenAI, Reply, last_user_text
 
 pytestmark = pytest.mark.django_db
 
 QUESTION = "when is my card bill due?"
 STATEMENT = "qnb-e-ekstre-2026-04@qnbfinansbank.example"
-
-
-def ask(mailbox: AskMailbox, question: str) -> AskRun:
-    run = actions.create_ask_run(owner=mailbox.user, question=question)
-    finished = actions.execute_ask_run(run_id=run.pk, emit=lambda event: None)
-    assert finished is not None and finished.status == RunStatus.DONE, finished and finished.error
-    return finished
 
 
 def route_first(server: FakeOpenAI, predicate: Any, *replies: Reply) -> None:
@@ -37,11 +28,11 @@ def test_the_rewritten_turkish_query_finds_the_statement_the_english_words_miss(
     ask_mailbox_text: AskMailbox, fake_llm: FakeOpenAI
 ) -> None:
     with override_settings(ASK_LLM={}):
-        plain = ask(ask_mailbox_text, QUESTION)
+        plain = run_ask(ask_mailbox_text, QUESTION)
     assert STATEMENT not in [row["message_id"] for row in plain.evidence]
 
     route_first(fake_llm, is_rewrite_request, Reply.text('{"queries": ["card bill due", "QNB e-ekstre son ödeme"]}'))
-    run = ask(ask_mailbox_text, QUESTION)
+    run = run_ask(ask_mailbox_text, QUESTION)
 
     rewrite = next(r for r in fake_llm.chat_requests() if is_rewrite_request(r))
     assert "Kredi kartınıza" in last_user_text(rewrite)  # one subject per sender: the mailbox's languages show
@@ -55,13 +46,13 @@ def test_the_rewritten_turkish_query_finds_the_statement_the_english_words_miss(
 def test_the_model_reorders_the_best_threads(ask_mailbox_text: AskMailbox, fake_llm: FakeOpenAI) -> None:
     question = "when do I need to make a payment to QNB bank for my credit card"
     with override_settings(ASK_LLM={}):
-        local = [row["message_id"] for row in ask(ask_mailbox_text, question).evidence]
+        local = [row["message_id"] for row in run_ask(ask_mailbox_text, question).evidence]
     assert len(local) >= 3
 
     route_first(fake_llm, is_rerank_request, Reply.text('Here you go: {"ranking": [3, 1]}'))
     route_first(fake_llm, lambda body: not is_rerank_request(body) and not is_rewrite_request(body),
                 Reply.failure(400, "no answer in this test"))  # fmt: skip
-    run = ask(ask_mailbox_text, question)
+    run = run_ask(ask_mailbox_text, question)
 
     assert [row["message_id"] for row in run.evidence[:2]] == [local[2], local[0]]
     assert run.scope["llm_rerank"] == {"used": True, "order": [3, 1], "error": ""}
@@ -74,9 +65,9 @@ def test_the_model_reorders_the_best_threads(ask_mailbox_text: AskMailbox, fake_
 def test_an_unreadable_rerank_reply_keeps_the_local_order(ask_mailbox_text: AskMailbox, fake_llm: FakeOpenAI) -> None:
     question = "when do I need to make a payment to QNB bank for my credit card"
     with override_settings(ASK_LLM={}):
-        local = [row["message_id"] for row in ask(ask_mailbox_text, question).evidence]
+        local = [row["message_id"] for row in run_ask(ask_mailbox_text, question).evidence]
     route_first(fake_llm, is_rerank_request, Reply.text("The third one, I think."))
-    run = ask(ask_mailbox_text, question)
+    run = run_ask(ask_mailbox_text, question)
 
     # the top of the local order stands (lower rows may swap between two runs where bm25 scores tie)
     assert [row["message_id"] for row in run.evidence[:3]] == local[:3]
