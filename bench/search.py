@@ -319,7 +319,7 @@ def run_http(workdir: Path, concurrency: int, duration: float, processes: int) -
     try:
         search_eval.wait_for_server(base_url)
         print(
-            f"\nHTTP: the production web server (uvicorn, {processes} process{'es' if processes > 1 else ''}) on"
+            f"\nHTTP: the production web server (mailagent.webserver: uvicorn, {processes} process{'es' if processes > 1 else ''}) on"
             f" {base_url}, GET /api/search, {len(queries)} distinct questions, limit 10"
         )
         # Warm-up first, not counted: each web process loads the model, the vectors and (in a background

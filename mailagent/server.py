@@ -14,34 +14,15 @@ Proxy headers (X-Forwarded-For/-Proto) are trusted only when FORWARDED_ALLOW_IPS
 
 from __future__ import annotations
 
-import os
 import sys
 
 ASGI_APPLICATION = "mailagent.asgi:application"
 
 
 def web_server_command(*, host: str, port: int, processes: int = 1) -> list[str]:
-    """The command line of the web server on host:port: one process, or with `processes` > 1 uvicorn's
-    supervisor and that many worker processes sharing the socket (requests run on several cores). Within a
-    process each request runs in a thread of its own (Django's ASGIHandler gives every request its own
-    thread-sensitive context), so requests overlap where they release the GIL (SQLite, numpy)."""
-    proxy = "--proxy-headers" if os.environ.get("FORWARDED_ALLOW_IPS", "").strip() else "--no-proxy-headers"
+    """The command line of the web server on host:port (mailagent/webserver.py): one process, or with
+    `processes` > 1 uvicorn's supervisor and that many worker processes sharing the socket, each taking a new
+    connection only while one of its request threads is free."""
     return [
-        sys.executable,
-        "-m",
-        "uvicorn",
-        "--host",
-        host,
-        "--port",
-        str(port),
-        "--lifespan",  # Channels' ProtocolTypeRouter has no lifespan handler
-        "off",
-        "--http",
-        "httptools",  # the C parser (llhttp): 1 client, keyword search 27.5 -> 33.6 req/s over h11 (pure Python)
-        "--ws",
-        "websockets-sansio",  # the `websockets` package's sans-I/O protocol (the legacy one is deprecated)
-        proxy,
-        "--no-server-header",
-        *(["--workers", str(processes)] if processes > 1 else []),
-        ASGI_APPLICATION,
-    ]
+        sys.executable, "-m", "mailagent.webserver", "--host", host, "--port", str(port), "--workers", str(processes),
+    ]  # fmt: skip
