@@ -319,8 +319,9 @@ def run_http(workdir: Path, concurrency: int, duration: float, processes: int) -
     try:
         search_eval.wait_for_server(base_url)
         print(
-            f"\nHTTP: the production web server (mailagent.webserver: uvicorn, {processes} process{'es' if processes > 1 else ''}) on"
-            f" {base_url}, GET /api/search, {len(queries)} distinct questions, limit 10"
+            f"\nHTTP: the production web server (mailagent.webserver: uvicorn,"
+            f" {processes} process{'es' if processes > 1 else ''}) on {base_url}, GET /api/search,"
+            f" {len(queries)} distinct questions, limit 10"
         )
         # Warm-up first, not counted: each web process loads the model, the vectors and (in a background
         # thread, FTS5 ranks meanwhile) the keyword index, and embeds each question once. Two clients for 30 s
