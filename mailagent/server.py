@@ -16,13 +16,11 @@ from __future__ import annotations
 
 import sys
 
-ASGI_APPLICATION = "mailagent.asgi:application"
-
 
 def web_server_command(*, host: str, port: int, processes: int = 1) -> list[str]:
     """The command line of the web server on host:port (mailagent/webserver.py): one process, or with
     `processes` > 1 uvicorn's supervisor and that many worker processes sharing the socket, each taking a new
-    connection only while one of its request threads is free."""
+    connection only while it runs fewer than WEB_BUSY_REQUESTS requests."""
     return [
         sys.executable, "-m", "mailagent.webserver", "--host", host, "--port", str(port), "--workers", str(processes),
     ]  # fmt: skip

@@ -1,13 +1,13 @@
-"""The web server process: uvicorn, whose workers take a new connection only while they have a free request
-thread (`python -m mailagent.webserver --host H --port P --workers N`; mailagent/server.py builds the line).
+"""The web server process: uvicorn, whose workers take a new connection only while they have room
+(`python -m mailagent.webserver --host H --port P --workers N`; mailagent/server.py builds the line).
 
 Stock uvicorn workers share the listening socket and each accepts every connection it can, whatever it is
 already running. Requests then queue inside whichever process happened to accept them: with 20 clients on
-2 processes one often held 13 requests while the other held 7, and the unlucky ones waited twice as long
-(hybrid search on the Enron corpus: p50 214 ms, p95 432 ms). Here a worker stops accepting while all of its
-request threads (WEB_THREADS, mailagent/asgi_handler.py) are busy, so waiting connections stay in the
-kernel's accept queue, one queue for all workers, and the first worker with a free thread takes the next
-one, as in a pre-fork server. Connections already open (keep-alive, websockets) are served as before.
+2 processes, one often held 10-20 requests while the other held few, and the unlucky ones waited twice as
+long (hybrid search on the Enron corpus: p50 214 ms, p95 432 ms with the pooled handler alone). Here a worker
+stops accepting while it runs WEB_BUSY_REQUESTS requests (see RequestSlots), so waiting connections stay in
+the kernel's accept queue, one queue for all workers, and the first worker with room takes the next one, as
+in a pre-fork server (p95 256 ms). Connections already open (keep-alive, websockets) are served as before.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ import uvicorn
 from uvicorn.config import STARTUP_FAILURE
 from uvicorn.supervisors import multiprocess
 
-ASGI_APPLICATION = "mailagent.asgi:application"
+ASGI_APPLICATION = "mailagent.asgi:application"  # module:attribute, as uvicorn imports it
 logger = logging.getLogger("uvicorn.error")
 # A just-accepted connection counts as a request for this long or until its request reaches the handler
 # (a client sends it right after connecting; an idle keep-alive or websocket connection stops counting).
