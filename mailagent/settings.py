@@ -433,6 +433,8 @@ SEARCH_BACKEND: dict[str, Any] = {
     # only the best N rows of the projected vector matrix exactly (0: an exact scan of every vector).
     "KEYWORD_INDEX": env_bool("SEARCH_KEYWORD_INDEX", True),
     "VECTOR_PREFILTER": env_int("SEARCH_VECTOR_PREFILTER", 3000),
+    # The weight of the gist list in a hybrid search (0: words and passage vectors only).
+    "GIST_WEIGHT": float(os.environ.get("SEARCH_GIST_WEIGHT", "0.5")),
 }
 # Embed new mail in a background job right after it is stored; the job works for at most
 # SEARCH_BACKFILL_SECONDS and then queues its own continuation. Off by default under tests, where

@@ -19,7 +19,10 @@ router = Router(tags=["search"])
 class SearchResultOut(Schema):
     kind: Literal["mail", "file"]
     score: float
-    sources: list[Literal["fts", "vector"]]
+    sources: list[Literal["fts", "vector", "gist"]] = Field(
+        description="Which lists found it: fts = its words, vector = the meaning of a passage, gist = the meaning of"
+        " its subject and opening (a hybrid search)"
+    )
     snippet: str = Field(description="HTML: escaped text, matching words in <mark>")
     title: str = Field(description="The subject of a message, the name of a file")
     from_: str = Field(alias="from")

@@ -153,6 +153,7 @@ class _Matrix:
     account_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     dates: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))  # epoch seconds, NaN: none
     vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    row_of: dict[int, int] = field(default_factory=dict)  # message pk -> its row
 
 
 _matrix = _Matrix()
@@ -182,12 +183,26 @@ def _load(embedder_key: str, generation: str) -> _Matrix:
         account_ids=np.asarray(accounts, dtype=np.int64),
         dates=np.asarray(dates, dtype=np.float64),
         vectors=np.stack(vectors) if vectors else np.zeros((0, 0), dtype=np.float32),
+        row_of={pk: row for row, pk in enumerate(pks)},
     )
+
+
+# A matrix younger than RELOAD_SECONDS is used as it is (see above); an older one is compared with the stored
+# generation at most once per GENERATION_CHECK_SECONDS, not on every search (a query per request under load).
+GENERATION_CHECK_SECONDS = 1.0
+_checked: dict[str, float] = {}
 
 
 def _current_matrix(embedder_key: str) -> _Matrix:
     global _matrix
+    matrix = _matrix
+    now = time.monotonic()
+    if matrix.embedder == embedder_key and (
+        now - matrix.loaded_at < RELOAD_SECONDS or now - _checked.get(embedder_key, -1e9) < GENERATION_CHECK_SECONDS
+    ):
+        return matrix
     generation = _generation()
+    _checked[embedder_key] = now
     with _matrix_lock:
         matrix = _matrix
         fresh = matrix.embedder == embedder_key and (
@@ -207,6 +222,7 @@ def forget_gist_matrix() -> None:
     global _matrix
     with _matrix_lock:
         _matrix = _Matrix()
+        _checked.clear()
 
 
 def nearest_messages(
@@ -233,9 +249,24 @@ def nearest_messages(
     allowed = int(mask.sum())
     if not allowed:
         return []
-    # Every row, then the others masked out: gathering the allowed rows first copies the matrix (7x slower).
-    scores = np.where(mask, matrix.vectors @ embed_query_cached(embedder, query[:2000]), -np.inf)
+    scores = matrix.vectors @ embed_query_cached(embedder, query[:2000])
+    if allowed < len(mask):
+        # Every row, then the others masked out: gathering the allowed rows first copies the matrix (7x slower).
+        scores = np.where(mask, scores, -np.inf)
     take = min(limit, allowed)
     best = np.argpartition(-scores, take - 1)[:take]
     best = best[np.argsort(-scores[best])]
     return [(int(matrix.message_pks[i]), float(scores[i])) for i in best]
+
+
+def message_similarities(embedder: Embedder, query: str, message_pks: Iterable[int]) -> dict[int, float]:
+    """{message pk: similarity of the query to its gist} for those of these messages that have a gist in this
+    process's matrix (a row lookup each and one small product: no scan of the mailbox)."""
+    if not query.strip():
+        return {}
+    matrix = _current_matrix(embedder.key)
+    rows = [(pk, row) for pk in message_pks if (row := matrix.row_of.get(pk)) is not None]
+    if not rows:
+        return {}
+    scores = matrix.vectors[[row for _pk, row in rows]] @ embed_query_cached(embedder, query[:2000])
+    return {pk: float(score) for (pk, _row), score in zip(rows, scores, strict=True)}
