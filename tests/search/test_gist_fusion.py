@@ -89,9 +89,7 @@ def test_message_similarities_cover_only_messages_with_a_gist(
     assert set(message_documents(pks)) == set(pks) - {late.pk}  # the late mail is not even indexed
 
 
-def test_api_and_page_show_the_gist_source_as_meaning(
-    with_gists: dict[str, Message], logged_in_client: Any
-) -> None:
+def test_api_and_page_show_the_gist_source_as_meaning(with_gists: dict[str, Message], logged_in_client: Any) -> None:
     response = logged_in_client.get("/api/search", {"q": QUESTION})
     assert response.status_code == 200, response.content
     results = response.json()["results"]
