@@ -187,22 +187,9 @@ def _load(embedder_key: str, generation: str) -> _Matrix:
     )
 
 
-# A matrix younger than RELOAD_SECONDS is used as it is (see above); an older one is compared with the stored
-# generation at most once per GENERATION_CHECK_SECONDS, not on every search (a query per request under load).
-GENERATION_CHECK_SECONDS = 1.0
-_checked: dict[str, float] = {}
-
-
 def _current_matrix(embedder_key: str) -> _Matrix:
     global _matrix
-    matrix = _matrix
-    now = time.monotonic()
-    if matrix.embedder == embedder_key and (
-        now - matrix.loaded_at < RELOAD_SECONDS or now - _checked.get(embedder_key, -1e9) < GENERATION_CHECK_SECONDS
-    ):
-        return matrix
     generation = _generation()
-    _checked[embedder_key] = now
     with _matrix_lock:
         matrix = _matrix
         fresh = matrix.embedder == embedder_key and (
@@ -222,7 +209,6 @@ def forget_gist_matrix() -> None:
     global _matrix
     with _matrix_lock:
         _matrix = _Matrix()
-        _checked.clear()
 
 
 def nearest_messages(
