@@ -258,9 +258,8 @@ def pool_gists(plan: Plan, pool: CandidatePool) -> int:
 def hybrid_search(plan: Plan, pool: CandidatePool, filters: SearchFilters) -> dict[str, Any]:
     """The search page's own ranking of the question (bm25 over its informative words fused with the
     semantic index, apps/search), without its gist list: Ask compares gists itself (gist_search, pool_gists)
-    with weights of its own. A first version of that list (which also added the mailbox's nearest gists)
-    measured no better for Ask's evidence on 239 Enron questions (r@10 / MRR 0.904 / 0.784 without it,
-    0.895 / 0.788 with it); the shipped one was not measured inside Ask. Each message's rank in
+    with weights of its own, and the list measured lower for Ask's evidence (bench/ask.py's 189 Enron
+    questions: r@10 / MRR 0.905 / 0.792 without it, 0.894 / 0.788 with it). Each message's rank in
     it is a signal of the rerank, and its top messages join the candidates. On the whole Enron corpus it
     ranks the answering mail better than Ask's keyword variants do alone (see rerank.WEIGHTS)."""
     backend = get_search_backend()
