@@ -170,7 +170,11 @@ def report(questions: Sequence[Question], results: dict[str, ModeResult]) -> Non
     for kind in sorted({q.kind for q in questions}):
         groups.append((f"kind={kind}", lambda q, kind=kind: q.kind == kind))  # type: ignore[misc]
     modes = list(results)
+    from apps.search.backends import get_search_backend
+
+    gist_weight = float(get_search_backend().options.get("GIST_WEIGHT", 0.0))
     print(f"\nretrieval quality: {len(questions)} questions, top {TOP}  (r@1 / r@10 / MRR)")
+    print(f"  (hybrid includes the gist list at weight {gist_weight:g}; SEARCH_GIST_WEIGHT=0 leaves it out)")
     print(f"  {'group':<22}{'n':>4}  " + "".join(f"{mode:<22}" for mode in modes))
     for name, keep in groups:
         picked = [i for i, q in enumerate(questions) if keep(q)]
