@@ -476,7 +476,11 @@ class BaseSearchBackend:
         }
         similarity = message_similarities(embedder, query, messages.values())
         ranked = sorted(
-            ((score, document) for document, message in messages.items() if (score := similarity.get(message))),
+            (
+                (score, document)
+                for document, message in messages.items()
+                if (score := similarity.get(message)) is not None
+            ),
             key=lambda pair: (-pair[0], -pair[1]),
         )
         return [SearchHit(document_id=document, score=score, sources=["gist"]) for score, document in ranked[:limit]]
@@ -493,13 +497,12 @@ class BaseSearchBackend:
         semantic_floor: float | None = None,
         gist: bool = True,
     ) -> list[SearchHit]:
-        """Keyword and semantic candidates, and the messages with the nearest gists (unless `gist` is False or
-        the query is typed as you go), fused by weighted reciprocal rank (KEYWORD_WEIGHT, SEMANTIC_WEIGHT,
-        GIST_WEIGHT).
+        """Keyword and semantic candidates, and the messages among them ranked by their gists (unless `gist` is
+        False or the query is typed as you go), fused by weighted reciprocal rank (KEYWORD_WEIGHT,
+        SEMANTIC_WEIGHT, GIST_WEIGHT).
 
         With `semantic_floor`, a document found only by meaning is kept only when its similarity reaches the
-        floor (see SEMANTIC_FLOOR, GIST_FLOOR): the list is not padded with mail that merely resembles the
-        query."""
+        floor (see SEMANTIC_FLOOR): the list is not padded with mail that merely resembles the query."""
         filters = filters or SearchFilters()
         parsed = parse_query(query, prefix_last=prefix_last)
         candidates = max(limit, int(self.options["CANDIDATES"]))
