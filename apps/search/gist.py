@@ -251,8 +251,5 @@ def message_similarities(embedder: Embedder, query: str, message_pks: Iterable[i
     if not query.strip():
         return {}
     matrix = _current_matrix(embedder.key)
-    rows = [(pk, row) for pk in message_pks if (row := matrix.row_of.get(pk)) is not None]
-    if not rows:
-        return {}
-    scores = matrix.vectors[[row for _pk, row in rows]] @ embed_query_cached(embedder, query[:2000])
-    return {pk: float(score) for (pk, _row), score in zip(rows, scores, strict=True)}
+    rows = {pk: matrix.vectors[row] for pk in message_pks if (row := matrix.row_of.get(pk)) is not None}
+    return similarity(embedder, query, rows)
