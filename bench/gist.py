@@ -1,6 +1,6 @@
-"""Gist backfill over the Enron corpus (apps/search/gist.py): embeds every message's missing gist through
-actions.embed_stale_gists, as the background backfill does, and prints mails per second; then the cost of
-one gist at the lengths GIST_CHARS could take, on a sample of the corpus's own mail.
+"""Gist backfill over the Enron corpus (apps/search/gist.py): embeds every message's missing gist (opening and
+continuation passages) through actions.embed_stale_gists, as the background backfill does, and prints mails
+per second; then the cost of one gist at the lengths GIST_CHARS could take, on a sample of the corpus's mail.
 
     .venv/bin/python bench/gist.py --workdir /work/askbench      # a corpus built by bench/ask.py or search.py
     bench/gist.py --workdir DIR --sample-only                   # only the per-length cost

@@ -22,7 +22,17 @@ from apps.search.backends import get_search_backend
 from apps.search.backends.base import IndexResult
 from apps.search.documents import documents_for_messages
 from apps.search.embedders import Embedder
-from apps.search.gist import get_gist_embedder, gist_text, has_stale_gists, pack, stale_documents, stored_gists
+from apps.search.gist import (
+    continuation_text,
+    get_gist_embedder,
+    gist_text,
+    has_stale_gists,
+    pack,
+    passage_rows,
+    stale_documents,
+    stored_gists,
+    without_continuation,
+)
 from apps.search.models import SearchDocument, SearchGist, SearchIndexState
 
 logger = logging.getLogger(__name__)
@@ -166,31 +176,74 @@ def backfill_embeddings(
     return embedded
 
 
+def _embed_continuations(documents: Sequence[Mapping[str, Any]], embedder: Embedder) -> list[bytes]:
+    """The packed continuation vector of each document (b"" for a text without one), embedded in one batch."""
+    texts = [continuation_text(row["title"], row["body"]) for row in documents]
+    wanted = [index for index, text in enumerate(texts) if text]
+    packed = [b""] * len(texts)
+    if wanted:
+        vectors = embedder.embed_documents([texts[index] for index in wanted])
+        for index, vector in zip(wanted, vectors, strict=True):
+            packed[index] = pack(vector)
+    return packed
+
+
 def store_gists(documents: Sequence[Mapping[str, Any]], embedder: Embedder) -> dict[int, np.ndarray]:
-    """Embed the gists of these message documents ({id, title, body, content_hash} rows) and store each one
-    whose document still has that content hash (a document re-indexed meanwhile stays stale). Returns
-    {document id: vector} for all of them."""
+    """Embed the gists (opening and continuation passages) of these message documents ({id, title, body,
+    content_hash} rows) and store each one whose document still has that content hash (a document re-indexed
+    meanwhile stays stale). Returns {document id: its passage rows} for all of them."""
     if not documents:
         return {}
     vectors = embedder.embed_documents([gist_text(row["title"], row["body"]) for row in documents])
+    continuations = _embed_continuations(documents, embedder)
     hashes = {row["id"]: row["content_hash"] for row in documents}
     with transaction.atomic():
         current = dict(SearchDocument.objects.filter(pk__in=list(hashes)).values_list("id", "content_hash"))
         keep = [
-            (row["id"], vector)
-            for row, vector in zip(documents, vectors, strict=True)
+            (row["id"], vector, continuation)
+            for row, vector, continuation in zip(documents, vectors, continuations, strict=True)
             if current.get(row["id"]) == hashes[row["id"]]
         ]
-        SearchGist.objects.filter(document_id__in=[pk for pk, _ in keep]).delete()
+        SearchGist.objects.filter(document_id__in=[pk for pk, _, _ in keep]).delete()
         SearchGist.objects.bulk_create(
             [
-                SearchGist(document_id=pk, embedder=embedder.key, content_hash=hashes[pk], vector=pack(vector))
-                for pk, vector in keep
+                SearchGist(
+                    document_id=pk,
+                    embedder=embedder.key,
+                    content_hash=hashes[pk],
+                    vector=pack(vector),
+                    continuation=continuation,
+                )
+                for pk, vector, continuation in keep
             ]
         )
-        SearchIndexState.objects.get_or_create(pk=1)
-        SearchIndexState.objects.filter(pk=1).update(gist_generation=uuid.uuid4().hex)
-    return {row["id"]: vector for row, vector in zip(documents, vectors, strict=True)}
+        _new_gist_generation()
+    return {
+        row["id"]: passage_rows(pack(vector), continuation)
+        for row, vector, continuation in zip(documents, vectors, continuations, strict=True)
+    }
+
+
+def _new_gist_generation() -> None:
+    SearchIndexState.objects.get_or_create(pk=1)
+    SearchIndexState.objects.filter(pk=1).update(gist_generation=uuid.uuid4().hex)
+
+
+def store_continuations(gists: Sequence[Mapping[str, Any]], embedder: Embedder) -> int:
+    """Embed the continuation passage of these current gists ({id, title, body, content_hash} rows of their
+    documents; gists stored before continuations existed) and store it where the gist is still that of this
+    content. Returns how many were stored."""
+    if not gists:
+        return 0
+    continuations = _embed_continuations(gists, embedder)
+    stored = 0
+    with transaction.atomic():
+        for row, continuation in zip(gists, continuations, strict=True):
+            stored += SearchGist.objects.filter(
+                document_id=row["id"], embedder=embedder.key, content_hash=row["content_hash"]
+            ).update(continuation=continuation)
+        _new_gist_generation()
+    return stored
 
 
 def embed_stale_gists(
@@ -200,31 +253,60 @@ def embed_stale_gists(
     max_documents: int | None = None,
     progress: Callable[[int], object] | None = None,
 ) -> int:
-    """Embed missing or stale gists, oldest documents first, one committed batch at a time (resumable: what
-    is stored stays current, the rest is found stale again). Nothing when SEARCH_GIST_EMBEDDER is "none"."""
+    """Embed missing or stale gists, oldest documents first, then the missing continuations of current ones,
+    one committed batch at a time (resumable: what is stored stays current, the rest is found stale again).
+    Returns how many documents got a gist or a continuation. Nothing when SEARCH_GIST_EMBEDDER is "none"."""
     embedder = embedder or get_gist_embedder()
     if embedder is None:
         return 0
     done = 0
-    while max_documents is None or done < max_documents:
-        take = GIST_BATCH if max_documents is None else min(GIST_BATCH, max_documents - done)
-        batch = list(stale_documents(embedder.key).order_by("id").values("id", "title", "body", "content_hash")[:take])
-        if not batch:
-            break
-        store_gists(batch, embedder)
-        done += len(batch)
-        if progress is not None:
-            progress(len(batch))
-        if deadline is not None and time.monotonic() >= deadline:
-            break
+    key = embedder.key
+    sources: list[tuple[Callable[[str, int], list[dict[str, Any]]], Callable[..., object]]] = [
+        (_stale_gist_batch, store_gists),
+        (_continuation_batch, store_continuations),
+    ]
+    for fetch, store in sources:
+        while max_documents is None or done < max_documents:
+            take = GIST_BATCH if max_documents is None else min(GIST_BATCH, max_documents - done)
+            batch = fetch(key, take)
+            if not batch:
+                break
+            store(batch, embedder)
+            done += len(batch)
+            if progress is not None:
+                progress(len(batch))
+            if deadline is not None and time.monotonic() >= deadline:
+                return done
     return done
+
+
+def _stale_gist_batch(embedder_key: str, take: int) -> list[dict[str, Any]]:
+    rows = stale_documents(embedder_key).order_by("id").values("id", "title", "body", "content_hash")
+    return list(rows[:take])
+
+
+def _continuation_batch(embedder_key: str, take: int) -> list[dict[str, Any]]:
+    rows = (
+        without_continuation(embedder_key)
+        .order_by("document_id")
+        .values("document_id", "document__title", "document__body", "content_hash")
+    )
+    return [
+        {
+            "id": row["document_id"],
+            "title": row["document__title"],
+            "body": row["document__body"],
+            "content_hash": row["content_hash"],
+        }
+        for row in rows[:take]
+    ]
 
 
 def gists_for(
     documents: Sequence[dict[str, Any]], embedder: Embedder, *, compute_missing: int
 ) -> dict[int, np.ndarray]:
-    """{document id: gist vector} for these message documents ({id, content_hash} rows): the stored ones, plus
-    up to `compute_missing` embedded (and stored) now. When more are missing, only the stored ones."""
+    """{document id: gist passage rows} for these message documents ({id, content_hash} rows): the stored
+    ones, plus up to `compute_missing` embedded (and stored) now. When more are missing, only the stored ones."""
     found = stored_gists(documents, embedder.key)
     missing = [row["id"] for row in documents if row["id"] not in found]
     if missing and len(missing) <= compute_missing:

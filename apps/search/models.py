@@ -136,14 +136,18 @@ class SearchIndexState(models.Model):
 
 class SearchGist(models.Model):
     """A second, small vector per message document: the gist model's embedding of its subject and the opening
-    of its own text (apps/search/gist.py). Ask compares the question with it to rerank the few dozen mails it
-    shortlisted; nothing searches over it, so it is plain float32 bytes on every database. Stale when the
-    document's content hash or the gist model changes."""
+    of its own text (apps/search/gist.py), plus that of the text's continuation. Ask and the search page
+    compare the question with them to rerank the mails they found; the database never searches over them, so
+    they are plain float32 bytes on every database. Stale when the document's content hash or the gist model
+    changes."""
 
     document = models.OneToOneField(SearchDocument, on_delete=models.CASCADE, primary_key=True, related_name="gist")
     embedder = models.CharField(max_length=200)
     content_hash = models.CharField(max_length=40)
     vector = models.BinaryField()
+    # The continuation passage's vector (gist.continuation_text); b"" when the text has none; NULL until the
+    # backfill has embedded it (gists stored before continuations existed get theirs without re-embedding).
+    continuation = models.BinaryField(null=True, blank=True)
 
     class Meta:
         db_table = "search_gist"

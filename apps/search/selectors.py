@@ -18,7 +18,7 @@ from apps.search.backends import get_search_backend
 from apps.search.backends.base import MODES, EmbeddingProgress, Mode, SearchFilters, SearchHit
 from apps.search.folding import STOPWORDS, fold_tokens
 from apps.search.gist import get_gist_embedder, gist_progress, gists_enabled
-from apps.search.models import DocumentKind, SearchDocument
+from apps.search.models import DocumentKind, SearchDocument, SearchGist
 from apps.search.query import Operator, SearchQuery, parse_search
 
 MAX_LIMIT = 100
@@ -206,7 +206,9 @@ def index_work_pending() -> bool:
         return True
     if not gists_enabled():
         return False
-    return SearchDocument.objects.filter(kind=DocumentKind.MESSAGE, gist__isnull=True).exists()
+    if SearchDocument.objects.filter(kind=DocumentKind.MESSAGE, gist__isnull=True).exists():
+        return True
+    return SearchGist.objects.filter(continuation__isnull=True).exists()
 
 
 def gist_embedding_progress() -> EmbeddingProgress:

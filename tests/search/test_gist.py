@@ -14,15 +14,19 @@ import pytest
 from apps.search import actions, gist
 from apps.search.gist import (
     GIST_CHARS,
+    MIN_CONTINUATION,
+    continuation_text,
     forget_gist_matrix,
     get_gist_embedder,
     gist_progress,
     gist_text,
     has_stale_gists,
     message_documents,
+    message_similarities,
     nearest_messages,
     similarity,
     stored_gists,
+    without_continuation,
 )
 from apps.search.models import SearchGist
 
@@ -182,3 +186,85 @@ def test_nearest_gists_stay_in_the_users_accounts_and_period_and_see_new_mail(
     monkeypatch.setattr(gist, "RELOAD_SECONDS", 0.0)
     again = [pk for pk, _ in nearest_messages(embedder, question, account_ids=[raffle.account_id], limit=5)]
     assert newer.pk in again and len(again) == 3
+
+
+# A mail whose opening is context and whose point comes after the first GIST_CHARS characters.
+LATE_POINT = (
+    "Hi all, thanks again to everyone who joined the offsite last week in Galveston and for all the feedback "
+    "on the agenda, the hotel and the catering; we will send the photos around once the agency has them and "
+    "the survey results after the board meeting. One more thing: the parking garage under the building "
+    "closes for repaving from Monday, so please use the lot on Louisiana Street and keep your badge visible."
+)
+
+
+def test_the_continuation_is_the_subject_and_the_text_after_the_opening() -> None:
+    opening = gist_text("Offsite follow-up", LATE_POINT)
+    rest = continuation_text("Offsite follow-up", LATE_POINT)
+    assert "parking garage" not in opening
+    assert rest.startswith("Offsite follow-up ") and "parking garage under the building closes" in rest
+    covered = opening.removeprefix("Offsite follow-up ")
+    assert LATE_POINT.startswith(covered)
+    assert LATE_POINT[len(covered) :].strip().startswith(rest.removeprefix("Offsite follow-up ")[:30])
+    assert len(rest) <= len("Offsite follow-up ") + GIST_CHARS
+    # Short mail, and a tail under MIN_CONTINUATION characters, has none.
+    assert continuation_text("Lunch", "Pizza at noon?") == ""
+    short_tail = "word " * ((GIST_CHARS + MIN_CONTINUATION // 2) // 5)
+    assert continuation_text("", short_tail) == ""
+
+
+def test_a_mail_is_as_near_as_its_nearer_passage(
+    make_message: Callable[..., Any], index_all: Callable[..., None]
+) -> None:
+    forget_gist_matrix()
+    late = make_message("Offsite follow-up", LATE_POINT)
+    short = make_message("Server maintenance", "The mail servers are offline on Sunday from 2 to 4 am.")
+    others = [
+        make_message("Q3 budget review", "Please send your department's spending forecast before the meeting."),
+        make_message("Gas storage report", "Injections at the Sorrento cavern were below plan last week."),
+    ]
+    index_all(embeddings=False)
+    actions.embed_stale_gists()
+    embedder = get_gist_embedder()
+    assert embedder is not None
+    documents = message_documents([late.pk, short.pk])
+    stored = stored_gists(list(documents.values()), embedder.key)
+    assert stored[documents[late.pk]["id"]].shape == (2, embedder.dimension)
+    assert stored[documents[short.pk]["id"]].shape == (1, embedder.dimension)
+
+    question = "where should I park my car while the garage is being resurfaced?"
+    rows = stored[documents[late.pk]["id"]]
+    opening_only, both = (
+        similarity(embedder, question, {1: rows[0]})[1],
+        similarity(embedder, question, {1: rows})[1],
+    )
+    assert both == pytest.approx(float((rows @ embedder.embed_query(question)).max()), abs=1e-5)
+    assert both > opening_only
+    assert message_similarities(embedder, question, [late.pk])[late.pk] == pytest.approx(both, abs=1e-5)
+    nearest = nearest_messages(embedder, question, account_ids=[late.account_id], limit=4)
+    assert nearest[0][0] == late.pk and nearest[0][1] == pytest.approx(both, abs=1e-5)
+    assert {pk for pk, _ in nearest} == {late.pk, short.pk, *(m.pk for m in others)}
+
+
+def test_gists_stored_before_continuations_get_theirs_without_a_new_opening(
+    make_message: Callable[..., Any], index_all: Callable[..., None]
+) -> None:
+    late = make_message("Offsite follow-up", LATE_POINT)
+    make_message("Lunch", "Pizza at noon?")
+    index_all(embeddings=False)
+    actions.embed_stale_gists()
+    SearchGist.objects.update(continuation=None)  # as migration 0008 leaves the gists stored before it
+    openings = dict(SearchGist.objects.values_list("document_id", "vector"))
+    embedder = get_gist_embedder()
+    assert embedder is not None
+    assert has_stale_gists() and without_continuation(embedder.key).count() == 2
+    assert gist_progress() == (0, 2)
+    assert actions.embed_stale_gists(max_documents=1) == 1  # resumable one batch at a time
+    assert gist_progress() == (1, 2)
+    assert actions.embed_stale_gists() == 1
+    assert not has_stale_gists() and gist_progress() == (2, 2)
+    assert {pk: bytes(v) for pk, v in SearchGist.objects.values_list("document_id", "vector")} == {
+        pk: bytes(v) for pk, v in openings.items()
+    }
+    document = message_documents([late.pk])[late.pk]
+    assert len(SearchGist.objects.get(document_id=document["id"]).continuation or b"") == 4 * embedder.dimension
+    assert actions.embed_stale_gists() == 0
