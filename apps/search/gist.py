@@ -203,6 +203,7 @@ class _Matrix:
     embedder: str = ""
     generation: str = ""
     loaded_at: float = 0.0
+    checked_at: float = 0.0  # when the generation was last found unchanged (or the matrix loaded)
     message_pks: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     account_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
     dates: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))  # epoch seconds, NaN: none
@@ -262,6 +263,7 @@ def _load(embedder_key: str, generation: str) -> _Matrix:
         embedder=embedder_key,
         generation=generation,
         loaded_at=time.monotonic(),
+        checked_at=time.monotonic(),
         message_pks=np.asarray(pks, dtype=np.int64),
         account_ids=np.asarray(accounts, dtype=np.int64),
         dates=np.asarray(dates, dtype=np.float64),
@@ -274,14 +276,18 @@ def _load(embedder_key: str, generation: str) -> _Matrix:
 
 
 def _current_matrix(embedder_key: str) -> _Matrix:
+    """This process's matrix; the state row's generation is read at most once per RELOAD_SECONDS (a query
+    otherwise costs a database read for nothing: the matrix would not be reloaded sooner anyway)."""
     global _matrix
+    matrix = _matrix
+    if matrix.embedder == embedder_key and time.monotonic() - matrix.checked_at < RELOAD_SECONDS:
+        return matrix
     generation = _generation()
     with _matrix_lock:
         matrix = _matrix
-        fresh = matrix.embedder == embedder_key and (
-            matrix.generation == generation or time.monotonic() - matrix.loaded_at < RELOAD_SECONDS
-        )
-        if not fresh:
+        if matrix.embedder == embedder_key and matrix.generation == generation:
+            matrix.checked_at = time.monotonic()
+        else:
             _matrix = matrix = _load(embedder_key, generation)
         return matrix
 
