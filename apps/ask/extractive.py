@@ -338,9 +338,26 @@ def _options(items: list[EvidenceText], top_score: float) -> list[_Option]:
     return options
 
 
-def _kinds_in(passage: Passage, kinds: list[str]) -> list[str]:
-    """The asked kinds a sentence may answer: a mail's closing (sign-off, signature) only a phone number."""
-    return [kind for kind in kinds if kind == "phone"] if passage.source == "closing" else kinds
+def _asking_phrases(plan: Plan) -> dict[str, list[str]]:
+    """{kind: the vocabulary's phrases in the question that ask for it} ("tracking number" → identifier)."""
+    folded = normalize(plan.question)
+    table = vocabulary().answer_types
+    return {kind: [p for p in table.get(kind, ()) if phrase_in(folded, p)] for kind in plan.answer_types}
+
+
+def _kinds_in(passage: Passage, kinds: list[str], asking: dict[str, list[str]] | None = None) -> list[str]:
+    """The asked kinds a sentence may answer: a mail's closing (sign-off, signature) only a phone number, or
+    a value its own label asks for in the question's words ("TRACKING NUMBER: A0006…" below a sign-off
+    when the question asks for the tracking number)."""
+    if passage.source != "closing":
+        return kinds
+    label = _LABEL.match(passage.text)
+    name = normalize(label.group(0).rstrip(": \t")) if label else ""
+    return [
+        kind
+        for kind in kinds
+        if kind == "phone" or (name and any(phrase_in(name, phrase) for phrase in (asking or {}).get(kind, ())))
+    ]
 
 
 def _closings_about_the_question(plan: Plan, options: list[_Option]) -> set[int]:
@@ -362,7 +379,14 @@ def _closings_about_the_question(plan: Plan, options: list[_Option]) -> set[int]
     return about
 
 
-def _could_answer(passage: Passage, kinds: list[str], given: set[str]) -> bool:
+def _label_asked(passage: Passage, kinds: list[str], asking: dict[str, list[str]]) -> bool:
+    """A closing line labelled with what the question asks for: it answers whoever signed the mail."""
+    return any(kind != "phone" for kind in _kinds_in(passage, kinds, asking))
+
+
+def _could_answer(
+    passage: Passage, kinds: list[str], given: set[str], asking: dict[str, list[str]] | None = None
+) -> bool:
     """A sentence holding an asked kind of value; any sentence of the mail's own text when no kind is asked."""
     if passage.source == "subject":
         return False
@@ -370,7 +394,7 @@ def _could_answer(passage: Passage, kinds: list[str], given: set[str]) -> bool:
         # a lone word ("Cathy", "Chris": a greeting or sign-off the closing rules missed) answers nothing
         single = len(passage.text.split()) < 2 and not any(ch.isdigit() for ch in passage.text)
         return passage.source != "closing" and not single
-    return any(_answer_values(kind, passage.text, given) for kind in _kinds_in(passage, kinds))
+    return any(_answer_values(kind, passage.text, given) for kind in _kinds_in(passage, kinds, asking))
 
 
 def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAnswer:
@@ -387,6 +411,7 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
     options = _options(contenders, top_score)
     # Only sentences that could answer are embedded.
     about = _closings_about_the_question(plan, options)
+    asking = _asking_phrases(plan)
     # A forwarded sentence that a read message holds as its own text is that message's, not the forward's.
     own = {p.text for o in options for p in o.message.passages if p.source == "body"}
     flat = _within_budget(
@@ -395,8 +420,8 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
             (o, p)
             for o in options
             for p in o.message.passages
-            if _could_answer(p, kinds, given)
-            and (p.source != "closing" or id(o) in about)
+            if _could_answer(p, kinds, given, asking)
+            and (p.source != "closing" or id(o) in about or _label_asked(p, kinds, asking))
             and (p.source != "forwarded" or p.text not in own)
         ],
     )
@@ -428,7 +453,7 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
         for kind in kinds:
             preferred = _structural_preference(kind, option)
             for score, similarity, passage in sorted(ranked, key=lambda item: -(item[0] + preferred(item[2]))):
-                values = _answer_values(kind, passage.text, given) if kind in _kinds_in(passage, kinds) else []
+                values = _answer_values(kind, passage.text, given) if kind in _kinds_in(passage, kinds, asking) else []
                 if values:
                     found.append(kind)
                     quality += score + preferred(passage) + (LABELLED_BONUS if _labelled(passage.text, values) else 0)

@@ -167,8 +167,18 @@ def unwrap(text: str) -> list[str]:
     return merged
 
 
+# Transport and MIME header fields of RFC 5321/5322/2045 and DKIM (RFC 6376), and X- extension fields: a
+# forwarded raw message keeps them in its body ("Received: from … with ESMTP id …"); they never answer.
+TRANSPORT_HEADER = re.compile(
+    r"^(?:Received|Message-ID|Return-Path|Delivered-To|MIME-Version|Content-(?:Type|Transfer-Encoding|Disposition)"
+    r"|DKIM-Signature|Authentication-Results|X-[A-Za-z0-9-]+):\s",
+    re.IGNORECASE,
+)
+
+
 def passages(text: str, *, source: str, attachment: str = "", limit: int = 400) -> list[Passage]:
-    """Lines (statements and invoices put one fact per line) and sentences of unwrapped running text."""
+    """Lines (statements and invoices put one fact per line) and sentences of unwrapped running text; a mail
+    body's transport header lines (TRANSPORT_HEADER) are left out."""
     found: list[Passage] = []
     paragraph = 0
     # Attachments (statements, invoices) are tables: one line, one fact. Mail bodies are hard-wrapped prose.
@@ -176,7 +186,7 @@ def passages(text: str, *, source: str, attachment: str = "", limit: int = 400) 
         line = line.strip(" \t>|*-•")
         if not line:
             paragraph += 1 if found and found[-1].paragraph == paragraph else 0  # a run of blank lines is one break
-        if len(line) < 3:
+        if len(line) < 3 or (source != "attachment" and TRANSPORT_HEADER.match(line)):
             continue
         pieces = _SENTENCE_END.split(line) if len(line) > 240 else [line]
         for piece in pieces:

@@ -548,3 +548,42 @@ def test_a_field_lines_number_may_carry_a_pound_sign() -> None:
     plan = plan_question("what passcode do we use to join the call?", now=dt.datetime(2001, 10, 24, tzinfo=dt.UTC))
     answer = extractive_answer(plan, evidence)
     assert "**5323#**" in answer.text, answer.text
+
+
+def test_a_labelled_value_below_the_sign_off_answers_the_question_that_names_its_label() -> None:
+    # Seen on Enron (bench/data/ask_questions_fifth.json): an airline's reply put "TRACKING NUMBER: …" under
+    # its signature, and the answer took the customer's loyalty number from the quoted form below instead.
+    body = (
+        "Dear Ms. Ortiz:\n\nThank you for calling us about the missing itinerary; a copy is on its way by fax.\n\n"
+        "Regards,\nPassenger Relations\nMarta Blum\n\n"
+        "CASE TRACKING NUMBER: Q00000482211-00007731026\n\n"
+        "     -----Original Message-----\n     From: dana.ortiz@example.com\n     Sent: 3 Apr 02 09:12:44\n\n"
+        "Name: Dana Ortiz\nMember Account Number: KT558102\nI never received the itinerary for my flight.\n"
+    )
+    evidence = one_mail("Re: Feedback form", "relations@airline.example", "2002-04-04", body)
+    now = dt.datetime(2002, 4, 5, tzinfo=dt.UTC)
+    plan = plan_question("what tracking number did the airline give me for my complaint?", now=now)
+    assert plan.answer_types == ["identifier"]
+    answer = extractive_answer(plan, evidence)
+    assert "**Q00000482211-00007731026**" in answer.text and "KT558102" not in answer.text, answer.text
+    # A closing line whose label the question does not ask for still answers nothing.
+    plan = plan_question("what account number is in the form I sent?", now=now)
+    answer = extractive_answer(plan, evidence)
+    assert "Q00000482211" not in answer.text, answer.text
+
+
+def test_transport_header_lines_of_a_forwarded_raw_message_are_never_quoted() -> None:
+    body = (
+        "See below, thought you would like this one.\n\n"
+        "Received: from relay-7.example.net ([10.2.10.242]) by mx.example.com with ESMTP id RELAYX5-1113095000;"
+        " Tue, 13 Nov 2001 09:50:00 -0500\n"
+        "Message-ID: <EX-20011113-085208-0001@mail.example.net>\n"
+        "X-Mailer: Internet Mail Service (5.5.2653.19)\n\n"
+        "The radio host tells the story of a farmer who sold his land on 13 November for $40,000.\n"
+    )
+    found = passages(body, source="body")
+    assert [p.text for p in found if p.text.startswith(("Received:", "Message-ID:", "X-Mailer:"))] == []
+    evidence = one_mail("Fwd: a story", "friend@example.com", "2001-11-14", body)
+    plan = plan_question("when did the farmer sell his land?", now=dt.datetime(2001, 11, 20, tzinfo=dt.UTC))
+    answer = extractive_answer(plan, evidence)
+    assert "**13 November**" in answer.text and "ESMTP" not in answer.text, answer.text
