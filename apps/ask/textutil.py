@@ -176,13 +176,19 @@ TRANSPORT_HEADER = re.compile(
 )
 
 
+# A link target that an HTML-to-text conversion wrote after its anchor text ("view your itinerary online
+# <http://…?itid=36444927>"): its host and query words are not the mail's words, and its digits no reference.
+LINK_TARGET = re.compile(r"<(?:https?|mailto):[^>\s]*>?", re.IGNORECASE)
+
+
 def passages(text: str, *, source: str, attachment: str = "", limit: int = 400) -> list[Passage]:
     """Lines (statements and invoices put one fact per line) and sentences of unwrapped running text; a mail
-    body's transport header lines (TRANSPORT_HEADER) are left out."""
+    body's transport header lines (TRANSPORT_HEADER) are left out, and so are the link targets in angle
+    brackets after a link's text (LINK_TARGET; a URL written in the text itself stays)."""
     found: list[Passage] = []
     paragraph = 0
     # Attachments (statements, invoices) are tables: one line, one fact. Mail bodies are hard-wrapped prose.
-    for line in unwrap(text) if source != "attachment" else text.splitlines():
+    for line in unwrap(LINK_TARGET.sub("", text)) if source != "attachment" else text.splitlines():
         line = line.strip(" \t>|*-•")
         if not line:
             paragraph += 1 if found and found[-1].paragraph == paragraph else 0  # a run of blank lines is one break

@@ -587,3 +587,28 @@ def test_transport_header_lines_of_a_forwarded_raw_message_are_never_quoted() ->
     plan = plan_question("when did the farmer sell his land?", now=dt.datetime(2001, 11, 20, tzinfo=dt.UTC))
     answer = extractive_answer(plan, evidence)
     assert "**13 November**" in answer.text and "ESMTP" not in answer.text, answer.text
+
+
+def test_link_targets_after_a_links_text_are_not_words_or_values_but_a_written_url_stays() -> None:
+    # Seen on Enron (the fifth question file): a booking confirmation converted from HTML quoted its link lines
+    # ("… online at Cancun, Mexico <http://…?itid=36444927>") for "what was the total charged …": the host
+    # matched the question's words and the link's digits counted as a reference.
+    body = (
+        "Thank you for booking with Travelsite.\n\n"
+        "You can view your itinerary for Lisbon, Portugal online <http://www.travelsite.example/trip?itid=88123456&v=1>\n\n"
+        "Print a receipt <http://www.travelsite.example/receipt?itid=88123456>\t\n\n"
+        "Fare summary\t\n\n"
+        "Total (Visa) \t$812.40 \t\n\n"
+        "The new extranet lives at http://files.example.org/lisbon from Monday.\n"
+    )
+    texts = [p.text for p in passages(body, source="body")]
+    assert "You can view your itinerary for Lisbon, Portugal online" in texts
+    assert not any("itid=" in text for text in texts)
+    assert "The new extranet lives at http://files.example.org/lisbon from Monday." in texts
+    evidence = one_mail("Travelsite booking confirmed", "trips@travelsite.example", "2002-03-08", body)
+    plan = plan_question(
+        "What was the total charged to my Visa for the Travelsite trip to Lisbon?",
+        now=dt.datetime(2002, 3, 10, tzinfo=dt.UTC),
+    )
+    answer = extractive_answer(plan, evidence)
+    assert "Total (Visa) $812.40" in answer.text and "88123456" not in answer.text, answer.text
