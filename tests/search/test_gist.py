@@ -268,3 +268,25 @@ def test_gists_stored_before_continuations_get_theirs_without_a_new_opening(
     document = message_documents([late.pk])[late.pk]
     assert len(SearchGist.objects.get(document_id=document["id"]).continuation or b"") == 4 * embedder.dimension
     assert actions.embed_stale_gists() == 0
+
+
+def test_the_maintenance_schedule_fills_continuations_nobody_queued(
+    settings: Any, make_message: Callable[..., Any], index_all: Callable[..., None]
+) -> None:
+    """An upgraded install: its gists predate continuations and no new mail arrives to queue a backfill."""
+    from django_q.models import Schedule
+
+    from apps.search.tasks import BACKFILL_SCHEDULE_NAME, backfill_if_pending_task
+
+    schedule = Schedule.objects.get(name=BACKFILL_SCHEDULE_NAME)  # created after migrate, like the others
+    assert schedule.func == "apps.search.tasks.backfill_if_pending_task" and schedule.repeats == -1
+    make_message("Offsite follow-up", LATE_POINT)
+    index_all(embeddings=True)
+    actions.embed_stale_gists()
+    SearchGist.objects.update(continuation=None)
+    settings.SEARCH_EMBED_ON_INGEST = False  # switched off: the schedule leaves the work alone
+    assert backfill_if_pending_task() == 0 and has_stale_gists()
+    settings.SEARCH_EMBED_ON_INGEST = True
+    assert backfill_if_pending_task() == 1
+    assert not has_stale_gists() and gist_progress() == (1, 1)
+    assert backfill_if_pending_task() == 0  # nothing waits: no backfill runs
