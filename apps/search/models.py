@@ -151,6 +151,13 @@ class SearchGist(models.Model):
 
     class Meta:
         db_table = "search_gist"
+        # Gists still waiting for their continuation: index_work_pending asks on every search page, and a
+        # scan of every gist's row for NULL took 43 ms on 44,715 mails.
+        indexes = [
+            models.Index(
+                fields=["document"], condition=models.Q(continuation__isnull=True), name="search_gist_no_continuation"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"gist of {self.document_id} ({self.embedder})"

@@ -33,6 +33,23 @@ from apps.search.models import SearchGist
 pytestmark = pytest.mark.django_db
 
 
+def gists_stored(index_all: Callable[..., None]) -> Any:
+    """Index the mail made so far and embed its gists as the backfill does; the gist model."""
+    index_all(embeddings=False)
+    actions.embed_stale_gists()
+    embedder = get_gist_embedder()
+    assert embedder is not None
+    return embedder
+
+
+def unrelated_mail(make_message: Callable[..., Any]) -> list[Any]:
+    """Two mails about nothing any question of this module asks."""
+    return [
+        make_message("Gas storage report", "Injections at the Sorrento cavern were below plan last week."),
+        make_message("Q3 budget review", "Please send your department's spending forecast before the meeting."),
+    ]
+
+
 def test_the_gist_is_the_subject_and_the_senders_own_opening_words() -> None:
     body = (
         "Please send the signed lease to the landlord by Friday, otherwise we lose the deposit.\n"
@@ -123,15 +140,8 @@ def test_a_paraphrased_question_is_closest_to_the_mail_it_describes(
         "Kündigung Mietvertrag",
         "Hiermit kündige ich den Mietvertrag für die Wohnung in der Gartenstraße fristgerecht zum 31. März.",
     )
-    others = [
-        make_message("Gas storage report", "Injections at the Sorrento cavern were below plan last week."),
-        make_message("Q3 budget review", "Please send your department's spending forecast before the meeting."),
-        make_message("Server maintenance", "The mail servers will be offline on Sunday from 2 to 4 am."),
-    ]
-    index_all(embeddings=False)
-    actions.embed_stale_gists()
-    embedder = get_gist_embedder()
-    assert embedder is not None
+    others = [*unrelated_mail(make_message), make_message("Server maintenance", "The mail servers are offline.")]
+    embedder = gists_stored(index_all)
     documents = message_documents([m.pk for m in (raffle, german, *others)])
     vectors = stored_gists(list(documents.values()), embedder.key)
     by_document = {row["id"]: pk for pk, row in documents.items()}
@@ -163,10 +173,7 @@ def test_nearest_gists_stay_in_the_users_accounts_and_period_and_see_new_mail(
         "A lottery for free NBA game tickets for all staff, enter by replying.",
         owner_account=other_account,
     )
-    index_all(embeddings=False)
-    actions.embed_stale_gists()
-    embedder = get_gist_embedder()
-    assert embedder is not None
+    embedder = gists_stored(index_all)
     question = "lottery for free NBA basketball game tickets for staff"
     mine = [pk for pk, _score in nearest_messages(embedder, question, account_ids=[raffle.account_id], limit=5)]
     assert mine[0] == raffle.pk and theirs.pk not in mine and len(mine) == 2
@@ -218,14 +225,8 @@ def test_a_mail_is_as_near_as_its_nearer_passage(
     forget_gist_matrix()
     late = make_message("Offsite follow-up", LATE_POINT)
     short = make_message("Server maintenance", "The mail servers are offline on Sunday from 2 to 4 am.")
-    others = [
-        make_message("Q3 budget review", "Please send your department's spending forecast before the meeting."),
-        make_message("Gas storage report", "Injections at the Sorrento cavern were below plan last week."),
-    ]
-    index_all(embeddings=False)
-    actions.embed_stale_gists()
-    embedder = get_gist_embedder()
-    assert embedder is not None
+    others = unrelated_mail(make_message)
+    embedder = gists_stored(index_all)
     documents = message_documents([late.pk, short.pk])
     stored = stored_gists(list(documents.values()), embedder.key)
     assert stored[documents[late.pk]["id"]].shape == (2, embedder.dimension)
