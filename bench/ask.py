@@ -113,6 +113,8 @@ def is_relevant(message_id: str, relevant: tuple[str, ...], keys: set[str]) -> b
     if message_id in relevant:
         return True
     message = Message.objects.filter(message_id=message_id).only("subject", "body_text").first()
+    if message is None:  # a row names a mail without a Message-ID header by its dedupe key (Ask's rows do)
+        message = Message.objects.filter(message_id="", dedupe_key=message_id).only("subject", "body_text").first()
     return message is not None and content_key(message.subject, message.body_text) in keys
 
 

@@ -223,6 +223,12 @@ SAVE = re.compile(
     re.IGNORECASE,
 )
 URL = re.compile(r"https?://[^\s<>\"']+", re.IGNORECASE)
+# A question about something (an event, a fact) rather than a request for an object: "when are …", "did …".
+ASKS_ABOUT = re.compile(
+    r"^(?:when|what(?:'s)?|who(?:se|m)?|how|which|why|did|does|do|is|are|was|were|has|have|had|can|could|will|"
+    r"would|should)\b",
+    re.IGNORECASE,
+)
 ORGANIZE = re.compile(
     r"^(?:organi[sz]e|sort(?: out)?|tidy(?: up)?|file away|suggest (?:a )?folders?(?: for)?)\b", re.IGNORECASE
 )
@@ -395,6 +401,11 @@ def route_request(question: str, ctx: RouterContext | None = None) -> Route:
     if intent != "question":
         return Route(intent, 0.9, refusal=refusal, reason="an instruction about mail")
     finding = FIND_VERBS.match(text)
+    if not mentions_mail and names_kind and not finding and ASKS_ABOUT.match(text):
+        # "when are the team pictures being taken?" asks about an event a mail tells of, not for a photo:
+        # unsure (the model decides if configured; else mail, and library files too when there are some).
+        query, kind = file_query_words(text)
+        return Route("question", 0.5, query=query, kind=kind, reason="a question that names a kind of file")
     if not mentions_mail and ((finding and mentions_file) or names_kind):
         query, kind = file_query_words(text)
         return Route("query_files", 0.9, query=query, kind=kind, reason="asks for a file")

@@ -518,6 +518,7 @@ def _evidence_row(plan: Plan, rank: int, thread: ThreadResult, texts: list[Evide
         "sources": [s for s in SOURCE_ORDER if s in best.sources],
         "attachment": {"id": attachment.id, "filename": attachment.filename} if attachment else None,
         "features": dict(best.features),
+        "copies": best.copies,
         "related": False,
     }
 

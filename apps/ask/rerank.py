@@ -143,6 +143,7 @@ class Candidate:
     hybrid_rank: int | None = None  # rank in the search page's hybrid ranking of the question
     provider: bool = False
     hit_attachment_ids: set[int] = field(default_factory=set)
+    copies: int = 0  # other copies of this mail the run found (retrieval.CandidatePool.collapse_copies)
     # Filled in when the shortlist is read.
     thread_id: int | None = None
     thread_subject: str = ""  # the conversation's subject (its first mail's): a reply may not repeat it

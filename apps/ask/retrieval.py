@@ -10,6 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from django.db.models.functions import Length
+
 from apps.accounts.models import Attachment, MailAccount, Message, Provider, Thread
 from apps.ask import rerank
 from apps.ask.extraction import attachment_kind
@@ -48,6 +50,7 @@ class CandidatePool:
     by_message: dict[int, Candidate] = field(default_factory=dict)
     keyword_lists: int = 0
     semantic_total: int = 0
+    collapsed: bool = False
 
     def get(self, message_pk: int) -> Candidate:
         candidate = self.by_message.get(message_pk)
@@ -58,6 +61,7 @@ class CandidatePool:
 
     def shortlist(self, size: int | None = None) -> list[Candidate]:
         size = size or SHORTLIST  # read at call time: bench/ask_weights.py --shortlist measures other sizes
+        self.collapse_copies()
         ordered = sorted(
             self.by_message.values(),
             key=lambda c: (-c.preliminary_score(self.keyword_lists, self.semantic_total), -c.message_pk),
@@ -68,6 +72,65 @@ class CandidatePool:
         first = by_gist[: min(size, rerank.GIST_SHORTLIST_HOLD)]
         chosen = {c.message_pk for c in first}
         return first + [c for c in ordered if c.message_pk not in chosen][: size - len(first)]
+
+    def collapse_copies(self) -> int:
+        """One candidate per mail: copies of one message (the same mail delivered to several folders or
+        mailboxes, or imported twice: same sender, subject, date and body length) become one candidate, the
+        one the indexes ranked best, holding the best rank and score each list gave any copy; the lists'
+        ranks are then counted over distinct mails. Without this, three copies of one mail took three of the
+        ten evidence rows and three of the thirty shortlist places. Returns how many copies were folded."""
+        if self.collapsed or len(self.by_message) < 2:
+            self.collapsed = True
+            return 0
+        self.collapsed = True
+        groups: dict[tuple[Any, ...], list[Candidate]] = {}
+        rows = (
+            Message.objects.filter(pk__in=list(self.by_message))
+            .annotate(body_length=Length("body_text"), html_length=Length("body_html"))
+            .values_list("pk", "from_address", "subject", "date", "body_length", "html_length")
+        )
+        for pk, address, subject, date, body_length, html_length in rows:
+            key = ((address or "").lower(), subject, date, body_length, html_length)
+            groups.setdefault(key, []).append(self.by_message[pk])
+        folded = 0
+        for copies in groups.values():
+            if len(copies) < 2:
+                continue
+            copies.sort(key=lambda c: (-c.preliminary_score(self.keyword_lists, self.semantic_total), c.message_pk))
+            kept = copies[0]
+            for copy in copies[1:]:
+                _absorb(kept, copy)
+                del self.by_message[copy.message_pk]
+                folded += 1
+        if folded:
+            for attribute in ("keyword_rank", "semantic_rank", "hybrid_rank", "gist_rank"):
+                _dense_ranks(list(self.by_message.values()), attribute)
+        return folded
+
+
+def _absorb(kept: Candidate, copy: Candidate) -> None:
+    """`kept` stands for `copy` too: the better of each list's rank and score, every source. (The copy's
+    attachment hits name its own attachment rows, so they stay with it.)"""
+    for attribute in ("keyword_rank", "semantic_rank", "hybrid_rank", "gist_rank"):
+        mine, theirs = getattr(kept, attribute), getattr(copy, attribute)
+        if theirs is not None and (mine is None or theirs < mine):
+            setattr(kept, attribute, theirs)
+    for attribute in ("keyword_score", "gist_score"):
+        mine, theirs = getattr(kept, attribute), getattr(copy, attribute)
+        if theirs is not None and (mine is None or theirs > mine):
+            setattr(kept, attribute, theirs)
+    kept.semantic_score = max(kept.semantic_score, copy.semantic_score)
+    kept.keyword_lists = max(kept.keyword_lists, copy.keyword_lists)
+    kept.provider = kept.provider or copy.provider
+    kept.sources |= copy.sources
+    kept.copies += 1 + copy.copies
+
+
+def _dense_ranks(candidates: list[Candidate], attribute: str) -> None:
+    """Renumber one list's ranks 1, 2, 3 … in their order (the folded copies left gaps)."""
+    ranked = sorted((c for c in candidates if getattr(c, attribute) is not None), key=lambda c: getattr(c, attribute))
+    for rank, candidate in enumerate(ranked, start=1):
+        setattr(candidate, attribute, rank)
 
 
 def search_filters(plan: Plan, account_ids: tuple[int, ...], *, thread_id: int | None = None) -> SearchFilters:

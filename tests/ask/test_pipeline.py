@@ -5,15 +5,23 @@ language model, follow-up questions, honest "no evidence" answers and refusals."
 from __future__ import annotations
 
 import json
+import mailbox
+from pathlib import Path
 from typing import Any
 
 import pytest
+from django.template.loader import render_to_string
 
+from apps.accounts.actions import create_local_account
+from apps.accounts.importers import import_path
 from apps.ask import actions, retrieval
 from apps.ask.events import AskEvent
 from apps.ask.models import AskRun, RunStatus
 from apps.ask.pipeline import STEP_LABELS
-from tests.ask.conftest import KEY_QUESTION, AskMailbox, is_answer_request
+from apps.search import actions as search_actions
+from apps.search.backends.sqlite import forget_vector_matrices
+from apps.search.gist import forget_gist_matrix
+from tests.ask.conftest import KEY_QUESTION, AskMailbox, is_answer_request, qnb_mails
 from tests.fakes.openai_server import FakeOpenAI, Reply, last_user_text
 
 pytestmark = pytest.mark.django_db
@@ -59,6 +67,35 @@ def test_key_case_without_llm_ranks_the_turkish_statement_first(ask_mailbox: Ask
     ]  # fmt: skip
     assert all(e["label"] == STEP_LABELS[e["stepId"]] for e in events if e["stepId"])
     assert set(run.timings) >= {"total", "rerank", "answer"}
+
+
+def test_copies_of_one_mail_take_one_evidence_row(
+    ask_mailbox: AskMailbox, tmp_path: Path, django_capture_on_commit_callbacks: Any
+) -> None:
+    """The same statements imported again into a second account (an old laptop's mbox export): Ask's
+    evidence lists each mail once and says it has a copy, and the ten rows hold ten different mails."""
+    export = mailbox.mbox(tmp_path / "export.mbox")
+    for raw in qnb_mails():
+        export.add(raw)
+    export.flush()
+    second = create_local_account(owner=ask_mailbox.user, name="Old laptop export")
+    with django_capture_on_commit_callbacks(execute=True):
+        assert import_path(second, tmp_path / "export.mbox").imported == len(qnb_mails())
+    search_actions.backfill_embeddings(requeue=False, seconds=0)
+    try:
+        run, _events = ask(ask_mailbox, KEY_QUESTION)
+    finally:
+        forget_vector_matrices()
+        forget_gist_matrix()
+
+    top = run.evidence[0]
+    assert top["subject"] == "QNB E-Ekstre - Nisan 2026"
+    assert top["copies"] == 1
+    shown = [(row["sender"], row["subject"], row["date"]) for row in run.evidence]
+    assert len(shown) == len(set(shown))
+    assert "11/05/2026" in run.answer
+    html = render_to_string("ask/partials/evidence_row.html", {"row": top})
+    assert "+ 1 copy" in html
 
 
 def test_key_case_with_llm_grounds_the_answer_in_numbered_evidence(
