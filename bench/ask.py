@@ -198,7 +198,8 @@ def evaluate(account: Any, repeat: int, questions: list[dict[str, Any]]) -> None
         value = value_in_answer(item["expected"], outcome.answer) if item.get("expected") else None
         results.append(
             {"kind": item["kind"], "rank": rank, "thread": thread_rank, "base": base, "base_thread": base_thread,
-             "value": value, "tuned": "source" not in item, "confidence": outcome.scope.get("confidence", "-")}
+             "value": value, "tuned": "source" not in item, "confidence": outcome.scope.get("confidence", "-"),
+             "file": item.get("file", "")}
         )  # fmt: skip
         top = (outcome.evidence[0]["subject"][:50] if outcome.evidence else "-") if rank != 1 else ""
         mark = "" if value is None else ("  value ✓" if value else "  value ✗")
@@ -223,6 +224,10 @@ def evaluate(account: Any, repeat: int, questions: list[dict[str, Any]]) -> None
         ("used for tuning", [r for r in results if r["tuned"]]),
         ("never tuned on", [r for r in results if not r["tuned"]]),
     ]
+    files = list(dict.fromkeys(r["file"] for r in results))
+    if len(files) > 1:
+        groups += [(name.removeprefix("ask_questions").removesuffix(".json").strip("_") or "ask_questions",
+                    [r for r in results if r["file"] == name]) for name in files]  # fmt: skip
     for name, group in groups:
         if not group:
             continue
@@ -265,7 +270,12 @@ def main() -> None:
     parser.add_argument("--workdir", help="Reuse (or build and keep) the corpus database here.")
     parser.add_argument("--postgres", action="store_true", help="Use an embedded PostgreSQL 18 + pgvector.")
     parser.add_argument("--repeat", type=int, default=3, help="Runs of the question set for the latency numbers.")
-    parser.add_argument("--questions", default=str(QUESTIONS_FILE), help="The labelled question file.")
+    parser.add_argument(
+        "--questions",
+        nargs="+",
+        default=[str(QUESTIONS_FILE)],
+        help="The labelled question file(s); with several, each file also gets its own row.",
+    )
     parser.add_argument("--kind", choices=("fact", "keyword", "paraphrase"), help="Only questions of this kind.")
     parser.add_argument(
         "--empty-vocabulary",
@@ -301,7 +311,12 @@ def main() -> None:
         f"database: {connection.vendor}; {SearchDocument.objects.count()} documents,"
         f" {SearchChunk.objects.count()} vectors, {SearchGist.objects.count()} gists"
     )
-    questions = [q for q in load_questions(Path(args.questions)) if not args.kind or q["kind"] == args.kind]
+    questions = [
+        {**q, "file": Path(path).name}
+        for path in args.questions
+        for q in load_questions(Path(path))
+        if not args.kind or q["kind"] == args.kind
+    ]
     print("vocabulary: " + ("empty" if args.empty_vocabulary else "apps/ask/data/vocabulary.json"))
     evaluate(account, args.repeat, questions)
 

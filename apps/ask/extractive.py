@@ -38,7 +38,14 @@ from apps.ask.vocabulary import phrase_in, vocabulary
 
 logger = logging.getLogger(__name__)
 
-KIND_NAMES = {"date": "Date", "time": "Time", "amount": "Amount", "phone": "Phone", "identifier": "Reference"}
+KIND_NAMES = {
+    "date": "Date",
+    "time": "Time",
+    "duration": "Duration",
+    "amount": "Amount",
+    "phone": "Phone",
+    "identifier": "Reference",
+}
 # Threads scoring at least this share of the best one are considered for the answer.
 CONTENDER_SHARE = 0.75
 MAX_CONTENDERS = 3
@@ -113,6 +120,9 @@ FORWARDED_PENALTY = 0.1
 # Within a thread the newest message that carries the value wins ties (a schedule change supersedes the booking).
 NEWEST_BONUS = 0.3
 LABELLED_BONUS = 0.3
+# Per word of the question standing right before a value (its label), at most two: _named_values.
+NAMED_VALUE_BONUS = 0.2
+LABEL_SPAN = 4
 NEW_VALUE_BONUS = 0.15
 LATER_DATE_BONUS = 0.5
 SUPERSEDES_BONUS = 0.5
@@ -127,6 +137,29 @@ def _labelled(text: str, values: list[str]) -> bool:
     """A field line of a statement, invoice or booking: "Total to pay: £84.20", "Due date: 11/05/2026"."""
     match = _LABEL.match(text)
     return match is not None and any(text[match.end() :].startswith(v) for v in values)
+
+
+def _label_words(plan: Plan, subject: str) -> set[str]:
+    """The question's words that may name a value in a sentence: its keywords and the words of its names,
+    less those of the mail's subject (they say which mail, not which of its values)."""
+    heading = set(normalize(subject).split())
+    words = {*plan.keywords, *(w for entity in plan.entities for w in normalize(entity).split())}
+    return {w for w in words if w not in heading and not w.isdigit()}
+
+
+def _named_values(text: str, values: list[str], label_words: set[str]) -> int:
+    """How many of the question's words stand right before a value, as its label: "Host Code: 869944" for
+    "the host code for the dial-in", "room rate of $149" for "what's the room rate", not the "Participant
+    code: 107058" line below it (the best value of the sentence counts; LABEL_SPAN words before it)."""
+    best = 0
+    folded = text.lower()
+    for value in values:
+        at = folded.find(value.lower())
+        if at <= 0:
+            continue
+        before = normalize(text[:at]).split()[-LABEL_SPAN:]
+        best = max(best, len({w.strip(".,:;#()") for w in before} & label_words))
+    return min(best, 2)
 
 
 def _restates(text: str, question_numbers: set[str]) -> bool:
@@ -210,7 +243,7 @@ def _headline(plan: Plan, kind: str, chosen: list[tuple[Passage, list[str]]], me
     """The values of one kind to state up front: a date after the mail was sent (else all dates), the
     amount written next to a name the question gives (else the largest: the total), or every time /
     reference (at most three)."""
-    values = [v for _p, vs in chosen for v in vs if find_values(kind, v)]
+    values = [v for passage, vs in chosen for v in vs if v in _answer_values(kind, passage.text, set())]
     if kind == "date" and message.timestamp:
         sent = dt.date.fromtimestamp(message.timestamp)
         later = [v for v in values if (day := parse_day(v, reference=sent)) is not None and day > sent]
@@ -293,7 +326,8 @@ def _kind_name(kind: str, values: list[str]) -> str:
     return KIND_NAMES[kind]
 
 
-_FIELD_NUMBER = re.compile(r"^[^:\d]{2,40}:\s*(#?\d{3,}#?)\s*$")  # "Passcode: 5323#", "Contract: 2053"
+# "Passcode: 5323#", "Contract: 2053", "Host Code: 869944 (Greg)"
+_FIELD_NUMBER = re.compile(r"^[^:\d]{2,40}:\s*(#?\d{3,}#?)(?:\s*\([^()\d]{1,40}\))?\s*$")
 
 
 def _within_budget(plan: Plan, flat: list[tuple[_Option, Passage]]) -> list[tuple[_Option, Passage]]:
@@ -450,13 +484,22 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
         found: list[str] = []
         quality = 0.0
         best_similarity = 0.0
+        label_words = _label_words(plan, option.message.subject)
         for kind in kinds:
             preferred = _structural_preference(kind, option)
-            for score, similarity, passage in sorted(ranked, key=lambda item: -(item[0] + preferred(item[2]))):
+
+            def named(passage: Passage, kind: str = kind) -> float:
+                values = _answer_values(kind, passage.text, given)
+                return NAMED_VALUE_BONUS * _named_values(passage.text, values, label_words)
+
+            for score, similarity, passage in sorted(
+                ranked, key=lambda item: -(item[0] + preferred(item[2]) + named(item[2]))
+            ):
                 values = _answer_values(kind, passage.text, given) if kind in _kinds_in(passage, kinds, asking) else []
                 if values:
                     found.append(kind)
-                    quality += score + preferred(passage) + (LABELLED_BONUS if _labelled(passage.text, values) else 0)
+                    quality += score + preferred(passage) + named(passage)
+                    quality += LABELLED_BONUS if _labelled(passage.text, values) else 0
                     best_similarity = max(best_similarity, similarity)
                     existing = next((c for c in chosen if c[0] is passage), None)
                     if existing is None:
@@ -476,7 +519,8 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
                     return item[0] - NEW_VALUE_BONUS
                 values = [v for kind in VALUE_KINDS for v in _answer_values(kind, passage.text, given)]
                 new = any(not _restates(value, question_numbers) for value in values)
-                return item[0] + (NEW_VALUE_BONUS if new else 0.0)
+                named = NAMED_VALUE_BONUS * _named_values(passage.text, values, label_words)
+                return item[0] + (NEW_VALUE_BONUS if new else 0.0) + named
 
             for scored in sorted(ranked, key=lambda entry: -open_score(entry))[:2]:
                 chosen.append((scored[2], []))

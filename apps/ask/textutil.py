@@ -130,6 +130,12 @@ def _continues(previous: str, line: str) -> bool:
     return line[:1].isdigit() and bool(_ABBREVIATION_END.search(previous)) and not _LIST_MARKER.match(line)
 
 
+def _breaks_mid_clause(previous: str, line: str) -> bool:
+    """A short line broken inside a clause: "Departs at 20.45 (8:45pm) and" / "arrives at 06.30 …" (no
+    punctuation at its end, several words, and the next line goes on in lower case)."""
+    return len(previous.split()) >= 4 and not previous.endswith((*_CLAUSE_END, ",")) and line[:1].islower()
+
+
 _BULLET = re.compile(r"^[-*•·◦▪]\s|^\d{1,2}[.)]\s|^[a-z][.)]\s")
 
 
@@ -156,7 +162,7 @@ def unwrap(text: str) -> list[str]:
         elif (
             previous
             and not bullet
-            and len(previous) >= 50
+            and (len(previous) >= 50 or _breaks_mid_clause(previous, line))
             and (not previous.endswith(_CLAUSE_END) or _continues(previous, line))
             and not _KEY_VALUE.match(line)
             and not _KEY_VALUE.match(previous)
@@ -231,7 +237,7 @@ TIME_RE = re.compile(r"(?<![\d.,:/])(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])(?:\s?(?:
 # with their area code in parentheses or an international prefix ((713) 345-2804, +90 212 555 0142): the
 # area code is part of the number.
 IDENTIFIER_RE = re.compile(
-    r"(?<![\w-])(?:#\s?\d{3,}|(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9](?:[A-Z0-9-]{3,}[A-Z0-9])"
+    r"(?<![\w-])(?:#\s?\d{3,}(?![.,]\d)|(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9](?:[A-Z0-9-]{3,}[A-Z0-9])"
     r"|\(\d{2,5}\) ?(?:\d{2,}(?:[-.]\d{2,}){1,3}|\d{5,})"
     r"|\+\d{1,3}(?:[ .-]?(?:\(\d{1,5}\)|\d{2,5})){2,5}"
     r"|\d+(?:-\d{2,}){1,4}|\d{8,})(?![\w-])"
@@ -279,10 +285,11 @@ def is_phone_number(identifier: str) -> bool:
 
 
 # The kinds of value an answer can state, and how the page names them.
-VALUE_KINDS = ("date", "time", "amount", "phone", "identifier")
+VALUE_KINDS = ("date", "time", "duration", "amount", "phone", "identifier")
 VALUE_KIND_LABELS = {
     "date": "a date",
     "time": "a time",
+    "duration": "a length of time",
     "amount": "an amount",
     "phone": "a phone number",
     "identifier": "a reference number",
@@ -290,7 +297,11 @@ VALUE_KIND_LABELS = {
 
 
 def find_values(kind: str, text: str) -> list[str]:
-    """Values of one answer kind (date, time, amount, phone, identifier) as written in `text`."""
+    """Values of one answer kind (date, time, duration, amount, phone, identifier) as written in `text`."""
+    if kind == "duration":
+        from apps.ask.durations import find_durations
+
+        return find_durations(text)
     if kind == "phone":
         return find_phones(text)
     if kind == "date":
@@ -319,6 +330,12 @@ def _is_closing(paragraph: str) -> bool:
 # alone ("***", "---"; "--" alone is the signature marker).
 _RULE_LINE = re.compile(r"^\s*(?:[-_=*~]{5,}|([-_=*~])\1{2,}\s*$)")
 QUOTE_LINE = re.compile(r"^\s*(?:>\s?)+")
+
+
+def _is_sign_off(paragraph: str) -> bool:
+    """A paragraph that is one short line ending in a comma ("Many Thanks,", "Best regards,")."""
+    line = paragraph.strip()
+    return "\n" not in line and line.endswith(",") and len(line.split()) <= 4
 
 
 def own_text(body: str) -> str:
@@ -420,6 +437,10 @@ def split_closing(body: str) -> tuple[str, str]:
             cut = position - 1
             continue
         break
+    # Short lines above the sign-off are the mail's own ("Host Code: 869944" / "Participant code: 107058",
+    # then "Many Thanks," and the name): the closing starts at a sign-off line when it has one.
+    sign_off = next((p for p in range(cut, len(paragraphs)) if _is_sign_off(paragraphs[p])), cut)
+    cut = sign_off
     closing = "\n\n".join(p for p in paragraphs[cut:] if _is_closing(p))
     paragraphs = paragraphs[:cut]
     # The greeting: a first line of at most four words ending in a comma or colon ("Dear Mr Kaya,").

@@ -15,7 +15,7 @@ from pathlib import Path
 from apps.ask.textutil import contains_word, normalize
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "data" / "vocabulary.json"
-ANSWER_TYPE_ORDER = ("time", "date", "amount", "phone", "identifier")
+ANSWER_TYPE_ORDER = ("time", "duration", "date", "amount", "phone", "identifier")
 
 
 @dataclass(frozen=True, slots=True)

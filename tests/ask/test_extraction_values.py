@@ -1,0 +1,99 @@
+"""The extractive answer picks the value the question names: a value under its own label ("Host Code: …"
+rather than "Participant code: …"), a length of time ("how long …"), a short line broken mid-clause, and
+label-and-value lines written just above the sign-off. Each mail is written for its test, shaped like the
+Enron mail where the defect was seen (bench/data/ask_questions_sixth.json)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from apps.ask.durations import find_durations
+from apps.ask.extractive import extractive_answer
+from apps.ask.planner import plan_question
+from apps.ask.textutil import passages, split_closing
+from tests.ask.test_extraction import one_mail
+
+NOW = dt.datetime(2002, 3, 1, tzinfo=dt.UTC)
+
+
+def test_the_value_whose_label_the_question_names_answers() -> None:
+    body = (
+        "The quarterly review is tomorrow at 9:00 in the large room.  The bridge for the remote offices is below.\n\n"
+        "Dial-in #\t\t800.555.0142\n"
+        "Host Code:\t551207 (Maria)\n"
+        "Participant code:\t330914\n\n"
+        "Many Thanks,\n\nJoan Pike\nx31177\n"
+    )
+    evidence = one_mail("Quarterly review bridge", "joan.pike@example.com", "2002-02-27", body)
+    answer = extractive_answer(plan_question("host code for the quarterly review bridge", now=NOW), evidence)
+    assert answer.text.startswith("Reference: **551207**"), answer.text
+    assert "330914" not in answer.text, answer.text
+    answer = extractive_answer(plan_question("participant code for the quarterly review call", now=NOW), evidence)
+    assert "**330914**" in answer.text and "551207" not in answer.text, answer.text
+
+
+def test_label_lines_above_the_sign_off_are_the_mails_own_text() -> None:
+    body = "Here is the bridge.\n\nHost Code:\t551207\nParticipant code:\t330914\n\nThanks,\n\nJoan Pike\nx31177\n"
+    own, closing = split_closing(body)
+    assert "Participant code:\t330914" in own
+    assert closing.split() == ["Thanks,", "Joan", "Pike", "x31177"]
+    # Without a sign-off line, short lines at the end are still the closing (a signature).
+    own, closing = split_closing("Please call me about the lease.\n\nJoan Pike\nEnron Property Services\n713-555-0142")
+    assert own == "Please call me about the lease." and "713-555-0142" in closing
+
+
+def test_a_sentence_naming_the_asked_thing_wins_when_no_kind_is_recognised() -> None:
+    # "room rate" asks for no kind the vocabulary knows; the sentence whose value the question's words label
+    # answers, not the one repeating the conference's name (the mail's subject) with another value.
+    body = (
+        "Just a reminder that the hotel cut-off date for the upcoming Gas Accounting Conference is December 21.\n"
+        "For reservations call (504) 555-0199 and give the group name to receive the room rate of $149.\n"
+        "Look forward to seeing you in New Orleans.\n\nRegards,\nPat\n"
+    )
+    evidence = one_mail("Gas Accounting Conference", "pat@example.org", "2001-11-30", body)
+    question = "What's the room rate at the hotel for the Gas Accounting Conference in New Orleans?"
+    answer = extractive_answer(plan_question(question, now=NOW), evidence)
+    first_quote = answer.text.splitlines()[1]
+    assert "$149" in first_quote, answer.text
+
+
+def test_a_line_broken_mid_clause_is_one_sentence() -> None:
+    text = "The night ferry sails on Oct 7.\nDeparts at 20.45 (8:45pm) and\narrives at 06.30 (6:30am) on the 8th.\n"
+    assert [p.text for p in passages(text, source="body")] == [
+        "The night ferry sails on Oct 7.",
+        "Departs at 20.45 (8:45pm) and arrives at 06.30 (6:30am) on the 8th.",
+    ]
+    # A greeting ending in a comma and a key-value line stay lines of their own.
+    assert len(passages("Hi Kim,\nthanks for the note.\nDeparts: 20.45\nreturns late", source="body")) == 4
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("Over the next four to six weeks, the system will be replaced.", ["four to six weeks"]),
+        ("It takes approximately 5 days to get the results.", ["5 days"]),
+        ("Refunds take 5 business days; the call lasts 2 hours.", ["5 business days", "2 hours"]),
+        ("Die Lieferung dauert 3 Wochen.", ["3 Wochen"]),
+        ("El reembolso tarda 10 días hábiles.", ["10 días"]),
+        ("within 48 hrs of the test", ["48 hrs"]),
+        # not lengths of time
+        ("the 2 men came at 5 pm; room 3 am; $5 a day", []),
+    ],
+)
+def test_lengths_of_time_come_from_dateparsers_language_data(text: str, found: list[str]) -> None:
+    assert find_durations(text) == found
+
+
+def test_how_long_is_answered_with_a_length_of_time() -> None:
+    body = (
+        "Central Parking is working on the gate system of the Allen Center Garage to improve its operation.  "
+        "Over the next four to six weeks, the existing system will be replaced with new technology.  If you have "
+        "a problem entering the garage, call the parking desk at extension 37060.\n"
+    )
+    evidence = one_mail("Allen Center Garage", "announcements@example.com", "2002-04-05", body)
+    plan = plan_question("How long will the garage gate replacement take?", now=NOW)
+    assert plan.answer_types == ["duration"]
+    answer = extractive_answer(plan, evidence)
+    assert answer.text.startswith("Duration: **four to six weeks**"), answer.text
