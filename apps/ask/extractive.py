@@ -488,7 +488,7 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
         for kind in kinds:
             preferred = _structural_preference(kind, option)
 
-            def named(passage: Passage, kind: str = kind) -> float:
+            def named(passage: Passage, kind: str = kind, label_words: set[str] = label_words) -> float:
                 values = _answer_values(kind, passage.text, given)
                 return NAMED_VALUE_BONUS * _named_values(passage.text, values, label_words)
 
@@ -511,7 +511,11 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
             # The kind of value is unknown ("what bid…", "what rate…"): a sentence that states a value the
             # question does not give (an amount, a date, a time, a reference) is more likely the answer than
             # one that only restates the question ("Contract # : 27496") or repeats the mail's subject.
-            def open_score(item: tuple[float, float, Passage], message: EvidenceMessage = option.message) -> float:
+            def open_score(
+                item: tuple[float, float, Passage],
+                message: EvidenceMessage = option.message,
+                label_words: set[str] = label_words,
+            ) -> float:
                 passage = item[2]
                 if _echoes_subject(passage.text, message.subject):
                     return item[0] - 1.0
