@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from django.db.models.functions import Length
+from django.db.models.functions import Length, Substr
 
 from apps.accounts.models import Attachment, MailAccount, Message, Provider, Thread
 from apps.ask import rerank
@@ -34,6 +34,7 @@ HYBRID_LIMIT = 30
 HIT_SOURCES = {"fts": "local_fts", "vector": "local_vector"}  # a hybrid hit's lists, as Ask's source names
 PROVIDER_LIMIT = 20
 SHORTLIST = 30
+COPY_HEAD = 4000  # characters of a body compared to tell copies of one mail (CandidatePool.collapse_copies)
 MAX_ATTACHMENTS_PER_RUN = 12
 MAX_ATTACHMENT_BYTES = 15 * 1024 * 1024
 MESSAGE_KINDS = (DocumentKind.MESSAGE.value, DocumentKind.ATTACHMENT.value)
@@ -75,7 +76,7 @@ class CandidatePool:
 
     def collapse_copies(self) -> int:
         """One candidate per mail: copies of one message (the same mail delivered to several folders or
-        mailboxes, or imported twice: same sender, subject, date and body length) become one candidate, the
+        mailboxes, or imported twice: same sender, subject, date and text, spacing aside) become one candidate, the
         one the indexes ranked best, holding the best rank and score each list gave any copy; the lists'
         ranks are then counted over distinct mails. Without this, three copies of one mail took three of the
         ten evidence rows and three of the thirty shortlist places. Returns how many copies were folded."""
@@ -86,11 +87,13 @@ class CandidatePool:
         groups: dict[tuple[Any, ...], list[Candidate]] = {}
         rows = (
             Message.objects.filter(pk__in=list(self.by_message))
-            .annotate(body_length=Length("body_text"), html_length=Length("body_html"))
-            .values_list("pk", "from_address", "subject", "date", "body_length", "html_length")
+            .annotate(head=Substr("body_text", 1, COPY_HEAD), html_length=Length("body_html"))
+            .values_list("pk", "from_address", "subject", "date", "head", "html_length")
         )
-        for pk, address, subject, date, body_length, html_length in rows:
-            key = ((address or "").lower(), subject, date, body_length, html_length)
+        for pk, address, subject, date, head, html_length in rows:
+            # spacing aside: one copy may keep blank lines or tabs another lost on the way
+            text = " ".join((head or "").split())
+            key = ((address or "").lower(), " ".join((subject or "").split()), date, text, html_length)
             groups.setdefault(key, []).append(self.by_message[pk])
         folded = 0
         for copies in groups.values():

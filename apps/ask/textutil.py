@@ -422,7 +422,8 @@ def split_closing(body: str) -> tuple[str, str]:
         if line.rstrip().endswith(":") and following.lstrip().startswith(">"):
             continue
         kept.append(line)
-    paragraphs = "\n".join(kept).strip().split("\n\n")
+    # blank lines (whitespace-only ones too: "assistance.\n    \nKind regards,") separate paragraphs
+    paragraphs = re.split(r"\n[ \t\u00a0]*\n(?:[ \t\u00a0]*\n)*", "\n".join(kept).strip())
     # The closing: from the end, drop the disclaimer-and-signature tail. A paragraph whose every line is
     # short (≤ 6 words, no sentence) is a sign-off/signature; a long paragraph after one is a disclaimer.
     cut = len(paragraphs)

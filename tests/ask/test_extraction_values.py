@@ -97,3 +97,19 @@ def test_how_long_is_answered_with_a_length_of_time() -> None:
     assert plan.answer_types == ["duration"]
     answer = extractive_answer(plan, evidence)
     assert answer.text.startswith("Duration: **four to six weeks**"), answer.text
+
+
+def test_a_signature_after_a_whitespace_only_line_is_the_closing_and_never_quoted() -> None:
+    # Seen on Enron: "…your assistance.\n    \nKind regards,\nIris Mack, MBA/PhD": the line of spaces between them
+    # did not count as a blank line, the signature stayed in the own text, and "Iris Mack, MBA/PhD" was quoted.
+    body = (
+        "Hi,\n\n\t \tThe options desk is starting to make markets in spark spread options.\n\t\n\n"
+        " \t   \tIt would help to meet the people on the gas desk who trade spark spread options.\n\n"
+        "   \t\n\t \t Thank you in advance for your help.\n    \n"
+        "Kind regards,\nIris Mack, MBA/PhD\nOptions Desk\nx3-6711\n"
+    )
+    own, closing = split_closing(body)
+    assert "Iris Mack" not in own and closing.startswith("Kind regards,\nIris Mack, MBA/PhD"), (own, closing)
+    evidence = one_mail("RE: Spark Spread Options", "iris.mack@example.com", "2001-10-16", body)
+    answer = extractive_answer(plan_question("Iris Mack spark spread options", now=NOW), evidence)
+    assert "MBA/PhD" not in answer.text, answer.text
