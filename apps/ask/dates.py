@@ -171,12 +171,17 @@ def _number_words() -> frozenset[str]:
 
 
 def _is_plain_word_or_number(window: list[str], anchors: dict[str, frozenset[str]]) -> bool:
-    """A single short word or a bare number is too ambiguous to be a period ("do", "may", "12"); so is a run
+    """A single short word or a bare number is too ambiguous to be a period ("do", "may", "12"); so is a number
+    with lone letters ("7500/d"); so is a run
     without a digit whose only date words are two-letter abbreviations ("we must": "we" is Wednesday in
     dateparser's English data)."""
     if len(window) == 1:
         word = window[0]
         return (word.isdigit() and len(word) != 4) or len(word) <= 3
+    words = [word for word in window if not word.isdigit()]
+    if words and all(len(word) == 1 for word in words):
+        # a number and a lone letter: "7500/d" (a volume per day), "5 m", "3 h" are units of something else
+        return True
     if any(ch.isdigit() for word in window for ch in word):
         return False
     return all(len(word) <= 2 for word in window if _anchor_key(word, anchors))

@@ -42,23 +42,16 @@ from apps.ask.rerank import (
 )
 from apps.ask.retrieval import (
     CandidatePool,
-    gist_search,
-    hybrid_search,
-    keyword_search,
     load_candidates,
     pending_attachments,
-    pool_gists,
-    provider_search,
-    search_filters,
-    semantic_search,
     shortlist_similarities,
     thread_scope,
     word_rarity,
 )
 from apps.ask.rewrite import llm_rerank, recent_subjects, rewrite_question
+from apps.ask.search_steps import gather_candidates
 from apps.ask.textutil import VALUE_KIND_LABELS, VALUE_KINDS, Passage, find_values, forwarded_text, split_closing
 from apps.search.folding import highlight, parse_query
-from apps.search.gist import get_gist_embedder
 from mailagent.llm import LLMConfig
 
 logger = logging.getLogger(__name__)
@@ -256,56 +249,11 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
     from apps.ask import actions
 
     account_ids = tuple(a.pk for a in ctx.accounts)
-    filters = search_filters(plan, account_ids, thread_id=ctx.thread_id)
     pool = CandidatePool()
     sources: dict[str, Any] = scope["sources"]
     if ctx.thread_id is not None:
         scope["thread"] = thread_scope(pool, ctx.thread_id, account_ids)
-    with tracker.step("local_fts") as step:
-        sources["local_fts"] = keyword_search(plan, pool, filters)
-        step.detail = f"{len(plan.keyword_queries)} keyword variants, {len(pool.by_message)} messages"
-    with tracker.step("local_vector") as step:
-        before = len(pool.by_message)
-        sources["local_vector"] = semantic_search(plan, pool, filters)
-        if sources["local_vector"].get("note"):
-            step.status = "skipped"
-        step.detail = sources["local_vector"].get("note") or (
-            f"{sources['local_vector']['hits']} messages ({len(pool.by_message) - before} new)"
-        )
-    with tracker.step("hybrid") as step:
-        sources["hybrid"] = hybrid_search(plan, pool, filters)
-        by = "words only (no embeddings yet)" if sources["local_vector"].get("note") else "words and meaning"
-        step.detail = f"{sources['hybrid']['hits']} messages ranked by {by} ({sources['hybrid']['new']} new)"
-    with tracker.step("provider_search") as step:
-        report = provider_search(plan, pool, ctx.accounts) if ctx.thread_id is None else {}
-        sources["provider_search"] = report
-        if not report:
-            step.status = "skipped"
-            step.detail = "one thread only" if ctx.thread_id is not None else "no Gmail or Outlook account connected"
-        else:
-            step.detail = "; ".join(
-                f"{name}: {entry.get('status')}"
-                + (f" ({entry.get('results', 0)} results)" if entry.get("status") == "ok" else "")
-                + (f" — {entry.get('error')}" if entry.get("status") == "error" else "")
-                for name, entry in report.items()
-            )
-        scope["provider_errors"] = [
-            {"account": name, "error": entry.get("error"), "category": entry.get("category")}
-            for name, entry in report.items()
-            if entry.get("status") == "error"
-        ]
-    with tracker.step("gist") as step:
-        found = gist_search(plan, pool, filters)
-        gists = pool_gists(plan, pool)
-        if gists:
-            step.detail = f"{gists} candidates compared by gist ({found} new)"
-        else:
-            step.status = "skipped"
-            step.detail = (
-                "gist model switched off (SEARCH_GIST_EMBEDDER=none)"
-                if get_gist_embedder() is None
-                else "the background backfill has not embedded these mails' gists yet"
-            )
+    plan = gather_candidates(ctx, tracker, plan, pool, scope)
     shortlist = pool.shortlist()
     with tracker.step("attachment_text") as step:
         pending = pending_attachments(shortlist) if plan.wants_attachments else []
@@ -365,6 +313,9 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
         else:
             answer, mode = _answer(ctx, plan, texts, scope)
             step.detail = "answered with a language model" if mode == "llm" else "answered from the evidence text"
+        if scope.get("widened"):
+            answer = f"Nothing in your mail from {scope['widened']} matched, so I searched all of it.\n{answer}"
+            step.detail += f"; nothing from {scope['widened']}: searched all mail"
     return _outcome(tracker, started, "question", answer, mode, plan.as_json(), rows, scope)
 
 

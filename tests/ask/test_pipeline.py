@@ -98,6 +98,20 @@ def test_copies_of_one_mail_take_one_evidence_row(
     assert "+ 1 copy" in html
 
 
+def test_a_period_that_filters_every_mail_out_is_widened_and_said(ask_mailbox: AskMailbox) -> None:
+    # The demo mailbox's mail is dated up to DEMO_ANCHOR (2026-11-20): nothing in it is from yesterday.
+    run, events = ask(ask_mailbox, "when do I need to make a payment to QNB bank for my credit card yesterday")
+    assert run.scope["widened"] == "yesterday"
+    assert run.answer.startswith("Nothing in your mail from yesterday matched, so I searched all of it.")
+    # (which of the two monthly statements comes first is the ranking's call; one of them answers)
+    assert run.evidence and run.evidence[0]["subject"].startswith("QNB E-Ekstre - ")
+    assert "11/05/2026" in run.answer or "11/04/2026" in run.answer
+    # the steps searched twice and say so; the step rows were replaced, not duplicated on the page
+    assert [e["stepId"] for e in events if e["type"] == "step_completed"].count("local_fts") == 2
+    answer_step = next(s for s in run.steps if s["stepId"] == "answer")
+    assert "searched all mail" in answer_step["detail"]
+
+
 def test_key_case_with_llm_grounds_the_answer_in_numbered_evidence(
     ask_mailbox: AskMailbox, fake_llm: FakeOpenAI
 ) -> None:

@@ -178,6 +178,13 @@ def test_a_two_letter_abbreviation_alone_is_not_a_period() -> None:
     assert parse_date_range("what did we agree in May", NOW).label == "in May 2026"
 
 
+def test_a_number_with_a_lone_letter_is_not_a_period() -> None:
+    # Found on Enron (bench/data/ask_questions_seventh.json): "7500/d" (a gas volume per day) was read as
+    # "7500 days" and filtered the search to the last twenty years of mail.
+    assert not plan_question("Sitara # for the CMS Field Service 7500/d deal", now=NOW).search_range.label
+    assert parse_date_range("what happened 5 d ago", NOW).label == "5 d"
+
+
 def test_numbers_alone_prefer_a_day_and_never_filter() -> None:
     # Found on Enron: "Section 4.4" and "E-Tag 1.7" were read as April 4 and January 7 of this year and
     # filtered every mail of the archive out.
