@@ -230,17 +230,22 @@ def normalize(text: str) -> str:
 
 
 # 07:05, 18:40, 9:00, 2:00 p.m. (not inside a date or an amount: callers remove those first).
-TIME_RE = re.compile(r"(?<![\d.,:/])(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])(?:\s?(?:[ap]\.m\.|[ap]m\b))?", re.IGNORECASE)
+TIME_RE = re.compile(
+    r"(?<![\d.,:/])(?:(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])(?:\s?(?:[ap]\.m\.|[ap]m\b))?"
+    r"|(?:1[0-2]|0?[1-9])\s?(?:[ap]\.m\.|[ap]m\b))",  # "4PM", "10 a.m." (an hour alone needs its am / pm)
+    re.IGNORECASE,
+)
 # Identifiers: codes mixing capitals and digits (K7Q2MA, PP-5521-0938-DE, HK7730019245), numbered
 # references (#77104), dash-grouped digit runs of five digits or more (7710-3392-18, 2026-1187, phone
-# numbers and extensions like 1-800-937-6563 or 3-6200; not a range like 5-10), and phone numbers written
+# numbers and extensions like 1-800-937-6563 or 3-6200; not a range like 5-10), phone numbers written with
+# dots (503.829.5405, 01.23.45.67.89), and phone numbers written
 # with their area code in parentheses or an international prefix ((713) 345-2804, +90 212 555 0142): the
 # area code is part of the number.
 IDENTIFIER_RE = re.compile(
     r"(?<![\w-])(?:#\s?\d{3,}(?![.,]\d)|(?=[A-Z0-9-]*\d)(?=[A-Z0-9-]*[A-Z])[A-Z0-9](?:[A-Z0-9-]{3,}[A-Z0-9])"
     r"|\(\d{2,5}\) ?(?:\d{2,}(?:[-.]\d{2,}){1,3}|\d{5,})"
     r"|\+\d{1,3}(?:[ .-]?(?:\(\d{1,5}\)|\d{2,5})){2,5}"
-    r"|\d+(?:-\d{2,}){1,4}|\d{8,})(?![\w-])"
+    r"|\d+(?:-\d{2,}){1,4}|\d{3}\.\d{3}\.\d{4}|\d{2}(?:\.\d{2}){4}|\d{8,})(?![\w-])"
 )
 _MIN_GROUPED_DIGITS = 5
 _GROUPED = re.compile(r"\d+(?:-\d+)+")

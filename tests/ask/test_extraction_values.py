@@ -12,7 +12,7 @@ import pytest
 from apps.ask.durations import find_durations
 from apps.ask.extractive import extractive_answer
 from apps.ask.planner import plan_question
-from apps.ask.textutil import passages, split_closing
+from apps.ask.textutil import find_phones, find_times, passages, split_closing
 from tests.ask.test_extraction import one_mail
 
 NOW = dt.datetime(2002, 3, 1, tzinfo=dt.UTC)
@@ -113,3 +113,29 @@ def test_a_signature_after_a_whitespace_only_line_is_the_closing_and_never_quote
     evidence = one_mail("RE: Spark Spread Options", "iris.mack@example.com", "2001-10-16", body)
     answer = extractive_answer(plan_question("Iris Mack spark spread options", now=NOW), evidence)
     assert "MBA/PhD" not in answer.text, answer.text
+
+
+@pytest.mark.parametrize(
+    ("text", "times", "phones"),
+    [
+        ("Cancel by 4PM on the day of arrival to avoid a charge.", ["4PM"], []),
+        ("Cameron's appointment is at 10 a.m. on Nov. 6.", ["10 a.m."], []),
+        ("Call Aimee at 503.829.5405 about the listing.", [], ["503.829.5405"]),
+        ("I am at home; see version 1.2.3 of the form.", [], []),
+    ],
+)
+def test_an_hour_with_am_or_pm_is_a_time_and_a_dotted_number_a_phone(
+    text: str, times: list[str], phones: list[str]
+) -> None:
+    assert (find_times(text), find_phones(text)) == (times, phones)
+
+
+def test_what_time_is_answered_with_an_hour_written_without_minutes() -> None:
+    body = (
+        "Your reservation at the Market Center hotel is confirmed for Friday.  Check-in is after 3PM.\n"
+        "Reservations must be cancelled by 4PM on the day of arrival to avoid a one-night charge.\n"
+    )
+    evidence = one_mail("Reservation confirmation", "hotel@example.com", "2001-10-01", body)
+    plan = plan_question("by what time do I have to cancel the hotel reservation?", now=NOW)
+    answer = extractive_answer(plan, evidence)
+    assert answer.text.startswith("Time: **4PM**"), answer.text
