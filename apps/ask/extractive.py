@@ -43,9 +43,13 @@ KIND_NAMES = {
     "time": "Time",
     "duration": "Duration",
     "amount": "Amount",
+    "quantity": "Quantity",
     "phone": "Phone",
     "identifier": "Reference",
 }
+# The kinds whose values make a sentence likelier to answer a question that asks for no kind: any number
+# with a word after it (a quantity) is too common for that.
+OPEN_KINDS = tuple(kind for kind in VALUE_KINDS if kind != "quantity")
 # Threads scoring at least this share of the best one are considered for the answer.
 CONTENDER_SHARE = 0.75
 MAX_CONTENDERS = 3
@@ -521,7 +525,7 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
                     return item[0] - 1.0
                 if _restates(passage.text, question_numbers):
                     return item[0] - NEW_VALUE_BONUS
-                values = [v for kind in VALUE_KINDS for v in _answer_values(kind, passage.text, given)]
+                values = [v for kind in OPEN_KINDS for v in _answer_values(kind, passage.text, given)]
                 new = any(not _restates(value, question_numbers) for value in values)
                 named = NAMED_VALUE_BONUS * _named_values(passage.text, values, label_words)
                 return item[0] + (NEW_VALUE_BONUS if new else 0.0) + named

@@ -65,6 +65,7 @@ from apps.ask.textutil import (
     contains_word,
     day_pattern,
     find_values,
+    has_value,
     normalize,
     own_text,
 )
@@ -198,7 +199,7 @@ def answer_evidence(plan: Plan, text: str) -> float:
     kinds = [k for k in plan.answer_types if k in VALUE_KINDS]
     if not kinds:
         return 0.0
-    return sum(1 for kind in kinds if find_values(kind, text[:20_000])) / len(kinds)
+    return sum(1 for kind in kinds if has_value(kind, text[:20_000])) / len(kinds)
 
 
 def keyword_sets(plan: Plan) -> list[list[str]]:

@@ -17,9 +17,26 @@ MONTHS: dict[str, int] = months()
 # four letters or more counts ("Sept. 27th", "October 23"), so "may 5" or "set 2" are not dates.
 _NUMERIC_DATE_RE = r"\d{1,2}[./-]\d{1,2}[./-](?:\d{4}|\d{2})\b|\d{4}-\d{2}-\d{2}\b"
 _ORDINAL = r"(?:st|nd|rd|th)?"
+
+
+def _pertain_words() -> list[str]:
+    """The words that join a day to its month in the configured languages ("19th of November", "1 de mayo"),
+    from dateparser's language data."""
+    import importlib
+
+    from apps.ask.monthnames import languages
+
+    words: set[str] = set()
+    for code in languages():
+        info = importlib.import_module(f"dateparser.data.date_translation_data.{code}").info
+        words.update(fold(w).lower() for w in info.get("pertain") or () if w.isalpha())
+    return sorted(words, key=len, reverse=True)
+
+
+_PERTAIN = "|".join(re.escape(w) for w in _pertain_words()) or "(?!)"
 DATE_RE = re.compile(
     rf"\b(?:(?P<numeric>{_NUMERIC_DATE_RE})"
-    rf"|\d{{1,2}}{_ORDINAL}\.?\s+(?P<after>[^\W\d_]{{3,}})(?:(?P<dot_after>\.)|\b)(?:,?\s+(?P<year_after>\d{{4}})\b)?"
+    rf"|\d{{1,2}}{_ORDINAL}\.?\s+(?:(?:{_PERTAIN})\s+)?(?P<after>[^\W\d_]{{3,}})(?:(?P<dot_after>\.)|\b)(?:,?\s+(?P<year_after>\d{{4}})\b)?"
     rf"|(?P<before>[^\W\d_]{{3,}})(?P<dot_before>\.)?\s+\d{{1,2}}{_ORDINAL}(?:,?\s+(?P<year_before>\d{{4}}))?\b)",
     re.IGNORECASE,
 )
@@ -256,6 +273,45 @@ def find_times(text: str) -> list[str]:
     return _find(TIME_RE, masked)
 
 
+# A number and what it counts or measures: "150 people", "2.75 MW", "20.3 TBTU", "17,000 square feet", "37.7%"
+# (the word after the number, and a second lower-case one; never a stopword: "3 of them" counts nothing).
+QUANTITY_RE = re.compile(
+    r"(?=\d)(?<![\w.,$€£₺#/-])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+    r"(?:\s?%|\s?(?P<unit>[^\W\d_][^\W\d_/.-]{0,14})(?P<more>\s[^\W\d_A-Z]{2,12})?)(?![\w-])"
+)
+
+
+def find_quantities(text: str) -> list[str]:
+    from apps.search.folding import STOPWORDS
+
+    masked = _mask(text, [*find_dates(text), *find_amounts(text)])
+    masked = _mask(masked, _find(TIME_RE, masked))
+    found: list[str] = []
+    for match in QUANTITY_RE.finditer(masked):
+        unit, more = match.group("unit"), match.group("more")
+        if unit and unit.lower() in STOPWORDS:
+            continue
+        end = (
+            match.end()
+            if more and more.strip().lower() not in STOPWORDS
+            else match.end("unit")
+            if unit
+            else match.end()
+        )
+        value = text[match.start() : end]
+        if value not in found:
+            found.append(value)
+    return found
+
+
+def has_value(kind: str, text: str) -> bool:
+    """Whether `text` holds a value of `kind` (for a quantity, any number with a word after it: the cheap
+    test the reranker runs over whole mails; find_values then says which values, sentence by sentence)."""
+    if kind == "quantity":
+        return QUANTITY_RE.search(text) is not None
+    return bool(find_values(kind, text))
+
+
 def find_identifiers(text: str) -> list[str]:
     masked = _mask(text, [*find_dates(text), *find_amounts(text)])
 
@@ -290,11 +346,12 @@ def is_phone_number(identifier: str) -> bool:
 
 
 # The kinds of value an answer can state, and how the page names them.
-VALUE_KINDS = ("date", "time", "duration", "amount", "phone", "identifier")
+VALUE_KINDS = ("date", "time", "duration", "amount", "quantity", "phone", "identifier")
 VALUE_KIND_LABELS = {
     "date": "a date",
     "time": "a time",
     "duration": "a length of time",
+    "quantity": "a quantity",
     "amount": "an amount",
     "phone": "a phone number",
     "identifier": "a reference number",
@@ -302,11 +359,13 @@ VALUE_KIND_LABELS = {
 
 
 def find_values(kind: str, text: str) -> list[str]:
-    """Values of one answer kind (date, time, duration, amount, phone, identifier) as written in `text`."""
+    """Values of one answer kind (date, time, duration, amount, quantity, phone, identifier) as written in `text`."""
     if kind == "duration":
         from apps.ask.durations import find_durations
 
         return find_durations(text)
+    if kind == "quantity":
+        return find_quantities(text)
     if kind == "phone":
         return find_phones(text)
     if kind == "date":

@@ -12,7 +12,7 @@ import pytest
 from apps.ask.durations import find_durations
 from apps.ask.extractive import extractive_answer
 from apps.ask.planner import plan_question
-from apps.ask.textutil import find_phones, find_times, passages, split_closing
+from apps.ask.textutil import find_dates, find_phones, find_quantities, find_times, passages, split_closing
 from tests.ask.test_extraction import one_mail
 
 NOW = dt.datetime(2002, 3, 1, tzinfo=dt.UTC)
@@ -139,3 +139,39 @@ def test_what_time_is_answered_with_an_hour_written_without_minutes() -> None:
     plan = plan_question("by what time do I have to cancel the hotel reservation?", now=NOW)
     answer = extractive_answer(plan, evidence)
     assert answer.text.startswith("Time: **4PM**"), answer.text
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        ("Enrollment will be limited to 150 people on an as-registered basis.", ["150 people"]),
+        ("South Zone: 2.75 MW +/- 10% per settlement interval", ["2.75 MW", "10%"]),
+        ("a 17,000 square feet office in Denver", ["17,000 square feet"]),
+        ("He weighed 8 lbs 12.5 oz at birth.", ["8 lbs", "12.5 oz"]),
+        # not quantities: a count of nothing, and dates, times and amounts (their own kinds)
+        ("we sold 3 of them at 5 pm on 3/15 for $5", []),
+    ],
+)
+def test_a_quantity_is_a_number_and_what_it_counts(text: str, found: list[str]) -> None:
+    assert find_quantities(text) == found
+
+
+def test_how_many_is_answered_with_the_number_of_what_the_question_counts() -> None:
+    body = (
+        "The ISO will offer its 3-day Market Orientation Course in Houston December 11-13 at the Hyatt.  The cost "
+        "is $800.00 per person for our 12 employees who took the earlier session.\n"
+        "Enrollment will be limited to 150 people on an as-registered basis, so early registration is encouraged.\n"
+    )
+    evidence = one_mail("ISO Training", "howard@example.com", "2001-10-26", body)
+    plan = plan_question("How many people is enrollment limited to for the ISO course in Houston?", now=NOW)
+    assert plan.answer_types == ["quantity"]
+    answer = extractive_answer(plan, evidence)
+    assert answer.text.startswith("Quantity: **150 people**"), answer.text
+    # "how many days" asks for a length of time, "how many dollars" for an amount
+    assert plan_question("how many days does the course last?", now=NOW).answer_types == ["duration"]
+    assert plan_question("how many dollars per person?", now=NOW).answer_types == ["amount"]
+
+
+def test_a_day_written_with_of_before_its_month_is_a_date() -> None:
+    assert find_dates("the notice will be served on the 19th of November") == ["19th of November"]
+    assert find_dates("we sold 3 of them") == []
