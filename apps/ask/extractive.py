@@ -166,6 +166,16 @@ def _named_values(text: str, values: list[str], label_words: set[str]) -> int:
     return min(best, 2)
 
 
+def _number_labels(plan: Plan) -> frozenset[str]:
+    """The question's words that may name a bare number when it asks for a reference ("sale deal" in "the
+    sale deal number"): its keywords and names, less the words that only ask for a number of any kind."""
+    if "identifier" not in plan.answer_types:
+        return frozenset()
+    generic = {w for p in vocabulary().answer_types.get("identifier", ()) for w in normalize(p.rstrip("*")).split()}
+    words = {*plan.keywords, *(w for entity in plan.entities for w in normalize(entity).split())}
+    return frozenset(w for w in words if w not in generic and not w.isdigit())
+
+
 def _restates(text: str, question_numbers: set[str]) -> bool:
     """Every number of the text is one the question gives ("contract 27496" → "Contract # : 27496")."""
     numbers = re.findall(r"\d+", text)
@@ -243,11 +253,17 @@ def _nearest_to_names(plan: Plan, chosen: list[tuple[Passage, list[str]]], value
     return [v for v in values if distances.get(v) == nearest]
 
 
-def _headline(plan: Plan, kind: str, chosen: list[tuple[Passage, list[str]]], message: EvidenceMessage) -> list[str]:
+def _headline(
+    plan: Plan,
+    kind: str,
+    chosen: list[tuple[Passage, list[str]]],
+    message: EvidenceMessage,
+    labels: frozenset[str] = frozenset(),
+) -> list[str]:
     """The values of one kind to state up front: a date after the mail was sent (else all dates), the
     amount written next to a name the question gives (else the largest: the total), or every time /
     reference (at most three)."""
-    values = [v for passage, vs in chosen for v in vs if v in _answer_values(kind, passage.text, set())]
+    values = [v for passage, vs in chosen for v in vs if v in _answer_values(kind, passage.text, set(), labels)]
     if kind == "date" and message.timestamp:
         sent = dt.date.fromtimestamp(message.timestamp)
         later = [v for v in values if (day := parse_day(v, reference=sent)) is not None and day > sent]
@@ -301,7 +317,7 @@ def _mark(text: str, values: list[str]) -> str:
     return re.sub("|".join(patterns), lambda match: f"**{match.group(0)}**", text).replace("****", "")
 
 
-def _answer_values(kind: str, text: str, given: set[str]) -> list[str]:
+def _answer_values(kind: str, text: str, given: set[str], labels: frozenset[str] = frozenset()) -> list[str]:
     """Values of `kind` in `text`, less those the question itself states ("when do futures close on
     October 4, 2001?" is not answered by "October 4, 2001")."""
     values = find_values(kind, text)
@@ -311,6 +327,14 @@ def _answer_values(kind: str, text: str, given: set[str]) -> list[str]:
         references = [v for v in values if not _dialable(v)]
         if not references and (field := _FIELD_NUMBER.match(text)):
             references = [field.group(1)]
+        if not references and labels:
+            # so is a bare number the question's own words name just before it: "sale deal 618840" for "the
+            # sale deal number" (not a year, and not the number's generic words: "number", "code")
+            references = [
+                m.group(0)
+                for m in _BARE_NUMBER.finditer(text)
+                if not _YEAR.fullmatch(m.group(0)) and _named_values(text[: m.end()], [m.group(0)], set(labels))
+            ]
         # "What number should I call …" asks for a number and gets a phone number when that is all there is.
         values = references or values
     return [v for v in values if value_key(v) not in given]
@@ -331,6 +355,8 @@ def _kind_name(kind: str, values: list[str]) -> str:
 
 
 # "Passcode: 5323#", "Contract: 2053", "Host Code: 869944 (Greg)"
+_BARE_NUMBER = re.compile(r"(?<![\w.,/$#-])\d{4,12}(?![\w/-]|[.,]\d)")
+_YEAR = re.compile(r"(?:19|20)\d\d")
 _FIELD_NUMBER = re.compile(r"^[^:\d]{2,40}:\s*(#?\d{3,}#?)(?:\s*\([^()\d]{1,40}\))?\s*$")
 
 
@@ -423,7 +449,11 @@ def _label_asked(passage: Passage, kinds: list[str], asking: dict[str, list[str]
 
 
 def _could_answer(
-    passage: Passage, kinds: list[str], given: set[str], asking: dict[str, list[str]] | None = None
+    passage: Passage,
+    kinds: list[str],
+    given: set[str],
+    asking: dict[str, list[str]] | None = None,
+    labels: frozenset[str] = frozenset(),
 ) -> bool:
     """A sentence holding an asked kind of value; any sentence of the mail's own text when no kind is asked."""
     if passage.source == "subject":
@@ -432,7 +462,7 @@ def _could_answer(
         # a lone word ("Cathy", "Chris": a greeting or sign-off the closing rules missed) answers nothing
         single = len(passage.text.split()) < 2 and not any(ch.isdigit() for ch in passage.text)
         return passage.source != "closing" and not single
-    return any(_answer_values(kind, passage.text, given) for kind in _kinds_in(passage, kinds, asking))
+    return any(_answer_values(kind, passage.text, given, labels) for kind in _kinds_in(passage, kinds, asking))
 
 
 def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAnswer:
@@ -450,6 +480,7 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
     # Only sentences that could answer are embedded.
     about = _closings_about_the_question(plan, options)
     asking = _asking_phrases(plan)
+    labels = _number_labels(plan)
     # A forwarded sentence that a read message holds as its own text is that message's, not the forward's.
     own = {p.text for o in options for p in o.message.passages if p.source == "body"}
     flat = _within_budget(
@@ -458,7 +489,7 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
             (o, p)
             for o in options
             for p in o.message.passages
-            if _could_answer(p, kinds, given, asking)
+            if _could_answer(p, kinds, given, asking, labels)
             and (p.source != "closing" or id(o) in about or _label_asked(p, kinds, asking))
             and (p.source != "forwarded" or p.text not in own)
         ],
@@ -493,13 +524,17 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
             preferred = _structural_preference(kind, option)
 
             def named(passage: Passage, kind: str = kind, label_words: set[str] = label_words) -> float:
-                values = _answer_values(kind, passage.text, given)
+                values = _answer_values(kind, passage.text, given, labels)
                 return NAMED_VALUE_BONUS * _named_values(passage.text, values, label_words)
 
             for score, similarity, passage in sorted(
                 ranked, key=lambda item: -(item[0] + preferred(item[2]) + named(item[2]))
             ):
-                values = _answer_values(kind, passage.text, given) if kind in _kinds_in(passage, kinds, asking) else []
+                values = (
+                    _answer_values(kind, passage.text, given, labels)
+                    if kind in _kinds_in(passage, kinds, asking)
+                    else []
+                )
                 if values:
                     found.append(kind)
                     quality += score + preferred(passage) + named(passage)
@@ -561,7 +596,7 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
     level, chance = confidence_level(features)
     unsure = bool(missing) or level == "low"
     if found:
-        headlines = {kind: _headline(plan, kind, chosen, message) for kind in found}
+        headlines = {kind: _headline(plan, kind, chosen, message, labels) for kind in found}
         facts = " · ".join(
             f"{_kind_name(kind, shown)}: " + ", ".join(f"**{v}**" for v in shown) for kind, shown in headlines.items()
         )

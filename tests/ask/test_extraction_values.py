@@ -175,3 +175,17 @@ def test_how_many_is_answered_with_the_number_of_what_the_question_counts() -> N
 def test_a_day_written_with_of_before_its_month_is_a_date() -> None:
     assert find_dates("the notice will be served on the 19th of November") == ["19th of November"]
     assert find_dates("we sold 3 of them") == []
+
+
+def test_a_bare_number_named_by_the_questions_words_is_the_reference_asked_for() -> None:
+    body = (
+        "I am going through the February balances and have a question.  We have sale deal 618840 which is for "
+        "contract 5040-82-42, priced in 2001 at index.  The purchase side is fine.\n"
+    )
+    evidence = one_mail("Consumers 2/01", "megan@example.com", "2001-09-25", body)
+    plan = plan_question("What is the sale deal number for contract 5040-82-42?", now=NOW)
+    answer = extractive_answer(plan, evidence)
+    assert answer.text.startswith("Reference: **618840**"), answer.text
+    # a number no word of the question names is no reference
+    plan = plan_question("What is the invoice number for the February balances?", now=NOW)
+    assert "**618840**" not in extractive_answer(plan, evidence).text
