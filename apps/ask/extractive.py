@@ -161,9 +161,18 @@ def _named_values(text: str, values: list[str], label_words: set[str]) -> int:
         at = folded.find(value.lower())
         if at <= 0:
             continue
-        before = normalize(text[:at]).split()[-LABEL_SPAN:]
-        best = max(best, len({w.strip(".,:;#()") for w in before} & label_words))
+        before = {w.strip(".,:;#()") for w in normalize(text[:at]).split()[-LABEL_SPAN:]}
+        best = max(best, sum(1 for word in label_words if any(_same_word(word, w) for w in before)))
     return min(best, 2)
+
+
+def _same_word(asked: str, written: str) -> bool:
+    """The same word, or one written with an ending the question's lacks: "cancel" / "cancelled" (a shared
+    start of four letters or more covering the shorter word)."""
+    if asked == written:
+        return True
+    short, long = sorted((asked, written), key=len)
+    return len(short) >= 4 and long.startswith(short)
 
 
 def _number_labels(plan: Plan) -> frozenset[str]:
