@@ -133,6 +133,20 @@ def test_the_semantic_indexs_first_threads_stay_among_the_first_rows() -> None:
     assert [t.key for t in keep_search_hits(weak, limit=3, semantic=2)] == [1, 2, 3, 4]
 
 
+def test_the_gists_first_threads_never_displace_the_semantic_indexs_first() -> None:
+    # Found on Enron (bench/data/ask_questions_fresh.json): the mail the semantic index ranked first for a
+    # paraphrase question was held among the first rows, then pushed out again by the gist's held rows.
+    def row(pk: int, score: float, semantic_rank: int | None = None, gist_rank: int | None = None) -> ThreadResult:
+        item = candidate(pk, sender="S <s@x.example>", subject=f"mail {pk}", semantic_rank=semantic_rank)
+        item.gist_rank = gist_rank
+        return ThreadResult(key=pk, best=item, members=[item], score=score)
+
+    rows = [row(1, 3.0), row(2, 2.9), row(3, 2.8), row(4, 2.7), row(5, 1.1, 1), row(7, 1.0, None, 1),
+            row(8, 0.95, None, 2)]  # fmt: skip
+    held = keep_search_hits(rows, limit=4, semantic=1, gist=2)
+    assert [t.key for t in held][:4] == [1, 5, 7, 8]  # the gist's two displaced the lowest rows, not mail 5
+
+
 def test_citation_check() -> None:
     evidence = [
         EvidenceText(
