@@ -419,9 +419,15 @@ def keep_search_hits(
     the question (six parcel notices for a flight question). Then the semantic index's first `semantic`
     threads are held the same way: a mail that says what the question asks in other words shares few of
     its words, so the word signals rank it low, however close its meaning; and so are the first `gist`
-    threads by gist similarity (GIST_HOLD, read at call time). Rows they displace move down, in order."""
-    held, _first = _hold(threads, lambda c: c.hybrid_rank, count=limit, limit=limit, min_share=min_share)
-    protected: set[int] = set()
+    threads by gist similarity (GIST_HOLD, read at call time). Rows they displace move down, in order. The
+    rerank's own best thread is never displaced: when search's first `limit` rows would take every place,
+    the one of them lowest in search's order among those moved in yields its place to it (bench/ask.py over
+    329 questions: r@10 0.951 → 0.954, MRR 0.864 → 0.869; it had hidden the mail the rerank scored best for
+    two paraphrase questions)."""
+    protected: set[int] = {id(threads[0])} if threads else set()
+    held, _first = _hold(
+        threads, lambda c: c.hybrid_rank, count=limit, limit=limit, min_share=min_share, protected=protected
+    )
     if semantic > 0:
         held, first = _hold(held, lambda c: c.semantic_rank, count=semantic, limit=limit, min_share=min_share)
         # The gist's rows never displace the semantic index's first thread. (Protecting all three it holds

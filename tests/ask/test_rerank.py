@@ -116,6 +116,20 @@ def test_the_search_pages_first_rows_stay_among_the_first_rows() -> None:
     assert [t.key for t in keep_search_hits([own_find, digest, search_second, weak], limit=3)] == [1, 2, 3, 5]
 
 
+def test_the_reranks_own_best_thread_is_never_displaced_by_the_search_pages_rows() -> None:
+    # Found on Enron paraphrase questions: every one of search's first rows scored enough to be held, so the
+    # mail the rerank itself scored best ("FW: Basis Options") was pushed out of the ten evidence rows.
+    def row(pk: int, score: float, hybrid_rank: int | None) -> ThreadResult:
+        item = candidate(pk, sender="S <s@x.example>", subject=f"mail {pk}", hybrid_rank=hybrid_rank)
+        return ThreadResult(key=pk, best=item, members=[item], score=score)
+
+    rows = [row(1, 3.0, None), row(2, 2.9, None), row(3, 2.0, 3), row(4, 1.9, 2), row(5, 1.8, 1)]
+    held = keep_search_hits(rows, limit=3, semantic=0, gist=0)
+    # Search's three rows all score enough to be held and would take all three places (mail 1 was pushed out
+    # before); the rerank's best stays, and of search's rows that had to move in, its lowest (mail 4) yields.
+    assert [t.key for t in held] == [1, 3, 5, 2, 4]
+
+
 def test_the_semantic_indexs_first_threads_stay_among_the_first_rows() -> None:
     # Found on Enron paraphrase questions: "regulators approved the grid operator's plan for non-physical
     # day-ahead bids" shares few words with "FERC Approval of the NYISO Virtual Bidding Proposal", which the
