@@ -5,12 +5,11 @@ languages of settings.ASK_DATE_LANGUAGES (apps/ask/monthnames.py), not from a li
 
 from __future__ import annotations
 
-import importlib
 import re
 import unicodedata
 from functools import cache
 
-from apps.ask.monthnames import languages
+from apps.ask.monthnames import language_data, languages
 from apps.search.folding import STOPWORDS
 
 UNIT_KEYS = ("year", "month", "week", "fortnight", "day", "hour", "minute", "second", "decade")
@@ -26,7 +25,7 @@ def unit_and_number_words(codes: tuple[str, ...]) -> tuple[frozenset[str], froze
     units: set[str] = set()
     numbers: set[str] = set()
     for code in codes:
-        info = importlib.import_module(f"dateparser.data.date_translation_data.{code}").info
+        info = language_data(code)
         units.update(_plain(w) for key in UNIT_KEYS for w in info.get(key, ()))
         for simplification in info.get("simplifications") or ():
             numbers.update(

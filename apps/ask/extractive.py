@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -143,15 +144,19 @@ def _labelled(text: str, values: list[str]) -> bool:
     return match is not None and any(text[match.end() :].startswith(v) for v in values)
 
 
-def _label_words(plan: Plan, subject: str) -> set[str]:
-    """The question's words that may name a value in a sentence: its keywords and the words of its names,
-    less those of the mail's subject (they say which mail, not which of its values)."""
-    heading = set(normalize(subject).split())
+def _question_words(plan: Plan) -> set[str]:
+    """The question's keywords and the words of its names, numbers left out."""
     words = {*plan.keywords, *(w for entity in plan.entities for w in normalize(entity).split())}
-    return {w for w in words if w not in heading and not w.isdigit()}
+    return {w for w in words if not w.isdigit()}
 
 
-def _named_values(text: str, values: list[str], label_words: set[str]) -> int:
+def _label_words(plan: Plan, subject: str) -> set[str]:
+    """The question's words that may name a value in a sentence, less those of the mail's subject (they say
+    which mail, not which of its values)."""
+    return _question_words(plan) - set(normalize(subject).split())
+
+
+def _named_values(text: str, values: list[str], label_words: AbstractSet[str]) -> int:
     """How many of the question's words stand right before a value, as its label: "Host Code: 869944" for
     "the host code for the dial-in", "room rate of $149" for "what's the room rate", not the "Participant
     code: 107058" line below it (the best value of the sentence counts; LABEL_SPAN words before it)."""
@@ -181,8 +186,7 @@ def _number_labels(plan: Plan) -> frozenset[str]:
     if "identifier" not in plan.answer_types:
         return frozenset()
     generic = {w for p in vocabulary().answer_types.get("identifier", ()) for w in normalize(p.rstrip("*")).split()}
-    words = {*plan.keywords, *(w for entity in plan.entities for w in normalize(entity).split())}
-    return frozenset(w for w in words if w not in generic and not w.isdigit())
+    return frozenset(_question_words(plan) - generic)
 
 
 def _restates(text: str, question_numbers: set[str]) -> bool:
@@ -342,7 +346,7 @@ def _answer_values(kind: str, text: str, given: set[str], labels: frozenset[str]
             references = [
                 m.group(0)
                 for m in _BARE_NUMBER.finditer(text)
-                if not _YEAR.fullmatch(m.group(0)) and _named_values(text[: m.end()], [m.group(0)], set(labels))
+                if not _YEAR.fullmatch(m.group(0)) and _named_values(text[: m.end()], [m.group(0)], labels)
             ]
         # "What number should I call …" asks for a number and gets a phone number when that is all there is.
         values = references or values

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib
 from collections import defaultdict
 from functools import cache
+from typing import Any
 
 from django.conf import settings
 
@@ -29,6 +30,11 @@ MONTH_KEYS = (
 DEFAULT_LANGUAGES = ("en", "de", "fr", "es", "it", "nl", "pt", "tr")
 
 
+def language_data(code: str) -> dict[str, Any]:
+    """dateparser's CLDR-derived data of one language ("en"): month names, units, "pertain" words …"""
+    return dict(importlib.import_module(f"dateparser.data.date_translation_data.{code}").info)
+
+
 def languages() -> tuple[str, ...]:
     return tuple(getattr(settings, "ASK_DATE_LANGUAGES", DEFAULT_LANGUAGES) or DEFAULT_LANGUAGES)
 
@@ -38,7 +44,7 @@ def month_names(codes: tuple[str, ...]) -> dict[str, int]:
     """{folded name: month number}. Unknown language codes raise ImportError naming the module."""
     numbers: dict[str, set[int]] = defaultdict(set)
     for code in codes:
-        info = importlib.import_module(f"dateparser.data.date_translation_data.{code}").info
+        info = language_data(code)
         for number, key in enumerate(MONTH_KEYS, start=1):
             for name in info.get(key, ()):
                 folded = fold(name).lower().rstrip(".")

@@ -18,6 +18,7 @@ from apps.ask.retrieval import (
     search_filters,
     semantic_search,
 )
+from apps.search.backends.base import SearchFilters
 from apps.search.gist import get_gist_embedder
 
 if TYPE_CHECKING:
@@ -35,12 +36,18 @@ def gather_candidates(
         return plan
     scope["widened"] = plan.date_range.label
     plan.date_range = DateRange()  # no mail is from the period: none to prefer either
+    pool.keyword_lists = pool.semantic_total = 0  # the empty first pass counts for nothing
     _search(ctx, tracker, plan, pool, scope, search_filters(plan, account_ids, thread_id=ctx.thread_id))
     return plan
 
 
 def _search(
-    ctx: AskContext, tracker: StepTracker, plan: Plan, pool: CandidatePool, scope: dict[str, Any], filters: Any
+    ctx: AskContext,
+    tracker: StepTracker,
+    plan: Plan,
+    pool: CandidatePool,
+    scope: dict[str, Any],
+    filters: SearchFilters,
 ) -> None:
     sources: dict[str, Any] = scope["sources"]
     with tracker.step("local_fts") as step:

@@ -6,8 +6,8 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-from apps.ask.monthnames import months
-from apps.search.folding import fold
+from apps.ask.monthnames import language_data, languages, months
+from apps.search.folding import STOPWORDS, fold
 
 # Month names come from dateparser's language data (apps/ask/monthnames.py), not from a list kept here.
 MONTHS: dict[str, int] = months()
@@ -22,14 +22,9 @@ _ORDINAL = r"(?:st|nd|rd|th)?"
 def _pertain_words() -> list[str]:
     """The words that join a day to its month in the configured languages ("19th of November", "1 de mayo"),
     from dateparser's language data."""
-    import importlib
-
-    from apps.ask.monthnames import languages
-
     words: set[str] = set()
     for code in languages():
-        info = importlib.import_module(f"dateparser.data.date_translation_data.{code}").info
-        words.update(fold(w).lower() for w in info.get("pertain") or () if w.isalpha())
+        words.update(fold(w).lower() for w in language_data(code).get("pertain") or () if w.isalpha())
     return sorted(words, key=len, reverse=True)
 
 
@@ -281,16 +276,20 @@ QUANTITY_RE = re.compile(
 )
 
 
-def find_quantities(text: str) -> list[str]:
-    from apps.search.folding import STOPWORDS
+def _counts_something(match: re.Match[str]) -> bool:
+    """Not "3 of them": the word after the number is no stopword (a percent sign counts)."""
+    unit = match.group("unit")
+    return not unit or unit.lower() not in STOPWORDS
 
+
+def find_quantities(text: str) -> list[str]:
     masked = _mask(text, [*find_dates(text), *find_amounts(text)])
     masked = _mask(masked, _find(TIME_RE, masked))
     found: list[str] = []
     for match in QUANTITY_RE.finditer(masked):
-        unit, more = match.group("unit"), match.group("more")
-        if unit and unit.lower() in STOPWORDS:
+        if not _counts_something(match):
             continue
+        unit, more = match.group("unit"), match.group("more")
         end = (
             match.end()
             if more and more.strip().lower() not in STOPWORDS
@@ -305,10 +304,11 @@ def find_quantities(text: str) -> list[str]:
 
 
 def has_value(kind: str, text: str) -> bool:
-    """Whether `text` holds a value of `kind` (for a quantity, any number with a word after it: the cheap
-    test the reranker runs over whole mails; find_values then says which values, sentence by sentence)."""
+    """Whether `text` holds a value of `kind` (for a quantity, any number with a word after it that is no
+    stopword: the cheap test the reranker runs over whole mails; find_values then says which values, sentence
+    by sentence)."""
     if kind == "quantity":
-        return QUANTITY_RE.search(text) is not None
+        return any(_counts_something(match) for match in QUANTITY_RE.finditer(text))
     return bool(find_values(kind, text))
 
 
