@@ -71,6 +71,13 @@ class ExtractiveAnswer:
     similarity: float = 0.0
     chance: float | None = None  # the confidence model's estimate that the cited mail answers (apps/ask/confidence)
     features: list[float] = field(default_factory=list)  # what it was estimated from (confidence.FEATURES)
+    attribution: str = ""  # "“subject” from sender, date": names the cited mail, claims nothing about it
+
+    def checked_text(self) -> str:
+        """The answer's claims, for the citation check: the quoted sentences and the headline values, without
+        the subject and date that only name the cited mail (its date would count as "1 value found")."""
+        text = self.text.replace("**", "")
+        return text.replace(self.attribution, "") if self.attribution else text
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -647,4 +654,5 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
         similarity=similarity,
         chance=chance,
         features=features,
+        attribution=where,
     )

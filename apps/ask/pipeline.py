@@ -331,7 +331,7 @@ def _answer(ctx: AskContext, plan: Plan, texts: list[EvidenceText], scope: dict[
         scope["llm"] = result.llm if result is not None else {}
         scope["llm"]["fallback"] = "extractive"
     extracted = extractive_answer(plan, texts)
-    check = citation_check(extracted.text.replace("**", ""), texts)
+    check = citation_check(extracted.checked_text(), texts)
     if not check["ok"]:  # cannot happen for copied sentences; say so loudly if it ever does
         logger.error("ask: extractive answer failed its citation check: %s", check)
     scope["citation_check"] = check

@@ -10,9 +10,11 @@ from collections.abc import Callable
 
 import pytest
 
+from apps.ask.answer import citation_check
 from apps.ask.durations import find_durations
 from apps.ask.extractive import extractive_answer
 from apps.ask.planner import plan_question
+from apps.ask.presentation import verification_label
 from apps.ask.textutil import find_dates, find_phones, find_quantities, find_times, passages, split_closing
 from tests.ask.test_extraction import one_mail
 
@@ -176,3 +178,19 @@ def test_a_bare_number_named_by_the_questions_words_is_the_reference_asked_for()
     # a number no word of the question names is no reference
     answer = answer_to("What is the invoice number for the February balances?", "Consumers 2/01", body)
     assert "**618840**" not in answer, answer
+
+
+def test_the_verification_label_counts_only_values_the_answer_quotes() -> None:
+    # The answer names the cited mail by subject and date; those name it and are not checked claims, so an
+    # answer quoting no value says nothing was verified instead of "1 value found in [1]" (the mail's date).
+    plan = plan_question("Aggie night golf cart trailer", now=NOW)
+    body = "Nobby tires and the lift kit can be done at the shop.\nTrailer issues per Chris, towing it is tricky.\n"
+    evidence = one_mail("Aggie Night at the field - June 15", "sender@example.com", "2002-02-27", body)
+    answer = extractive_answer(plan, evidence)
+    assert "2002-02-27" in answer.text and "June 15" in answer.text
+    assert verification_label({"citation_check": citation_check(answer.checked_text(), evidence)}) == ""
+    body += "Pick-up is at 7:35 a.m. on Saturday.\n"
+    evidence = one_mail("Aggie Night at the field - June 15", "sender@example.com", "2002-02-27", body)
+    answer = extractive_answer(plan_question("when is the golf cart trailer pick-up", now=NOW), evidence)
+    check = citation_check(answer.checked_text(), evidence)
+    assert verification_label({"citation_check": check}) == "1 value found in [1]", answer.text
