@@ -22,6 +22,7 @@ import numpy as np
 
 from apps.ask.answer import EvidenceMessage, EvidenceText
 from apps.ask.confidence import answer_features, confidence_level
+from apps.ask.names import new_names
 from apps.ask.planner import Plan
 from apps.ask.textutil import (
     VALUE_KIND_LABELS,
@@ -136,6 +137,10 @@ LABELLED_BONUS = 0.3
 NAMED_VALUE_BONUS = 0.2
 LABEL_SPAN = 4
 NEW_VALUE_BONUS = 0.15
+# A sentence naming a place or person the question does not give, when it asks "where", "who", "which
+# hotel": per new word of its names, up to NEW_NAME_WORDS (apps/ask/names.py).
+NEW_NAME_BONUS = 0.1
+NEW_NAME_WORDS = 3
 LATER_DATE_BONUS = 0.5
 SUPERSEDES_BONUS = 0.5
 # A quoted sentence ending in a colon ("The new fees are as follows:") is quoted with the short lines it
@@ -463,6 +468,14 @@ def _closings_about_the_question(plan: Plan, options: list[_Option]) -> set[int]
     return about
 
 
+def _label_asks(passage: Passage) -> bool:
+    """A field labelled with a phrase that asks for a name: "Where: The Dog House Tavern", or a line under
+    the heading "Where"."""
+    label = _LABEL.match(passage.text)
+    name = normalize(label.group(0).rstrip(": \t") if label else passage.heading)
+    return bool(name) and any(phrase_in(name, phrase) for phrase in vocabulary().answer_types.get("name", ()))
+
+
 def _label_asked(passage: Passage, kinds: list[str], asking: dict[str, list[str]]) -> bool:
     """A closing line labelled with what the question asks for: it answers whoever signed the mail."""
     return any(kind != "phone" for kind in _kinds_in(passage, kinds, asking))
@@ -492,6 +505,7 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
         # "when do futures close on October 4, 2001?": the question names the day, so it asks for a time
         kinds = ["time" if kind == "date" else kind for kind in kinds]
     question_numbers = set(re.findall(r"\d+", plan.question))
+    asks_name = "name" in plan.answer_types
     if not evidence:
         return ExtractiveAnswer(text="Nothing in your mail matched.")
     top_score = evidence[0].score or 1.0
@@ -582,8 +596,14 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
                     return item[0] - NEW_VALUE_BONUS
                 values = [v for kind in OPEN_KINDS for v in _answer_values(kind, passage.text, given)]
                 new = any(not _restates(value, question_numbers) for value in values)
-                named = NAMED_VALUE_BONUS * _named_values(passage.text, values, label_words)
-                return item[0] + (NEW_VALUE_BONUS if new else 0.0) + named
+                if asks_name:  # a place or a person: a new name, not a phone number or a date, answers
+                    names, novel = new_names(passage.text, [plan.question, message.subject, message.sender])
+                    bonus = NEW_NAME_BONUS * min(len(novel), NEW_NAME_WORDS)
+                else:
+                    names = []
+                    bonus = NEW_VALUE_BONUS if new else 0.0
+                named = NAMED_VALUE_BONUS * _named_values(passage.text, values + names, label_words)
+                return item[0] + bonus + named + (LABELLED_BONUS if asks_name and _label_asks(passage) else 0.0)
 
             for scored in sorted(ranked, key=lambda entry: -open_score(entry))[:2]:
                 chosen.append((scored[2], []))

@@ -66,7 +66,7 @@ _SCALE = rf"(?:\s?(?:{'|'.join(sorted(_SCALES, key=len, reverse=True))})s?(?![A-
 # The lookahead (a digit, a sign, a currency symbol or the first letter of a currency word) lets the scan skip
 # the other positions without trying every currency alternative there: 8 -> 4.6 ms over 20,000 characters.
 AMOUNT_RE = re.compile(
-    rf"(?=[\d\-$€£₺TEUGCSNDPL])(?:{_CURRENCY}\s?-?(?:{_NUMBER})(?![\d.,]\d){_SCALE}?"
+    rf"(?=[\d\-$€£₺TEUGCSNDPL])(?:{_CURRENCY}[ \t]{{0,4}}-?(?:{_NUMBER})(?![\d.,]\d){_SCALE}?"
     rf"|-?(?:{_NUMBER})(?![\d.,]\d){_SCALE}?\s?{_CURRENCY})(?![A-Za-z\d])",
     re.IGNORECASE,
 )
@@ -122,6 +122,7 @@ class Passage:
     attachment: str = ""
     paragraph: int = 0  # blank lines separate paragraphs
     whole_line: bool = True  # False for a sentence of a long line
+    heading: str = ""  # the short line over a one-line paragraph ("Where" over "4807 Elm Street"): _heading
 
 
 _KEY_VALUE = re.compile(r"^[^:]{1,40}:\s")
@@ -146,6 +147,28 @@ def _breaks_mid_clause(previous: str, line: str) -> bool:
     """A short line broken inside a clause: "Departs at 20.45 (8:45pm) and" / "arrives at 06.30 …" (no
     punctuation at its end, several words, and the next line goes on in lower case)."""
     return len(previous.split()) >= 4 and not previous.endswith((*_CLAUSE_END, ",")) and line[:1].islower()
+
+
+HEADING_WORDS = 3
+
+
+def _heading(lines: list[str], index: int) -> str:
+    """The short line over a paragraph's one-line value, its label: "Where" over "4807 Elm Street in
+    Bellaire", "Date & Time" over "Saturday November 3rd." (a paragraph of two lines, the first at most
+    HEADING_WORDS words without punctuation at its end); "" for any other line."""
+    if index == 0 or (index + 1 < len(lines) and lines[index + 1]) or len(lines[index]) > VALUE_LINE_CHARS:
+        return ""
+    heading = lines[index - 1].strip(" \t>|*-•")
+    return (
+        heading
+        if heading
+        and (index == 1 or not lines[index - 2])
+        and len(heading.split()) <= HEADING_WORDS
+        and not heading[:1].islower()
+        and heading[-1:].isalnum()
+        and not _KEY_VALUE.match(heading)
+        else ""
+    )
 
 
 _BULLET = re.compile(r"^[-*•·◦▪]\s|^\d{1,2}[.)]\s|^[a-z][.)]\s")
@@ -206,7 +229,8 @@ def passages(text: str, *, source: str, attachment: str = "", limit: int = 400) 
     found: list[Passage] = []
     paragraph = 0
     # Attachments (statements, invoices) are tables: one line, one fact. Mail bodies are hard-wrapped prose.
-    for line in unwrap(LINK_TARGET.sub("", text)) if source != "attachment" else text.splitlines():
+    lines = unwrap(LINK_TARGET.sub("", text)) if source != "attachment" else text.splitlines()
+    for index, line in enumerate(lines):
         line = line.strip(" \t>|*-•")
         if not line:
             paragraph += 1 if found and found[-1].paragraph == paragraph else 0  # a run of blank lines is one break
@@ -216,7 +240,8 @@ def passages(text: str, *, source: str, attachment: str = "", limit: int = 400) 
         for piece in pieces:
             piece = " ".join(piece.split())
             if len(piece) >= 3:
-                found.append(Passage(piece[:400], source, attachment, paragraph, len(pieces) == 1))
+                heading = _heading(lines, index) if len(pieces) == 1 else ""
+                found.append(Passage(piece[:400], source, attachment, paragraph, len(pieces) == 1, heading))
                 if len(found) >= limit:
                     return found
     return found
@@ -504,8 +529,14 @@ def split_closing(body: str) -> tuple[str, str]:
         break
     # Short lines above the sign-off are the mail's own ("Host Code: 869944" / "Participant code: 107058",
     # then "Many Thanks," and the name): the closing starts at a sign-off line when it has one.
-    sign_off = next((p for p in range(cut, len(paragraphs)) if _is_sign_off(paragraphs[p])), cut)
-    cut = sign_off
+    sign_off = next((p for p in range(cut, len(paragraphs)) if _is_sign_off(paragraphs[p])), None)
+    if sign_off is not None:
+        cut = sign_off
+    else:
+        # Without a sign-off, "Label: value" paragraphs right after the text ("Cell Number: 011-44-…" under
+        # "The following is contact information for John Sheriff.") are its own; a signature starts with a name.
+        while cut < len(paragraphs) and all(_KEY_VALUE.match(row.strip()) for row in paragraphs[cut].split("\n")):
+            cut += 1
     closing = "\n\n".join(p for p in paragraphs[cut:] if _is_closing(p))
     paragraphs = paragraphs[:cut]
     # The greeting: a first line of at most four words ending in a comma or colon ("Dear Mr Kaya,").

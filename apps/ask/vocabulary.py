@@ -15,7 +15,7 @@ from pathlib import Path
 from apps.ask.textutil import contains_word, normalize
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "data" / "vocabulary.json"
-ANSWER_TYPE_ORDER = ("time", "duration", "date", "amount", "quantity", "phone", "identifier")
+ANSWER_TYPE_ORDER = ("time", "duration", "date", "amount", "quantity", "phone", "identifier", "name")
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +76,8 @@ def answer_types_of(question: str) -> list[str]:
         kinds.remove("quantity")  # "how many days" asks for a length of time, "how many dollars" for an amount
     if "phone" in kinds and "identifier" in kinds:
         kinds.remove("identifier")  # "what phone number …": a phone number, not any reference
+    if "name" in kinds and len(kinds) > 1:
+        kinds.remove("name")  # "the phone number of the resort where we stay": the phone number
     if kinds:
         return kinds
     first = folded.split(" ", 1)[0] if folded else ""
