@@ -298,6 +298,30 @@ def _headline(
     return list(dict.fromkeys(values))[:3]
 
 
+# A place asked for is often written as a block of short lines (a name, a street, a town): the whole block of at
+# most this many lines is quoted.
+BLOCK_LINES = 6
+BLOCK_LINE_WORDS = 6
+
+
+def _block(message: EvidenceMessage, passage: Passage) -> list[Passage]:
+    """The paragraph of short whole lines a short line belongs to, in mail order ("VICTORIA HOUSE RESORT" /
+    "P.O. Box 22" / "Ambergris Caye, Belize"); just the passage when it or its paragraph is running text."""
+    block = [
+        p
+        for p in message.passages
+        if p.paragraph == passage.paragraph and p.source == passage.source and p.attachment == passage.attachment
+    ]
+    if (
+        len(passage.text.split()) > BLOCK_LINE_WORDS
+        or not any(p is passage for p in block)
+        or len(block) > BLOCK_LINES
+        or not all(p.whole_line and len(p.text) <= LIST_ITEM_CHARS for p in block)
+    ):
+        return [passage]
+    return block
+
+
 def _introduced_lines(message: EvidenceMessage, passage: Passage, quoted: list[Passage]) -> list[Passage]:
     """The lines a sentence ending in a colon introduces ("The new fees are as follows:"): the short whole lines
     after it in its own paragraph or, when it ends its paragraph, in the next one (a table set off by a blank
@@ -659,6 +683,12 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
     quoted = [passage for passage, _values in chosen]
     for passage, passage_values in chosen:
         origin = f" (attachment {passage.attachment})" if passage.attachment else ""
+        if asks_name and not kinds:  # a place: its whole address block
+            for line in _block(message, passage):
+                if line is passage or not any(line is q for q in quoted):
+                    quoted.append(line)
+                    lines.append(f"“{_mark(line.text, passage_values)}”{origin} {cite}")
+            continue
         lines.append(f"“{_mark(passage.text, passage_values)}”{origin} {cite}")
         for line in _introduced_lines(message, passage, quoted):
             quoted.append(line)

@@ -117,3 +117,14 @@ def test_label_lines_without_a_sign_off_are_the_mails_own_text() -> None:
 
 def test_an_amount_aligned_in_a_table_column() -> None:
     assert find_amounts("Gas Performance Upgrades\t$   800,000") == ["$   800,000"]
+
+
+def test_a_place_written_as_a_block_of_short_lines_is_quoted_whole() -> None:
+    body = (
+        "I will be out of the office from the 6th to the 13th, and will check mail when I can.\n\n"
+        "HARBOR LIGHTS LODGE\nP.O. Box 41\nCaye Verde, Belize\nCentral America\n\n"
+        "For anything urgent on the Midwest book, please call Dana Lowe at extension 3-5512 in my absence.\n\n"
+        "Thanks,\nRavi\n"
+    )
+    answer = answer_to("Where is Ravi staying in Belize?", "Out of office - contact info", body, kinds=["name"])
+    assert "HARBOR LIGHTS LODGE" in answer and "Caye Verde, Belize" in answer, answer
