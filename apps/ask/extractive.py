@@ -14,16 +14,17 @@ from __future__ import annotations
 import datetime as dt
 import logging
 import re
-from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from apps.ask.answer import EvidenceMessage, EvidenceText
+from apps.ask.answer_values import answer_values, kind_name, named_values
 from apps.ask.confidence import answer_features, confidence_level
 from apps.ask.names import new_names
 from apps.ask.planner import Plan
+from apps.ask.quoting import address_block, introduced_lines, mark
 from apps.ask.textutil import (
     VALUE_KIND_LABELS,
     VALUE_KINDS,
@@ -31,7 +32,6 @@ from apps.ask.textutil import (
     amount_number,
     contains_word,
     find_values,
-    is_phone_number,
     normalize,
     parse_day,
     value_key,
@@ -40,15 +40,6 @@ from apps.ask.vocabulary import phrase_in, vocabulary
 
 logger = logging.getLogger(__name__)
 
-KIND_NAMES = {
-    "date": "Date",
-    "time": "Time",
-    "duration": "Duration",
-    "amount": "Amount",
-    "quantity": "Quantity",
-    "phone": "Phone",
-    "identifier": "Reference",
-}
 # The kinds whose values make a sentence likelier to answer a question that asks for no kind: any number
 # with a word after it (a quantity) is too common for that.
 OPEN_KINDS = tuple(kind for kind in VALUE_KINDS if kind != "quantity")
@@ -133,9 +124,8 @@ FORWARDED_PENALTY = 0.1
 # Within a thread the newest message that carries the value wins ties (a schedule change supersedes the booking).
 NEWEST_BONUS = 0.3
 LABELLED_BONUS = 0.3
-# Per word of the question standing right before a value (its label), at most two: _named_values.
+# Per word of the question standing right before a value (its label), at most two: answer_values.named_values.
 NAMED_VALUE_BONUS = 0.2
-LABEL_SPAN = 4
 NEW_VALUE_BONUS = 0.15
 # A sentence naming a place or person the question does not give, when it asks "where", "who", "which
 # hotel": per new word of its names, up to NEW_NAME_WORDS (apps/ask/names.py).
@@ -143,10 +133,6 @@ NEW_NAME_BONUS = 0.1
 NEW_NAME_WORDS = 3
 LATER_DATE_BONUS = 0.5
 SUPERSEDES_BONUS = 0.5
-# A quoted sentence ending in a colon ("The new fees are as follows:") is quoted with the short lines it
-# introduces (a table of fees, the proposed dates), at most this many.
-LIST_ITEMS = 5
-LIST_ITEM_CHARS = 160
 _LABEL = re.compile(r"^[^:]{2,40}:\s*")
 
 
@@ -166,30 +152,6 @@ def _label_words(plan: Plan, subject: str) -> set[str]:
     """The question's words that may name a value in a sentence, less those of the mail's subject (they say
     which mail, not which of its values)."""
     return _question_words(plan) - set(normalize(subject).split())
-
-
-def _named_values(text: str, values: list[str], label_words: AbstractSet[str]) -> int:
-    """How many of the question's words stand right before a value, as its label: "Host Code: 869944" for
-    "the host code for the dial-in", "room rate of $149" for "what's the room rate", not the "Participant
-    code: 107058" line below it (the best value of the sentence counts; LABEL_SPAN words before it)."""
-    best = 0
-    folded = text.lower()
-    for value in values:
-        at = folded.find(value.lower())
-        if at <= 0:
-            continue
-        before = {w.strip(".,:;#()") for w in normalize(text[:at]).split()[-LABEL_SPAN:]}
-        best = max(best, sum(1 for word in label_words if any(_same_word(word, w) for w in before)))
-    return min(best, 2)
-
-
-def _same_word(asked: str, written: str) -> bool:
-    """The same word, or one written with an ending the question's lacks: "cancel" / "cancelled" (a shared
-    start of four letters or more covering the shorter word)."""
-    if asked == written:
-        return True
-    short, long = sorted((asked, written), key=len)
-    return len(short) >= 4 and long.startswith(short)
 
 
 def _number_labels(plan: Plan) -> frozenset[str]:
@@ -288,7 +250,7 @@ def _headline(
     """The values of one kind to state up front: a date after the mail was sent (else all dates), the
     amount written next to a name the question gives (else the largest: the total), or every time /
     reference (at most three)."""
-    values = [v for passage, vs in chosen for v in vs if v in _answer_values(kind, passage.text, set(), labels)]
+    values = [v for passage, vs in chosen for v in vs if v in answer_values(kind, passage.text, set(), labels)]
     if kind == "date" and message.timestamp:
         sent = dt.date.fromtimestamp(message.timestamp)
         later = [v for v in values if (day := parse_day(v, reference=sent)) is not None and day > sent]
@@ -296,117 +258,6 @@ def _headline(
     elif kind == "amount" and values:
         values = [max(_nearest_to_names(plan, chosen, values), key=amount_number)]
     return list(dict.fromkeys(values))[:3]
-
-
-# A place asked for is often written as a block of short lines (a name, a street, a town): the whole block of at
-# most this many lines is quoted.
-BLOCK_LINES = 6
-BLOCK_LINE_WORDS = 6
-
-
-def _block(message: EvidenceMessage, passage: Passage) -> list[Passage]:
-    """The paragraph of short whole lines a short line belongs to, in mail order ("VICTORIA HOUSE RESORT" /
-    "P.O. Box 22" / "Ambergris Caye, Belize"); just the passage when it or its paragraph is running text."""
-    block = [
-        p
-        for p in message.passages
-        if p.paragraph == passage.paragraph and p.source == passage.source and p.attachment == passage.attachment
-    ]
-    if (
-        len(passage.text.split()) > BLOCK_LINE_WORDS
-        or not any(p is passage for p in block)
-        or len(block) > BLOCK_LINES
-        or not all(p.whole_line and len(p.text) <= LIST_ITEM_CHARS for p in block)
-    ):
-        return [passage]
-    return block
-
-
-def _introduced_lines(message: EvidenceMessage, passage: Passage, quoted: list[Passage]) -> list[Passage]:
-    """The lines a sentence ending in a colon introduces ("The new fees are as follows:"): the short whole lines
-    after it in its own paragraph or, when it ends its paragraph, in the next one (a table set off by a blank
-    line), from the same part of the mail; none already quoted."""
-    if not passage.text.rstrip().endswith(":"):
-        return []
-    index = next((i for i, p in enumerate(message.passages) if p is passage), None)
-    if index is None:
-        return []
-    lines: list[Passage] = []
-    paragraph: int | None = None
-    for following in message.passages[index + 1 :]:
-        if paragraph is None:
-            paragraph = following.paragraph  # the intro's own paragraph or the next one
-            if paragraph > passage.paragraph + 1:
-                break
-        if (
-            following.paragraph != paragraph
-            or following.source != passage.source
-            or following.attachment != passage.attachment
-            or not following.whole_line
-            or len(following.text) > LIST_ITEM_CHARS
-            or following.text.rstrip().endswith(":")
-        ):
-            break
-        if not any(following is q for q in quoted):
-            lines.append(following)
-        if len(lines) == LIST_ITEMS:
-            break
-    return lines
-
-
-def _mark(text: str, values: list[str]) -> str:
-    """Each value in bold, in one pass: the longest value first where several start at one place, and never
-    part of a longer number or word ("$4" is not marked inside "$404")."""
-    patterns = [
-        ("(?<!\\w)" if value[0].isalnum() else "") + re.escape(value) + ("(?!\\w)" if value[-1].isalnum() else "")
-        for value in sorted({v for v in values if v}, key=len, reverse=True)
-    ]
-    if not patterns:
-        return text
-    return re.sub("|".join(patterns), lambda match: f"**{match.group(0)}**", text).replace("****", "")
-
-
-def _answer_values(kind: str, text: str, given: set[str], labels: frozenset[str] = frozenset()) -> list[str]:
-    """Values of `kind` in `text`, less those the question itself states ("when do futures close on
-    October 4, 2001?" is not answered by "October 4, 2001")."""
-    values = find_values(kind, text)
-    if kind == "identifier":
-        # A reference is not a phone number (the phone kind asks for those), and a field line's bare number is
-        # one: "New Contract Number: 2053".
-        references = [v for v in values if not _dialable(v)]
-        if not references and (field := _FIELD_NUMBER.match(text)):
-            references = [field.group(1)]
-        if not references and labels:
-            # so is a bare number the question's own words name just before it: "sale deal 618840" for "the
-            # sale deal number" (not a year, and not the number's generic words: "number", "code")
-            references = [
-                m.group(0)
-                for m in _BARE_NUMBER.finditer(text)
-                if not _YEAR.fullmatch(m.group(0)) and _named_values(text[: m.end()], [m.group(0)], labels)
-            ]
-        # "What number should I call …" asks for a number and gets a phone number when that is all there is.
-        values = references or values
-    return [v for v in values if value_key(v) not in given]
-
-
-def _dialable(identifier: str) -> bool:
-    """A phone number rather than a short reference shaped like one ("7019-00", "3-6200"): phone-shaped, with
-    an area code in parentheses, an international prefix, or seven digits or more."""
-    return is_phone_number(identifier) and (identifier[:1] in "(+" or sum(ch.isdigit() for ch in identifier) >= 7)
-
-
-def _kind_name(kind: str, values: list[str]) -> str:
-    """How the answer's first line names its values: a reference question answered with phone numbers only
-    ("what number should I call …") says "Phone", not "Reference"."""
-    if kind == "identifier" and values and all(_dialable(v) for v in values):
-        return KIND_NAMES["phone"]
-    return KIND_NAMES[kind]
-
-
-# "Passcode: 5323#", "Contract: 2053", "Host Code: 869944 (Greg)"
-_BARE_NUMBER = re.compile(r"(?<![\w.,/$#-])\d{4,12}(?![\w/-]|[.,]\d)")
-_YEAR = re.compile(r"(?:19|20)\d\d")
-_FIELD_NUMBER = re.compile(r"^[^:\d]{2,40}:\s*(#?\d{3,}#?)(?:\s*\([^()\d]{1,40}\))?\s*$")
 
 
 def _within_budget(plan: Plan, flat: list[tuple[_Option, Passage]]) -> list[tuple[_Option, Passage]]:
@@ -519,7 +370,7 @@ def _could_answer(
         # a lone word ("Cathy", "Chris": a greeting or sign-off the closing rules missed) answers nothing
         single = len(passage.text.split()) < 2 and not any(ch.isdigit() for ch in passage.text)
         return passage.source != "closing" and not single
-    return any(_answer_values(kind, passage.text, given, labels) for kind in _kinds_in(passage, kinds, asking))
+    return any(answer_values(kind, passage.text, given, labels) for kind in _kinds_in(passage, kinds, asking))
 
 
 def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAnswer:
@@ -582,14 +433,14 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
             preferred = _structural_preference(kind, option)
 
             def named(passage: Passage, kind: str = kind, label_words: set[str] = label_words) -> float:
-                values = _answer_values(kind, passage.text, given, labels)
-                return NAMED_VALUE_BONUS * _named_values(passage.text, values, label_words)
+                values = answer_values(kind, passage.text, given, labels)
+                return NAMED_VALUE_BONUS * named_values(passage.text, values, label_words)
 
             for score, similarity, passage in sorted(
                 ranked, key=lambda item: -(item[0] + preferred(item[2]) + named(item[2]))
             ):
                 values = (
-                    _answer_values(kind, passage.text, given, labels)
+                    answer_values(kind, passage.text, given, labels)
                     if kind in _kinds_in(passage, kinds, asking)
                     else []
                 )
@@ -618,7 +469,7 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
                     return item[0] - 1.0
                 if _restates(passage.text, question_numbers):
                     return item[0] - NEW_VALUE_BONUS
-                values = [v for kind in OPEN_KINDS for v in _answer_values(kind, passage.text, given)]
+                values = [v for kind in OPEN_KINDS for v in answer_values(kind, passage.text, given)]
                 new = any(not _restates(value, question_numbers) for value in values)
                 if asks_name:  # a place or a person: a new name, not a phone number or a date, answers
                     names, novel = new_names(passage.text, [plan.question, message.subject, message.sender])
@@ -626,7 +477,7 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
                 else:
                     names = []
                     bonus = NEW_VALUE_BONUS if new else 0.0
-                named = NAMED_VALUE_BONUS * _named_values(passage.text, values + names, label_words)
+                named = NAMED_VALUE_BONUS * named_values(passage.text, values + names, label_words)
                 return item[0] + bonus + named + (LABELLED_BONUS if asks_name and _label_asks(passage) else 0.0)
 
             for scored in sorted(ranked, key=lambda entry: -open_score(entry))[:2]:
@@ -662,7 +513,7 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
     if found:
         headlines = {kind: _headline(plan, kind, chosen, message, labels) for kind in found}
         facts = " · ".join(
-            f"{_kind_name(kind, shown)}: " + ", ".join(f"**{v}**" for v in shown) for kind, shown in headlines.items()
+            f"{kind_name(kind, shown)}: " + ", ".join(f"**{v}**" for v in shown) for kind, shown in headlines.items()
         )
         lines.append(("I'm not sure, but the closest answer is — " if unsure else "") + f"{facts} {cite}")
     if missing and not found:
@@ -684,15 +535,15 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
     for passage, passage_values in chosen:
         origin = f" (attachment {passage.attachment})" if passage.attachment else ""
         if asks_name and not kinds:  # a place: its whole address block
-            for line in _block(message, passage):
+            for line in address_block(message, passage):
                 if line is passage or not any(line is q for q in quoted):
                     quoted.append(line)
-                    lines.append(f"“{_mark(line.text, passage_values)}”{origin} {cite}")
+                    lines.append(f"“{mark(line.text, passage_values)}”{origin} {cite}")
             continue
-        lines.append(f"“{_mark(passage.text, passage_values)}”{origin} {cite}")
-        for line in _introduced_lines(message, passage, quoted):
+        lines.append(f"“{mark(passage.text, passage_values)}”{origin} {cite}")
+        for line in introduced_lines(message, passage, quoted):
             quoted.append(line)
-            lines.append(f"“{_mark(line.text, values)}”{origin} {cite}")
+            lines.append(f"“{mark(line.text, values)}”{origin} {cite}")
     confidence = "low" if unsure else level
     return ExtractiveAnswer(
         text="\n".join(lines),
