@@ -27,6 +27,7 @@ MONTH_KEYS = (
     "november",
     "december",
 )
+WEEKDAY_KEYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 DEFAULT_LANGUAGES = ("en", "de", "fr", "es", "it", "nl", "pt", "tr")
 
 
@@ -55,3 +56,21 @@ def month_names(codes: tuple[str, ...]) -> dict[str, int]:
 
 def months() -> dict[str, int]:
     return month_names(languages())
+
+
+@cache
+def weekday_names(codes: tuple[str, ...]) -> frozenset[str]:
+    """Folded names and abbreviations of the days of the week (three letters or more: "wed", "sonntag")."""
+    names = set()
+    for code in codes:
+        info = language_data(code)
+        for key in WEEKDAY_KEYS:
+            for name in info.get(key, ()):
+                folded = fold(name).lower().rstrip(".")
+                if folded.isalpha() and len(folded) >= 3:
+                    names.add(folded)
+    return frozenset(names)
+
+
+def weekdays() -> frozenset[str]:
+    return weekday_names(languages())

@@ -6,17 +6,20 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-from apps.ask.monthnames import language_data, languages, months
+from apps.ask.monthnames import language_data, languages, months, weekdays
 from apps.search.folding import STOPWORDS, fold
 
 # Month names come from dateparser's language data (apps/ask/monthnames.py), not from a list kept here.
 MONTHS: dict[str, int] = months()
+WEEKDAYS: frozenset[str] = weekdays()
 
-# 11/05/2026, 15.12.2026, 2026-12-05, 5 December 2026, December 5, 2026, 15 Aralik 2026, June 6th, 23 oct.
+# 11/05/2026, 15.12.2026, 2026-12-05, 5 December 2026, December 5, 2026, 15 Aralik 2026, June 6th, 23 oct.,
+# Wed, 6th (a day of the week and an ordinal day)
 # (matched on folded text). The word is a month only when MONTHS knows it; without a year only a name of
 # four letters or more counts ("Sept. 27th", "October 23"), so "may 5" or "set 2" are not dates.
 _NUMERIC_DATE_RE = r"\d{1,2}[./-]\d{1,2}[./-](?:\d{4}|\d{2})\b|\d{4}-\d{2}-\d{2}\b"
 _ORDINAL = r"(?:st|nd|rd|th)?"
+_ORDINAL_ENDS = ("st", "nd", "rd", "th")
 
 
 def _pertain_words() -> list[str]:
@@ -32,7 +35,8 @@ _PERTAIN = "|".join(re.escape(w) for w in _pertain_words()) or "(?!)"
 DATE_RE = re.compile(
     rf"\b(?:(?P<numeric>{_NUMERIC_DATE_RE})"
     rf"|\d{{1,2}}{_ORDINAL}\.?\s+(?:(?:{_PERTAIN})\s+)?(?P<after>[^\W\d_]{{3,}})(?:(?P<dot_after>\.)|\b)(?:,?\s+(?P<year_after>\d{{4}})\b)?"
-    rf"|(?P<before>[^\W\d_]{{3,}})(?P<dot_before>\.)?\s+\d{{1,2}}{_ORDINAL}(?:,?\s+(?P<year_before>\d{{4}}))?\b)",
+    rf"|(?P<before>[^\W\d_]{{3,}})(?P<dot_before>\.)?\s+\d{{1,2}}{_ORDINAL}(?:,?\s+(?P<year_before>\d{{4}}))?\b"
+    rf"|(?P<weekday>[^\W\d_]{{3,}})\.?,?\s+\d{{1,2}}(?:st|nd|rd|th)\b)",
     re.IGNORECASE,
 )
 
@@ -49,7 +53,12 @@ def _date_spans(folded: str) -> list[tuple[int, int]]:
         name = written.lower()
         year = match.group("year_after") or match.group("year_before")
         abbreviated = bool(match.group("dot_after") or match.group("dot_before")) or written[:1].isupper()
-        if match.group("numeric") or (name in MONTHS and (year or len(name) >= 4 or abbreviated)):
+        if (
+            match.group("numeric")
+            or (name in MONTHS and (year or len(name) >= 4 or abbreviated))
+            or (match.group("weekday") or "").lower() in WEEKDAYS  # "Wed, 6th"
+            or (name in WEEKDAYS and not year and match.group(0)[-2:].lower() in _ORDINAL_ENDS)  # "Sunday 21st"
+        ):
             spans.append((match.start(), match.end()))
             position = match.end()
         else:
@@ -297,6 +306,7 @@ def find_times(text: str) -> list[str]:
 # (the word after the number, and a second lower-case one; never a stopword: "3 of them" counts nothing).
 QUANTITY_RE = re.compile(
     r"(?=\d)(?<![\w.,$€£₺#/-])(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+    r"(?:[-\u2013](?P<upto>(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?))?"  # a range: "100-300 MW"
     r"(?:\s?%|\s?(?P<unit>[^\W\d_][^\W\d_/.-]{0,14})(?P<more>\s[^\W\d_A-Z]{2,12})?)(?![\w-])"
 )
 
@@ -307,12 +317,23 @@ def _counts_something(match: re.Match[str]) -> bool:
     return not unit or unit.lower() not in STOPWORDS
 
 
+def _is_range(match: re.Match[str]) -> bool:
+    """No range, or a rising one of numbers alike in size ("100-300 MW", "5-10 people"; not "5-4667", an
+    extension)."""
+    upto = match.group("upto")
+    if not upto:
+        return True
+    first = match.group(0)[: match.start("upto") - match.start() - 1]
+    low, high = (float(n.replace(",", "")) for n in (first, upto))
+    return low < high and abs(len(first.split(".")[0]) - len(upto.split(".")[0])) <= 1
+
+
 def find_quantities(text: str) -> list[str]:
     masked = _mask(text, [*find_dates(text), *find_amounts(text)])
     masked = _mask(masked, _find(TIME_RE, masked))
     found: list[str] = []
     for match in QUANTITY_RE.finditer(masked):
-        if not _counts_something(match):
+        if not _counts_something(match) or not _is_range(match):
             continue
         unit, more = match.group("unit"), match.group("more")
         end = (
@@ -483,6 +504,28 @@ def forwarded_text(body: str) -> str:
     return "\n".join(history).strip()
 
 
+def _without_header_blocks(lines: list[str]) -> list[str]:
+    """`lines` less each separator rule followed by a forwarded message's header block ("-----Original
+    Message-----" / "From: …" / "Sent: …"): kept in a mail's own text when it starts with a reply of a few
+    words ("old one. thanks!."), a "Sent: Tuesday, January 22, 2002 10:00 AM" line was quoted as an answer."""
+    kept: list[str] = []
+    index = 0
+    while index < len(lines):
+        if not _RULE_LINE.match(lines[index]):
+            kept.append(lines[index])
+            index += 1
+            continue
+        end = index + 1
+        while end < len(lines) and (_HEADER_LINE.match(lines[end]) or not lines[end].strip()):
+            end += 1
+        if _is_message_header([line for line in lines[index + 1 : end] if line.strip()]):
+            index = end
+        else:
+            kept.append(lines[index])
+            index += 1
+    return kept
+
+
 def _is_message_header(lines: list[str]) -> bool:
     """A forwarded message's header block: "Label: value" lines, one naming an address or a time of day
     ("From: a@b.com", "Sent: Friday, October 12, 2001 4:06 PM"), not a table of fields ("Contract: 933")."""
@@ -511,6 +554,7 @@ def split_closing(body: str) -> tuple[str, str]:
         if line.rstrip().endswith(":") and following.lstrip().startswith(">"):
             continue
         kept.append(line)
+    kept = _without_header_blocks(kept)
     # blank lines (whitespace-only ones too: "assistance.\n    \nKind regards,") separate paragraphs
     paragraphs = re.split(r"\n[ \t\u00a0]*\n(?:[ \t\u00a0]*\n)*", "\n".join(kept).strip())
     # The closing: from the end, drop the disclaimer-and-signature tail. A paragraph whose every line is

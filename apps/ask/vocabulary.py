@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -27,8 +28,17 @@ class Vocabulary:
     after: tuple[str, ...] = ()
 
 
+# A phrase written "^where" counts among a question's first words only ("where is …", "so who …"), not as
+# the relative word inside it ("the people who worked …").
+OPENING_WORDS = 2
+_WORD = re.compile(r"\w+")
+
+
 def phrase_in(folded_text: str, phrase: str) -> bool:
-    """A vocabulary phrase in folded lowercase text: whole words, or a word prefix for a trailing *."""
+    """A vocabulary phrase in folded lowercase text: whole words, or a word prefix for a trailing *; a leading
+    ^ anchors it to the text's first OPENING_WORDS words."""
+    if phrase.startswith("^"):
+        return phrase_in(" ".join(_WORD.findall(folded_text)[:OPENING_WORDS]), phrase[1:])
     if phrase.endswith("*"):
         stem = normalize(phrase[:-1])
         start = folded_text.find(stem)

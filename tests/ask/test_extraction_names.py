@@ -9,6 +9,7 @@ import pytest
 
 from apps.ask.names import name_spans, new_names
 from apps.ask.textutil import find_amounts, passages, split_closing
+from apps.ask.vocabulary import answer_types_of
 from tests.ask.test_extraction_values import answer_to
 
 
@@ -128,3 +129,18 @@ def test_a_place_written_as_a_block_of_short_lines_is_quoted_whole() -> None:
     )
     answer = answer_to("Where is Ravi staying in Belize?", "Out of office - contact info", body, kinds=["name"])
     assert "HARBOR LIGHTS LODGE" in answer and "Caye Verde, Belize" in answer, answer
+
+
+@pytest.mark.parametrize(
+    ("question", "kinds"),
+    [
+        ("Who is the contact at Midland Power?", ["name"]),
+        ("So where is the offsite this year?", ["name"]),
+        # "who" inside the question is a relative word, not what it asks
+        ("Which payroll will the holiday pay go out on for the people who worked Memorial Day?", []),
+        # another kind asked for wins: "where" only says which resort
+        ("what's the phone number of the resort where we stay?", ["phone"]),
+    ],
+)
+def test_where_and_who_ask_for_a_name_only_as_the_question_opens(question: str, kinds: list[str]) -> None:
+    assert answer_types_of(question) == kinds

@@ -94,6 +94,13 @@ def test_a_line_broken_mid_clause_is_one_sentence() -> None:
         (find_quantities, "He weighed 8 lbs 12.5 oz at birth.", ["8 lbs", "12.5 oz"]),
         # not quantities: a count of nothing, and dates, times and amounts (their own kinds)
         (find_quantities, "we sold 3 of them at 5 pm on 3/15 for $5", []),
+        # a range of like numbers; not an extension written with a dash
+        (find_quantities, "indicative levels for 100-300 MW in Zone J", ["100-300 MW"]),
+        (find_quantities, "call Karen at 5-4667 tomorrow; 300-100 MW", []),
+        # a day of the week with an ordinal day is a date
+        (find_dates, "Please return these by 4 pm, Wed, 6th.", ["Wed, 6th"]),
+        (find_dates, "The family get-together is Sunday 21st at noon.", ["Sunday 21st"]),
+        (find_dates, "On Monday 5 people came.", []),
     ],
 )
 def test_lengths_of_time_and_quantities(finder: Callable[[str], list[str]], text: str, found: list[str]) -> None:
@@ -194,3 +201,15 @@ def test_the_verification_label_counts_only_values_the_answer_quotes() -> None:
     answer = extractive_answer(plan_question("when is the golf cart trailer pick-up", now=NOW), evidence)
     check = citation_check(answer.checked_text(), evidence)
     assert verification_label({"citation_check": check}) == "1 value found in [1]", answer.text
+
+
+def test_a_forwarded_header_under_a_short_reply_is_never_quoted() -> None:
+    body = (
+        "old one. thanks!.\n\n-----Original Message-----\nFrom: Bass, Eric\n"
+        "Sent: Tuesday, January 22, 2002 10:00 AM\nTo: Buckley, Karen\nSubject: RE: Application Forms\n\n\n"
+        "Is this the old building or the new one?\n"
+    )
+    own, _closing = split_closing(body)
+    assert "Sent:" not in own and "Is this the old building or the new one?" in own, own
+    answer = answer_to("when are the application forms due back", "RE: Application Forms", body)
+    assert "Sent:" not in answer, answer
