@@ -6,6 +6,7 @@ missing one (Http404).
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -274,3 +275,35 @@ def thread_messages(*, thread: Thread) -> list[Message]:
         .prefetch_related(Prefetch("attachments", queryset=Attachment.objects.order_by("pk")))
         .order_by(F("date").asc(nulls_first=True), "pk")
     )
+
+
+# --- copies of one mail -------------------------------------------------------------------------------------
+
+COPY_HEAD = 4000  # characters of a body compared to tell copies of one mail
+
+
+def copy_keys(message_pks: list[int]) -> dict[int, tuple[Any, ...]]:
+    """{message pk: its copy key}. Copies of one mail (delivered to several folders or mailboxes, or imported
+    twice) share a key: the same sender, subject, date, text (its first COPY_HEAD characters, spacing aside:
+    one copy may keep blank lines or tabs another lost on the way) and HTML length. The bodies are read only
+    for the messages whose sender, subject and date another one shares."""
+    from django.db.models.functions import Length, Substr
+
+    heads = {
+        pk: ((address or "").lower(), " ".join((subject or "").split()), date)
+        for pk, address, subject, date in Message.objects.filter(pk__in=message_pks).values_list(
+            "pk", "from_address", "subject", "date"
+        )
+    }
+    shared = Counter(heads.values())
+    keys: dict[int, tuple[Any, ...]] = {pk: (*head, "", None) for pk, head in heads.items()}
+    doubtful = [pk for pk, head in heads.items() if shared[head] > 1]
+    if doubtful:
+        rows = (
+            Message.objects.filter(pk__in=doubtful)
+            .annotate(head=Substr("body_text", 1, COPY_HEAD), html_length=Length("body_html"))
+            .values_list("pk", "head", "html_length")
+        )
+        for pk, text, size in rows:
+            keys[pk] = (*heads[pk], " ".join((text or "").split()), size)
+    return keys

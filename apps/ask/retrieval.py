@@ -10,9 +10,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from django.db.models.functions import Length, Substr
-
 from apps.accounts.models import Attachment, MailAccount, Message, Provider, Thread
+from apps.accounts.selectors import copy_keys
 from apps.ask import rerank
 from apps.ask.extraction import attachment_kind
 from apps.ask.planner import Plan
@@ -34,7 +33,6 @@ HYBRID_LIMIT = 30
 HIT_SOURCES = {"fts": "local_fts", "vector": "local_vector"}  # a hybrid hit's lists, as Ask's source names
 PROVIDER_LIMIT = 20
 SHORTLIST = 30
-COPY_HEAD = 4000  # characters of a body compared to tell copies of one mail (CandidatePool.collapse_copies)
 MAX_ATTACHMENTS_PER_RUN = 12
 MAX_ATTACHMENT_BYTES = 15 * 1024 * 1024
 MESSAGE_KINDS = (DocumentKind.MESSAGE.value, DocumentKind.ATTACHMENT.value)
@@ -85,15 +83,7 @@ class CandidatePool:
             return 0
         self.collapsed = True
         groups: dict[tuple[Any, ...], list[Candidate]] = {}
-        rows = (
-            Message.objects.filter(pk__in=list(self.by_message))
-            .annotate(head=Substr("body_text", 1, COPY_HEAD), html_length=Length("body_html"))
-            .values_list("pk", "from_address", "subject", "date", "head", "html_length")
-        )
-        for pk, address, subject, date, head, html_length in rows:
-            # spacing aside: one copy may keep blank lines or tabs another lost on the way
-            text = " ".join((head or "").split())
-            key = ((address or "").lower(), " ".join((subject or "").split()), date, text, html_length)
+        for pk, key in copy_keys(list(self.by_message)).items():
             groups.setdefault(key, []).append(self.by_message[pk])
         folded = 0
         for copies in groups.values():

@@ -35,6 +35,11 @@ class SearchResultOut(Schema):
     subject: str | None = Field(None, description="A message's subject (the title again)")
     thread_id: int | None = None
     unread: bool | None = None
+    copies: int | None = Field(
+        None,
+        description="Copies of this mail in other folders or accounts, folded into this row (same sender, "
+        "subject, date and text)",
+    )
     file_id: int | None = None
     path: str | None = Field(None, description="A library file's path inside the library")
     mime_type: str | None = None

@@ -14,6 +14,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.accounts.models import MailAccount, MailFolder, Message
+from apps.accounts.selectors import copy_keys
 from apps.search.backends import get_search_backend
 from apps.search.backends.base import MODES, EmbeddingProgress, Mode, SearchFilters, SearchHit
 from apps.search.folding import STOPWORDS, fold_tokens
@@ -230,6 +231,7 @@ ATTACHMENT_KIND = DocumentKind.ATTACHMENT.value
 ALL_KINDS = (*MESSAGE_KINDS, FILE_KIND)
 COLLECT = 300  # ranked documents a query pages through (the count covers every keyword match)
 PER_PAGE = 20
+COPY_WINDOW_PAGES = 2  # copies are folded over the rows up to the end of the page after the one shown
 
 
 def _like(value: str) -> str:
@@ -382,6 +384,7 @@ class ResultRow:
     mime_type: str = ""
     is_image: bool = False
     unread: bool = False
+    copies: int = 0  # copies of this mail folded into the row (_fold_copies)
 
     def as_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -399,7 +402,13 @@ class ResultRow:
             data.update(file_id=self.pk, path=self.path, mime_type=self.mime_type)
         else:
             # "subject" repeats the title for callers of the message-only shape this replaced.
-            data.update(message_id=self.message_id, subject=self.title, thread_id=self.thread_id, unread=self.unread)
+            data.update(
+                message_id=self.message_id,
+                subject=self.title,
+                thread_id=self.thread_id,
+                unread=self.unread,
+                copies=self.copies,
+            )
         return data
 
 
@@ -462,8 +471,8 @@ def search_page(
             keyword_items = _items([h for h in hits if "fts" in h.sources])
             count = backend.keyword_count(text, filters=filters) + count - keyword_items
     ranked_items = _items(hits)
-    rows = _group(hits, by_thread=group)
     start = (page - 1) * per_page
+    rows = _fold_copies(_group(hits, by_thread=group), window=start + COPY_WINDOW_PAGES * per_page)
     shown = rows[start : start + per_page]
     _fill(shown, hits, text, prefix_last=prefix_last)
     suggestion = ""
@@ -535,6 +544,27 @@ def _group(hits: list[SearchHit], *, by_thread: bool = True) -> list[ResultRow]:
         counted[key].add(pk)
         row.matches = len(counted[key])
     return rows
+
+
+def _fold_copies(rows: list[ResultRow], *, window: int) -> list[ResultRow]:
+    """One row per mail among the first `window` rows: a copy of a better-ranked row's message (the same mail
+    in another folder or mailbox, or imported twice: apps.accounts.selectors.copy_keys) is folded into that
+    row, which counts it. Folding keeps the order, so the pages before stay as they were shown; the rows past
+    the window (pages not asked for) are left as they are, which keeps a query's cost to its page."""
+    keys = copy_keys([row.pk for row in rows[:window] if row.kind == "mail"])
+    kept: list[ResultRow] = []
+    first: dict[tuple[Any, ...], ResultRow] = {}
+    for row in rows[:window]:
+        key = keys.get(row.pk) if row.kind == "mail" else None
+        if key is None:
+            kept.append(row)
+        elif (original := first.get(key)) is not None:
+            original.copies += 1 + row.copies
+            original.sources = list(dict.fromkeys([*original.sources, *row.sources]))
+        else:
+            first[key] = row
+            kept.append(row)
+    return kept + rows[window:]
 
 
 def _thread_ids(message_ids: list[int]) -> dict[int, int | None]:

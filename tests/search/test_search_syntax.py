@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import io
 import json
+import mailbox
 import re
 from typing import Any
 
@@ -14,7 +15,9 @@ from django.core.management import call_command
 from django.db.models import Q
 from django.utils import timezone
 
-from apps.accounts.demo_mailbox import import_demo_mailbox
+from apps.accounts.actions import create_local_account
+from apps.accounts.demo_mailbox import build_demo_messages, import_demo_mailbox
+from apps.accounts.importers import import_path
 from apps.accounts.models import Attachment, Message
 from apps.search.query import parse_search, period
 
@@ -158,3 +161,25 @@ def test_did_you_mean_comes_from_the_index(logged_in_client: Any, demo: Any) -> 
     html = logged_in_client.get("/search/", {"q": "parcle"}).content.decode()
     assert 'data-testid="search-suggestion"' in html and ">parcel</a>" in html
     assert _api(logged_in_client, "parcel")["did_you_mean"] is None
+
+
+def test_copies_of_one_mail_are_one_row(
+    logged_in_client: Any, demo: Any, user: Any, tmp_path: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    """The QNB statements imported again into a second account (an old laptop's mbox export): the search page
+    lists each statement once and says it has a copy; the count still counts every stored message."""
+    export = mailbox.mbox(tmp_path / "export.mbox")
+    for mail in build_demo_messages():
+        if mail.sender.address.endswith("@qnbfinansbank.example"):
+            export.add(mail.to_email().as_bytes())
+    export.flush()
+    second = create_local_account(owner=user, name="Old laptop export")
+    with django_capture_on_commit_callbacks(execute=True):
+        imported = import_path(second, tmp_path / "export.mbox").imported
+    assert imported >= 2
+    data = _api(logged_in_client, "from:qnbfinansbank.example", mode="keyword")
+    assert data["count"] == 2 * imported
+    assert len(data["results"]) == imported and all(row["copies"] == 1 for row in data["results"])
+    html = logged_in_client.get("/search/", {"q": "from:qnbfinansbank.example"}).content.decode()
+    assert html.count('data-testid="search-result"') == imported
+    assert html.count('data-testid="search-copies"') == imported and "+ 1 copy" in html
