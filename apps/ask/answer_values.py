@@ -19,6 +19,7 @@ KIND_NAMES = {
 }
 # How many words before a value may be its label (named_values).
 LABEL_SPAN = 4
+LABEL_AFTER = 1  # and the word right after it: "the June 15th payroll"
 
 
 def named_values(text: str, values: list[str], label_words: AbstractSet[str]) -> int:
@@ -32,7 +33,8 @@ def named_values(text: str, values: list[str], label_words: AbstractSet[str]) ->
         if at <= 0:
             continue
         before = {w.strip(".,:;#()") for w in normalize(text[:at]).split()[-LABEL_SPAN:]}
-        best = max(best, sum(1 for word in label_words if any(same_word(word, w) for w in before)))
+        after = {w.strip(".,:;#()") for w in normalize(text[at + len(value) :]).split()[:LABEL_AFTER]}
+        best = max(best, sum(1 for word in label_words if any(same_word(word, w) for w in before | after)))
     return min(best, 2)
 
 

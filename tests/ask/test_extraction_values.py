@@ -11,6 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from apps.ask.answer import citation_check
+from apps.ask.answer_values import named_values
 from apps.ask.durations import find_durations
 from apps.ask.extractive import extractive_answer
 from apps.ask.planner import plan_question
@@ -213,3 +214,11 @@ def test_a_forwarded_header_under_a_short_reply_is_never_quoted() -> None:
     assert "Sent:" not in own and "Is this the old building or the new one?" in own, own
     answer = answer_to("when are the application forms due back", "RE: Application Forms", body)
     assert "Sent:" not in answer, answer
+
+
+def test_a_question_word_right_after_a_value_labels_it() -> None:
+    # "which payroll will the holiday pay go out on": "the June 15th payroll" (Enron, tenth question file)
+    sentence = "They have all been set up for payment on the June 15th payroll."
+    assert named_values(sentence, ["June 15th"], {"payroll"}) == 1
+    assert named_values(sentence, ["June 15th"], {"holiday"}) == 0
+    assert named_values("Host Code: 551207, Participant code: 330914", ["330914"], {"host", "code"}) == 1
