@@ -13,6 +13,7 @@ KIND_NAMES = {
     "time": "Time",
     "duration": "Duration",
     "amount": "Amount",
+    "measure": "Amount",
     "quantity": "Quantity",
     "phone": "Phone",
     "identifier": "Reference",
@@ -78,9 +79,12 @@ def dialable(identifier: str) -> bool:
 
 def kind_name(kind: str, values: list[str]) -> str:
     """How the answer's first line names its values: a reference question answered with phone numbers only
-    ("what number should I call …") says "Phone", not "Reference"."""
+    ("what number should I call …") says "Phone", not "Reference"; "how much" answered with a quantity,
+    "Quantity"."""
     if kind == "identifier" and values and all(dialable(v) for v in values):
         return KIND_NAMES["phone"]
+    if kind == "measure" and values and not any(find_values("amount", v) for v in values):
+        return KIND_NAMES["quantity"]  # "how much working gas": "Quantity: 20.3 TBTU"
     return KIND_NAMES[kind]
 
 

@@ -42,7 +42,7 @@ logger = logging.getLogger(__name__)
 
 # The kinds whose values make a sentence likelier to answer a question that asks for no kind: any number
 # with a word after it (a quantity) is too common for that.
-OPEN_KINDS = tuple(kind for kind in VALUE_KINDS if kind != "quantity")
+OPEN_KINDS = tuple(kind for kind in VALUE_KINDS if kind not in ("quantity", "measure"))
 # Threads scoring at least this share of the best one are considered for the answer.
 CONTENDER_SHARE = 0.75
 MAX_CONTENDERS = 3
@@ -188,7 +188,7 @@ def _structural_preference(kind: str, option: _Option) -> Any:
             return LATER_DATE_BONUS if sent and any(d and d > sent for d in days) else 0.0
 
         return later
-    if kind == "amount":
+    if kind in ("amount", "measure"):  # the largest amount, for "how much" too
         largest = max(
             (amount_number(v) for _s, _m, p in option.scored for v in find_values("amount", p.text)), default=0.0
         )
@@ -255,7 +255,7 @@ def _headline(
         sent = dt.date.fromtimestamp(message.timestamp)
         later = [v for v in values if (day := parse_day(v, reference=sent)) is not None and day > sent]
         values = later or values
-    elif kind == "amount" and values:
+    elif values and (kind == "amount" or (kind == "measure" and all(find_values("amount", v) for v in values))):
         values = [max(_nearest_to_names(plan, chosen, values), key=amount_number)]
     return list(dict.fromkeys(values))[:3]
 

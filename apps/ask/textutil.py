@@ -355,6 +355,8 @@ def has_value(kind: str, text: str) -> bool:
     by sentence)."""
     if kind == "quantity":
         return any(_counts_something(match) for match in QUANTITY_RE.finditer(text))
+    if kind == "measure":
+        return has_value("amount", text) or has_value("quantity", text)
     return bool(find_values(kind, text))
 
 
@@ -392,13 +394,14 @@ def is_phone_number(identifier: str) -> bool:
 
 
 # The kinds of value an answer can state, and how the page names them.
-VALUE_KINDS = ("date", "time", "duration", "amount", "quantity", "phone", "identifier")
+VALUE_KINDS = ("date", "time", "duration", "amount", "measure", "quantity", "phone", "identifier")
 VALUE_KIND_LABELS = {
     "date": "a date",
     "time": "a time",
     "duration": "a length of time",
     "quantity": "a quantity",
     "amount": "an amount",
+    "measure": "an amount or quantity",
     "phone": "a phone number",
     "identifier": "a reference number",
 }
@@ -412,6 +415,8 @@ def find_values(kind: str, text: str) -> list[str]:
         return find_durations(text)
     if kind == "quantity":
         return find_quantities(text)
+    if kind == "measure":  # "how much": of money or of anything counted
+        return [*find_amounts(text), *find_quantities(text)]
     if kind == "phone":
         return find_phones(text)
     if kind == "date":

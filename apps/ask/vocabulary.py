@@ -16,7 +16,7 @@ from pathlib import Path
 from apps.ask.textutil import contains_word, normalize
 
 DEFAULT_PATH = Path(__file__).resolve().parent / "data" / "vocabulary.json"
-ANSWER_TYPE_ORDER = ("time", "duration", "date", "amount", "quantity", "phone", "identifier", "name")
+ANSWER_TYPE_ORDER = ("time", "duration", "date", "amount", "measure", "quantity", "phone", "identifier", "name")
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +82,8 @@ def answer_types_of(question: str) -> list[str]:
     ]
     if "time" in kinds and "date" in kinds:
         kinds.remove("date")  # "what time … when" asks for the time
+    if "measure" in kinds and {"amount", "quantity", "duration"} & set(kinds):
+        kinds.remove("measure")  # "how much does it cost": an amount; "how much time": a length of time
     if "quantity" in kinds and {"duration", "amount"} & set(kinds):
         kinds.remove("quantity")  # "how many days" asks for a length of time, "how many dollars" for an amount
     if "phone" in kinds and "identifier" in kinds:

@@ -222,3 +222,16 @@ def test_a_question_word_right_after_a_value_labels_it() -> None:
     assert named_values(sentence, ["June 15th"], {"payroll"}) == 1
     assert named_values(sentence, ["June 15th"], {"holiday"}) == 0
     assert named_values("Host Code: 551207, Participant code: 330914", ["330914"], {"host", "code"}) == 1
+
+
+def test_how_much_is_answered_with_a_quantity_when_that_is_what_the_mail_gives() -> None:
+    # "how much working gas" (Enron, sixth question file): "how much" asks for an amount or a quantity
+    body = (
+        "We are selling the working gas in the Bammel field to AEP.  At current prices AEP would owe us "
+        "somewhere around $98 million.\n\n"
+        "Working gas in Bammel as of May 9: 20.3 TBTU.\n\nThanks,\nJim\n"
+    )
+    answer = answer_to("How much working gas did Bammel have as of May 9?", "Working gas sale", body, kinds=["measure"])
+    assert answer.startswith("Quantity: **20.3 TBTU**"), answer
+    answer = answer_to("How much will AEP owe us for the Bammel gas?", "Working gas sale", body, kinds=["measure"])
+    assert answer.startswith("Amount: **$98 million**"), answer

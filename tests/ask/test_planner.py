@@ -62,7 +62,7 @@ def test_no_lexicon_in_code() -> None:
 
 def test_amount_question_and_entities() -> None:
     plan = plan_question("how much was the Schreiber invoice last month?", now=NOW)
-    assert plan.answer_type == "amount"
+    assert plan.answer_type == "measure"  # "how much": an amount or a quantity
     assert plan.entities == ["Schreiber"]
     assert "schreiber" in plan.keywords and "invoice" in plan.keywords
     assert "month" not in plan.keywords  # "last month" is the period, not search words
@@ -72,12 +72,14 @@ def test_amount_question_and_entities() -> None:
 
 def test_answer_types_come_from_the_vocabulary_file() -> None:
     both = plan_question("when is the Schreiber invoice due and how much is it?", now=NOW)
-    assert both.answer_types == ["date", "amount"]
+    assert both.answer_types == ["date", "measure"]
     assert plan_question("what time does my flight leave?", now=NOW).answer_types == ["time"]
     assert plan_question("what is the tracking number of the desk?", now=NOW).answer_types == ["identifier"]
     assert plan_question("did Tom send the budget?", now=NOW).answer_types == ["yesno"]
     # Other common ways to ask for a kind of value (vocabulary.json, 2026-11-27)
-    assert plan_question("how large is the payment to the utility?", now=NOW).answer_types == ["amount"]
+    assert plan_question("how large is the payment to the utility?", now=NOW).answer_types == ["measure"]
+    assert plan_question("what does the course cost?", now=NOW).answer_types == ["amount"]
+    assert plan_question("how much time does the transfer take?", now=NOW).answer_types == ["duration"]
     assert plan_question("on which days is the class held?", now=NOW).answer_types == ["date"]
     assert plan_question("what passcode do we use for the call?", now=NOW).answer_types == ["identifier"]
     assert plan_question("what number should I call to reach Bill?", now=NOW).answer_types == ["phone"]
