@@ -27,6 +27,7 @@ from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E40
 from django.urls import path, re_path  # noqa: E402
 
 from apps.ask.consumers import AskRunConsumer  # noqa: E402
+from apps.ask.warmup import warm_up_in_background  # noqa: E402
 from apps.workspaces.mcp import with_mcp  # noqa: E402
 from mailagent.consumers import NotificationsConsumer, UnknownPathConsumer  # noqa: E402
 from mailagent.crypto import enforce_secret_storage_policy  # noqa: E402
@@ -49,3 +50,8 @@ application = ProtocolTypeRouter(
         ),
     }
 )
+
+# Each web process warms Ask up as it starts (the embedder, the search index's vectors, the gist model,
+# dateparser's languages: apps/ask/warmup.py), so the first question after a restart does not wait ~6 s for
+# them; MAILAGENT_ASK_WARM_UP=0 leaves it to the first Ask page view or question.
+warm_up_in_background()

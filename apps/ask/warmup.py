@@ -43,17 +43,19 @@ def warm_up() -> None:
     from apps.search.gist import get_gist_embedder, load_gist_matrix
 
     try:
-        dates.warm_up(timezone.now())
+        # What every question needs first: the embedder, then the search index's in-process parts (the vectors,
+        # 2.4 s for Enron's 96,507 passages; the keyword index starts its own background load) and the gist
+        # model and matrix. dateparser's languages come last: only a question naming a period needs them, and
+        # their 4 s of Python hold the interpreter lock a question asked meanwhile needs too.
         embed_query_cached(get_embedder(), "warm up")
+        backend = get_search_backend()
+        backend.semantic("warm up", limit=1, snippets=False)
+        backend.keyword("warm up", limit=1, snippets=False)
         gist_embedder = get_gist_embedder()  # the rerank's gist model (apps/search/gist.py)
         if gist_embedder is not None:
             embed_query_cached(gist_embedder, "warm up")
             load_gist_matrix(gist_embedder)  # 0.5 s for Enron's 44,715 gists
-        # The search index's in-process parts: the vectors (2.4 s for Enron's 96,507 passages) load here, the
-        # keyword index starts its own background load. Nothing is returned to anyone.
-        backend = get_search_backend()
-        backend.semantic("warm up", limit=1, snippets=False)
-        backend.keyword("warm up", limit=1, snippets=False)
+        dates.warm_up(timezone.now())
     except Exception:  # a failed warm-up costs the first question its time, nothing else
         logger.warning(
             "ask: background warm-up failed; the first questions build what they need themselves", exc_info=True

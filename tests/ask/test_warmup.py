@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -46,3 +50,20 @@ def test_off_in_settings_starts_nothing(logged_in_client: Any, fresh_process: No
         assert logged_in_client.get(reverse("ask:panel")).status_code == 200
     assert not _warm_up_threads()
     assert warmup._thread is None
+
+
+def test_a_web_process_warms_up_as_it_starts(tmp_path: Any) -> None:
+    """The ASGI application every web process imports starts the warm-up, so the first question after a
+    restart does not wait for the embedder and the vectors (MAILAGENT_ASK_WARM_UP=0 turns it off)."""
+    probe = (
+        "import threading, mailagent.asgi; "
+        f"print(sorted(t.name for t in threading.enumerate() if t.name == {warmup.THREAD_NAME!r}))"
+    )
+    root = Path(__file__).resolve().parents[2]
+    for setting, expected in (("1", f"[{warmup.THREAD_NAME!r}]"), ("0", "[]")):
+        env = {**os.environ, "MAILAGENT_ASK_WARM_UP": setting, "DATA_DIR": str(tmp_path / setting)}
+        done = subprocess.run(
+            [sys.executable, "-c", probe], env=env, cwd=root, capture_output=True, text=True, timeout=300
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert done.stdout.strip().splitlines()[-1] == expected, done.stdout
