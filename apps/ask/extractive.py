@@ -2,7 +2,7 @@
 
 1. The kinds of value the question asks for (plan.answer_types: date, time, amount, identifier).
 2. Among the best evidence threads (close to the top score) and their read messages, the one message whose
-   own text (no quotes, greetings, signatures or disclaimers: textutil.own_text) holds every asked kind in
+   own text (no quotes, greetings, signatures or disclaimers: mailparts.own_text) holds every asked kind in
    the sentences most similar to the question. Similarity is the multilingual embedder's (an English
    question finds the due-date line of a Turkish statement), plus the question's words and names.
 3. Quote those sentences with the values marked, cite [n], and never mix values from two messages.

@@ -30,6 +30,7 @@ from apps.ask.events import Emit, EventStatus, make_event
 from apps.ask.extractive import extractive_answer
 from apps.ask.file_router import route_for_run
 from apps.ask.intent import FILE_INTENTS
+from apps.ask.mailparts import forwarded_text, split_closing
 from apps.ask.planner import Plan, PreviousTurn, plan_question, refusal_text
 from apps.ask.rerank import (
     Candidate,
@@ -50,7 +51,7 @@ from apps.ask.retrieval import (
 )
 from apps.ask.rewrite import llm_rerank, recent_subjects, rewrite_question
 from apps.ask.search_steps import gather_candidates
-from apps.ask.textutil import VALUE_KIND_LABELS, VALUE_KINDS, Passage, find_values, forwarded_text, split_closing
+from apps.ask.textutil import VALUE_KIND_LABELS, VALUE_KINDS, Passage, find_values
 from apps.search.folding import highlight, parse_query
 from mailagent.llm import LLMConfig
 

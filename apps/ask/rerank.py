@@ -57,6 +57,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from apps.ask.mailparts import own_text
 from apps.ask.planner import Plan, content_keywords
 from apps.ask.textutil import (
     DATE_RE,
@@ -67,7 +68,6 @@ from apps.ask.textutil import (
     find_values,
     has_value,
     normalize,
-    own_text,
 )
 from apps.ask.vocabulary import hint_words, phrase_in
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apps.accounts.models import MailAccount, Message
+from apps.ask.mailparts import own_text
 from apps.ask.rerank import ThreadResult
-from apps.ask.textutil import own_text
 from mailagent.llm import LLMConfig, LLMError, chat
 
 logger = logging.getLogger(__name__)

@@ -134,7 +134,7 @@ class Passage:
     heading: str = ""  # the short line over a one-line paragraph ("Where" over "4807 Elm Street"): _heading
 
 
-_KEY_VALUE = re.compile(r"^[^:]{1,40}:\s")
+KEY_VALUE = re.compile(r"^[^:]{1,40}:\s")
 _CLAUSE_END = (".", "!", "?", ":", ";")
 
 
@@ -175,7 +175,7 @@ def _heading(lines: list[str], index: int) -> str:
         and len(heading.split()) <= HEADING_WORDS
         and not heading[:1].islower()
         and heading[-1:].isalnum()
-        and not _KEY_VALUE.match(heading)
+        and not KEY_VALUE.match(heading)
         else ""
     )
 
@@ -208,8 +208,8 @@ def unwrap(text: str) -> list[str]:
             and not bullet
             and (len(previous) >= 50 or _breaks_mid_clause(previous, line))
             and (not previous.endswith(_CLAUSE_END) or _continues(previous, line))
-            and not _KEY_VALUE.match(line)
-            and not _KEY_VALUE.match(previous)
+            and not KEY_VALUE.match(line)
+            and not KEY_VALUE.match(previous)
         ):
             merged[-1] = f"{previous} {line}"
         else:
@@ -428,173 +428,6 @@ def find_values(kind: str, text: str) -> list[str]:
     if kind == "identifier":
         return find_identifiers(text)
     return []
-
-
-def _is_closing(paragraph: str) -> bool:
-    """Sign-off, name, company, address lines: short lines, no sentence, no date or amount."""
-    rows = [r for r in paragraph.split("\n") if r.strip()]
-    return (
-        bool(rows)
-        and all(len(r.split()) <= 10 and not r.rstrip().endswith((".", "?", "!")) for r in rows)
-        and not find_dates(paragraph)
-        and not find_amounts(paragraph)
-    )
-
-
-# A separator rule: "-----Original Message-----", "_____", or a line of three or more of one rule character
-# alone ("***", "---"; "--" alone is the signature marker).
-_RULE_LINE = re.compile(r"^\s*(?:[-_=*~]{5,}|([-_=*~])\1{2,}\s*$)")
-QUOTE_LINE = re.compile(r"^\s*(?:>\s?)+")
-
-
-def _is_sign_off(paragraph: str) -> bool:
-    """A paragraph that is one short line ending in a comma ("Many Thanks,", "Best regards,")."""
-    line = paragraph.strip()
-    return "\n" not in line and line.endswith(",") and len(line.split()) <= 4
-
-
-def own_text(body: str) -> str:
-    return split_closing(body)[0]
-
-
-def _history_starts(line: str, kept: list[str]) -> bool:
-    """A separator rule ("-----Original Message-----", "_____") once the mail has text of its own."""
-    return bool(_RULE_LINE.match(line)) and any(len(k.split()) >= 5 for k in kept)
-
-
-_HEADER_LINE = re.compile(r"^\s*[^\s:][^:]{0,30}:(?:\s|$)")
-HEADER_LEAD_LINES = 3  # lines before a header block's first "Label:" line (Notes: '"Name" <a@b> on 10/11/2001')
-
-
-def forwarded_text(body: str) -> str:
-    """The messages a mail forwards or replies to below a separator rule, which own_text leaves out, without
-    their header blocks ("From:", "Sent:", "Von:", "Kimden:" … the "Label: value" lines after a rule) and
-    quote marks. A forward's answer is often there ("PNM paid a $0.03 per Dth/d fee in that month")."""
-    lines = body.replace("\r\n", "\n").split("\n")
-    kept: list[str] = []
-    start: int | None = None
-    for index, line in enumerate(lines):
-        if line.rstrip() == "--" or line == "-- ":
-            return ""
-        if _history_starts(line, kept):
-            start = index
-            break
-        kept.append(line)
-    if start is None:
-        return ""
-    history: list[str] = []
-    header: list[str] | None = None  # the lines of the header block being skipped, None outside one
-    for line in lines[start:]:
-        plain = QUOTE_LINE.sub("", line)
-        if _RULE_LINE.match(plain):
-            header = []
-            continue
-        if header is not None:
-            labelled = any(_HEADER_LINE.match(h) for h in header)
-            if _HEADER_LINE.match(plain) or (not plain.strip() and not labelled):
-                header.append(plain)
-                continue
-            if not labelled and plain.strip() and len(header) < HEADER_LEAD_LINES:
-                header.append(plain)
-                continue
-            was_header = _is_message_header(header)
-            if not was_header:  # a rule inside the text ("*****"), not a forward: keep it all
-                history.extend(header)
-            header = None
-            if was_header and not plain.strip():  # the blank line that ends the header block
-                continue
-        history.append(plain)
-    if header and not _is_message_header(header):
-        history.extend(header)
-    return "\n".join(history).strip()
-
-
-def _without_header_blocks(lines: list[str]) -> list[str]:
-    """`lines` less each separator rule followed by a forwarded message's header block ("-----Original
-    Message-----" / "From: …" / "Sent: …"): kept in a mail's own text when it starts with a reply of a few
-    words ("old one. thanks!."), a "Sent: Tuesday, January 22, 2002 10:00 AM" line was quoted as an answer."""
-    kept: list[str] = []
-    index = 0
-    while index < len(lines):
-        if not _RULE_LINE.match(lines[index]):
-            kept.append(lines[index])
-            index += 1
-            continue
-        end = index + 1
-        while end < len(lines) and (_HEADER_LINE.match(lines[end]) or not lines[end].strip()):
-            end += 1
-        if _is_message_header([line for line in lines[index + 1 : end] if line.strip()]):
-            index = end
-        else:
-            kept.append(lines[index])
-            index += 1
-    return kept
-
-
-def _is_message_header(lines: list[str]) -> bool:
-    """A forwarded message's header block: "Label: value" lines, one naming an address or a time of day
-    ("From: a@b.com", "Sent: Friday, October 12, 2001 4:06 PM"), not a table of fields ("Contract: 933")."""
-    text = "\n".join(lines)
-    return any(_HEADER_LINE.match(line) for line in lines) and ("@" in text or bool(TIME_RE.search(text)))
-
-
-def split_closing(body: str) -> tuple[str, str]:
-    """(own text, closing). The own text is the part of a mail body its sender wrote, by structure only
-    (no language word lists): quoted
-    lines (">"), the attribution line just before them, everything after a separator rule ("-----Original
-    Message-----", "_____") once the mail has text of its own, the "-- " signature and everything after it,
-    and the closing block: the last paragraph(s) of short lines (sign-off, name, company) plus whatever
-    follows them (disclaimers). The closing's short-line paragraphs (sign-off, name, phone, address) are
-    returned apart: a phone number is asked for there, nothing else is."""
-    lines = body.replace("\r\n", "\n").split("\n")
-    kept: list[str] = []
-    for index, line in enumerate(lines):
-        if line.rstrip() == "--" or line == "-- ":
-            break
-        if _history_starts(line, kept):
-            break
-        if line.lstrip().startswith(">"):
-            continue
-        following = next((n for n in lines[index + 1 :] if n.strip()), "")
-        if line.rstrip().endswith(":") and following.lstrip().startswith(">"):
-            continue
-        kept.append(line)
-    kept = _without_header_blocks(kept)
-    # blank lines (whitespace-only ones too: "assistance.\n    \nKind regards,") separate paragraphs
-    paragraphs = re.split(r"\n[ \t\u00a0]*\n(?:[ \t\u00a0]*\n)*", "\n".join(kept).strip())
-    # The closing: from the end, drop the disclaimer-and-signature tail. A paragraph whose every line is
-    # short (≤ 6 words, no sentence) is a sign-off/signature; a long paragraph after one is a disclaimer.
-    cut = len(paragraphs)
-    for position in range(len(paragraphs) - 1, 0, -1):
-        if _is_closing(paragraphs[position]):
-            cut = position
-            continue
-        if cut < len(paragraphs) and position == cut - 1:
-            break
-        # a trailing long paragraph is a disclaimer only when a short signature paragraph precedes it
-        if cut == len(paragraphs) and position == len(paragraphs) - 1 > 1 and _is_closing(paragraphs[position - 1]):
-            cut = position - 1
-            continue
-        break
-    # Short lines above the sign-off are the mail's own ("Host Code: 869944" / "Participant code: 107058",
-    # then "Many Thanks," and the name): the closing starts at a sign-off line when it has one.
-    sign_off = next((p for p in range(cut, len(paragraphs)) if _is_sign_off(paragraphs[p])), None)
-    if sign_off is not None:
-        cut = sign_off
-    else:
-        # Without a sign-off, "Label: value" paragraphs right after the text ("Cell Number: 011-44-…" under
-        # "The following is contact information for John Sheriff.") are its own; a signature starts with a name.
-        while cut < len(paragraphs) and all(_KEY_VALUE.match(row.strip()) for row in paragraphs[cut].split("\n")):
-            cut += 1
-    closing = "\n\n".join(p for p in paragraphs[cut:] if _is_closing(p))
-    paragraphs = paragraphs[:cut]
-    # The greeting: a first line of at most four words ending in a comma or colon ("Dear Mr Kaya,").
-    if paragraphs:
-        first_rows = paragraphs[0].split("\n")
-        head = first_rows[0].strip()
-        if len(head.split()) <= 4 and head.endswith((",", ":", "!")):
-            paragraphs[0] = "\n".join(first_rows[1:])
-    return "\n\n".join(p for p in paragraphs if p.strip()), closing
 
 
 _NUMERIC_DATE = re.compile(r"(\d{1,4})[./-](\d{1,2})[./-](\d{2,4})")

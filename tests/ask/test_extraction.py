@@ -15,6 +15,7 @@ from apps.accounts.demo_mailbox import build_pdf
 from apps.ask.answer import EvidenceMessage, EvidenceText, collect_passages
 from apps.ask.extraction import ExtractionError, attachment_kind, extract_text
 from apps.ask.extractive import extractive_answer
+from apps.ask.mailparts import forwarded_text, split_closing
 from apps.ask.planner import Plan, plan_question
 from apps.ask.textutil import (
     Passage,
@@ -24,10 +25,8 @@ from apps.ask.textutil import (
     find_identifiers,
     find_phones,
     find_times,
-    forwarded_text,
     parse_day,
     passages,
-    split_closing,
     value_key,
 )
 

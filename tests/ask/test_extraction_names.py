@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from apps.ask.mailparts import split_closing
 from apps.ask.names import name_spans, new_names
-from apps.ask.textutil import find_amounts, passages, split_closing
+from apps.ask.textutil import find_amounts, passages
 from apps.ask.vocabulary import answer_types_of
 from tests.ask.test_extraction_values import answer_to
 

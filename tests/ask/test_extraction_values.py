@@ -14,9 +14,10 @@ from apps.ask.answer import citation_check
 from apps.ask.answer_values import named_values
 from apps.ask.durations import find_durations
 from apps.ask.extractive import extractive_answer
+from apps.ask.mailparts import split_closing
 from apps.ask.planner import plan_question
 from apps.ask.presentation import verification_label
-from apps.ask.textutil import find_dates, find_phones, find_quantities, find_times, passages, split_closing
+from apps.ask.textutil import find_dates, find_phones, find_quantities, find_times, passages
 from tests.ask.test_extraction import one_mail
 
 NOW = dt.datetime(2002, 3, 1, tzinfo=dt.UTC)
