@@ -36,9 +36,38 @@ def own_text(body: str) -> str:
     return split_closing(body)[0]
 
 
-def _history_starts(line: str, kept: list[str]) -> bool:
-    """A separator rule ("-----Original Message-----", "_____") once the mail has text of its own."""
-    return bool(_RULE_LINE.match(line)) and any(len(k.split()) >= 5 for k in kept)
+def _history_starts(line: str, kept: list[str], *, notes_header: bool = False) -> bool:
+    """A separator rule ("-----Original Message-----", "_____") or the first line of a Lotus Notes header
+    block (_notes_headers), once the mail has text of its own."""
+    return (bool(_RULE_LINE.match(line)) or notes_header) and any(len(k.split()) >= 5 for k in kept)
+
+
+# A field label written in a column of its own, after a wide gap or a deep indent: the tabular header Lotus Notes
+# writes above a message it replies to or forwards ("            10/16/2001 09:24 AM          Subject: …").
+_COLUMN_LABEL = re.compile(r"^(?:[ \t]*\S.*?[ \t]{5,}|[ \t]{20,})[^\W\d_][\w-]{0,20}:(?:\s|$)")
+
+
+def _notes_headers(lines: list[str]) -> tuple[set[int], set[int]]:
+    """(first lines, all lines) of Lotus Notes header blocks: runs of non-blank lines holding two labels in a
+    column of their own (_COLUMN_LABEL), an address ("@") and a time of day. No word of any language is read:
+    the labels' column, the address and the time make the block."""
+    starts: set[int] = set()
+    inside: set[int] = set()
+    index = 0
+    while index < len(lines):
+        if not lines[index].strip():
+            index += 1
+            continue
+        end = index
+        while end < len(lines) and lines[end].strip():
+            end += 1
+        run = lines[index:end]
+        text = "\n".join(run)
+        if sum(1 for line in run if _COLUMN_LABEL.match(line)) >= 2 and "@" in text and TIME_RE.search(text):
+            starts.add(index)
+            inside.update(range(index, end))
+        index = end
+    return starts, inside
 
 
 _HEADER_LINE = re.compile(r"^\s*[^\s:][^:]{0,30}:(?:\s|$)")
@@ -50,12 +79,13 @@ def forwarded_text(body: str) -> str:
     their header blocks ("From:", "Sent:", "Von:", "Kimden:" … the "Label: value" lines after a rule) and
     quote marks. A forward's answer is often there ("PNM paid a $0.03 per Dth/d fee in that month")."""
     lines = body.replace("\r\n", "\n").split("\n")
+    notes_starts, notes_lines = _notes_headers(lines)
     kept: list[str] = []
     start: int | None = None
     for index, line in enumerate(lines):
         if line.rstrip() == "--" or line == "-- ":
             return ""
-        if _history_starts(line, kept):
+        if _history_starts(line, kept, notes_header=index in notes_starts):
             start = index
             break
         kept.append(line)
@@ -63,7 +93,9 @@ def forwarded_text(body: str) -> str:
         return ""
     history: list[str] = []
     header: list[str] | None = None  # the lines of the header block being skipped, None outside one
-    for line in lines[start:]:
+    for index, line in enumerate(lines[start:], start=start):
+        if index in notes_lines:
+            continue
         plain = QUOTE_LINE.sub("", line)
         if _RULE_LINE.match(plain):
             header = []
@@ -126,12 +158,15 @@ def split_closing(body: str) -> tuple[str, str]:
     follows them (disclaimers). The closing's short-line paragraphs (sign-off, name, phone, address) are
     returned apart: a phone number is asked for there, nothing else is."""
     lines = body.replace("\r\n", "\n").split("\n")
+    notes_starts, notes_lines = _notes_headers(lines)
     kept: list[str] = []
     for index, line in enumerate(lines):
         if line.rstrip() == "--" or line == "-- ":
             break
-        if _history_starts(line, kept):
+        if _history_starts(line, kept, notes_header=index in notes_starts):
             break
+        if index in notes_lines:  # a Notes header block before any text of the mail's own
+            continue
         if line.lstrip().startswith(">"):
             continue
         following = next((n for n in lines[index + 1 :] if n.strip()), "")

@@ -14,7 +14,7 @@ from apps.ask.answer import citation_check
 from apps.ask.answer_values import named_values
 from apps.ask.durations import find_durations
 from apps.ask.extractive import extractive_answer
-from apps.ask.mailparts import split_closing
+from apps.ask.mailparts import forwarded_text, split_closing
 from apps.ask.planner import plan_question
 from apps.ask.presentation import verification_label
 from apps.ask.textutil import find_dates, find_phones, find_quantities, find_times, passages
@@ -236,3 +236,22 @@ def test_how_much_is_answered_with_a_quantity_when_that_is_what_the_mail_gives()
     assert answer.startswith("Quantity: **20.3 TBTU**"), answer
     answer = answer_to("How much will AEP owe us for the Bammel gas?", "Working gas sale", body, kinds=["measure"])
     assert answer.startswith("Amount: **$98 million**"), answer
+
+
+def test_a_lotus_notes_header_block_is_never_quoted() -> None:
+    # Notes writes the replied-to message's header as a table: labels in a column of their own after a gap.
+    body = (
+        "Good question.  I will ask Kirk about the exchange's web site first thing tomorrow and get back to you.\n\n"
+        "Sheri Righi\nHuman Performance\n\n\n\n"
+        "            dutch.quigley@example.c\n"
+        "            om                           To:     Sheri Righi/Internal@Example\n"
+        "                                         cc:\n"
+        "            10/15/2001 06:24 PM          Subject:     RE: Weekly Assignment: Due 10/19/01\n\n\n\n"
+        "How much of the assignment can be taken from the exchange's web site?  Can we copy it over?\n\ndq\n"
+    )
+    own, closing = split_closing(body)
+    assert "Subject:" not in own and "Subject:" not in closing and own.startswith("Good question."), (own, closing)
+    history = forwarded_text(body)
+    assert "Subject:" not in history and "How much of the assignment can be taken" in history, history
+    answer = answer_to("when is the weekly assignment due", "RE: Weekly Assignment: Due 10/19/01", body)
+    assert "Subject:" not in answer and "06:24 PM" not in answer, answer
