@@ -79,8 +79,9 @@ AMOUNT_RE = re.compile(
     rf"|-?(?:{_NUMBER})(?![\d.,]\d){_SCALE}?\s?{_CURRENCY})(?![A-Za-z\d])",
     re.IGNORECASE,
 )
-# A new sentence starts with a capital: not "Feb. 23", "No. 5" or "approx. 30".
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-ZÇĞİÖŞÜÄ])")
+# A new sentence starts with a capital: not "Feb. 23", "No. 5" or "approx. 30"; and not after an initialism of
+# single letters ("5:00 p.m. CST", "e.g. Houston").
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\b[^\W\d_]\.[^\W\d_]\.)\s+(?=[A-ZÇĞİÖŞÜÄ])")
 
 
 def find_dates(text: str) -> list[str]:

@@ -255,3 +255,17 @@ def test_a_lotus_notes_header_block_is_never_quoted() -> None:
     assert "Subject:" not in history and "How much of the assignment can be taken" in history, history
     answer = answer_to("when is the weekly assignment due", "RE: Weekly Assignment: Due 10/19/01", body)
     assert "Subject:" not in answer and "06:24 PM" not in answer, answer
+
+
+def test_an_initialism_ends_no_sentence() -> None:
+    line = (
+        "We cordially invite you to a forum for the market's traders jointly hosted by two of its members, on "
+        "Friday, November 9th, 1:00 - 5:00 p.m. CST.  The forum is intended for traders, asset managers and "
+        "schedulers with a stake in the market's success.  Please reply by Monday."
+    )
+    assert [p.text for p in passages(line, source="body")] == [
+        "We cordially invite you to a forum for the market's traders jointly hosted by two of its members, on "
+        "Friday, November 9th, 1:00 - 5:00 p.m. CST.",
+        "The forum is intended for traders, asset managers and schedulers with a stake in the market's success.",
+        "Please reply by Monday.",
+    ]
