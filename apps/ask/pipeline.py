@@ -51,7 +51,7 @@ from apps.ask.retrieval import (
 )
 from apps.ask.rewrite import llm_rerank, recent_subjects, rewrite_question
 from apps.ask.search_steps import gather_candidates
-from apps.ask.textutil import VALUE_KIND_LABELS, VALUE_KINDS, Passage, find_values
+from apps.ask.textutil import VALUE_KIND_LABELS, VALUE_KINDS, Passage, find_values, names_days
 from apps.search.folding import highlight, parse_query
 from mailagent.llm import LLMConfig
 
@@ -345,10 +345,12 @@ def _no_evidence_reason(plan: Plan, threads: list[ThreadResult], *, chosen_threa
     if not threads:
         return "nothing matched"
     top = threads[0].best
-    if plan.entities and not any(_mentions_entity(member) for member in threads[0].members):
+    # Month and weekday names are dates, not names: "dues for Nov-Jan" is answered by "November to January".
+    named = [entity for entity in plan.entities if not names_days(entity)]
+    if named and not any(_mentions_entity(member) for member in threads[0].members):
         # The best thread names none of the question's entities (the bank, the company, the city), in any of
         # its matching messages: a reply that only says "your flight" is fine when its thread names Istanbul.
-        names = ", ".join(plan.entities)
+        names = ", ".join(named)
         read = sum(len(thread.members) for thread in threads)
         if any(_mentions_entity(member) for thread in threads for member in thread.members):
             return f"the best match does not mention {names}"

@@ -84,6 +84,12 @@ AMOUNT_RE = re.compile(
 _SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\b[^\W\d_]\.[^\W\d_]\.)\s+(?=[A-ZÇĞİÖŞÜÄ])")
 
 
+def names_days(word: str) -> bool:
+    """A month or weekday name, or a range of them ("Nov-Jan", "Wednesday"; from dateparser's data)."""
+    parts = [part.rstrip(".") for part in re.split(r"[-/\u2013]", normalize(word)) if part]
+    return bool(parts) and all(part in MONTHS or part in WEEKDAYS for part in parts)
+
+
 def find_dates(text: str) -> list[str]:
     """Date expressions as written (the original text, not the folded form)."""
     folded = fold(text)

@@ -17,7 +17,7 @@ from apps.ask.extractive import extractive_answer
 from apps.ask.mailparts import forwarded_text, split_closing
 from apps.ask.planner import plan_question
 from apps.ask.presentation import verification_label
-from apps.ask.textutil import find_dates, find_phones, find_quantities, find_times, passages
+from apps.ask.textutil import find_dates, find_phones, find_quantities, find_times, names_days, passages
 from tests.ask.test_extraction import one_mail
 
 NOW = dt.datetime(2002, 3, 1, tzinfo=dt.UTC)
@@ -269,3 +269,12 @@ def test_an_initialism_ends_no_sentence() -> None:
         "The forum is intended for traders, asset managers and schedulers with a stake in the market's success.",
         "Please reply by Monday.",
     ]
+
+
+@pytest.mark.parametrize(
+    ("word", "is_date"),
+    [("Nov-Jan", True), ("Wednesday", True), ("Sept.", True), ("Ergoform", False), ("Mann", False), ("Jan-X", False)],
+)
+def test_month_and_weekday_names_are_no_names_a_mail_must_mention(word: str, is_date: bool) -> None:
+    # "DumbBells membership dues per person for Nov-Jan" was refused: "the best match does not mention Nov-Jan"
+    assert names_days(word) is is_date
