@@ -26,7 +26,8 @@ LABEL_AFTER = 1  # and the word right after it: "the June 15th payroll"
 def named_values(text: str, values: list[str], label_words: AbstractSet[str]) -> int:
     """How many of the question's words stand right before a value, as its label: "Host Code: 869944" for
     "the host code for the dial-in", "room rate of $149" for "what's the room rate", not the "Participant
-    code: 107058" line below it (the best value of the sentence counts; LABEL_SPAN words before it)."""
+    code: 107058" line below it; or right after it, "the June 15th payroll" for "which payroll" (the best
+    value of the sentence counts; LABEL_SPAN words before it, LABEL_AFTER after)."""
     best = 0
     folded = text.lower()
     for value in values:

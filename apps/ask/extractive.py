@@ -320,8 +320,7 @@ def _kinds_in(passage: Passage, kinds: list[str], asking: dict[str, list[str]] |
     when the question asks for the tracking number)."""
     if passage.source != "closing":
         return kinds
-    label = _LABEL.match(passage.text)
-    name = normalize(label.group(0).rstrip(": \t")) if label else ""
+    name = _label_of(passage)
     return [
         kind
         for kind in kinds
@@ -348,11 +347,16 @@ def _closings_about_the_question(plan: Plan, options: list[_Option]) -> set[int]
     return about
 
 
+def _label_of(passage: Passage) -> str:
+    """The folded label of a field line ("Tracking Number: …" → "tracking number"), "" for other lines."""
+    label = _LABEL.match(passage.text)
+    return normalize(label.group(0).rstrip(": \t")) if label else ""
+
+
 def _label_asks(passage: Passage) -> bool:
     """A field labelled with a phrase that asks for a name: "Where: The Dog House Tavern", or a line under
     the heading "Where"."""
-    label = _LABEL.match(passage.text)
-    name = normalize(label.group(0).rstrip(": \t") if label else passage.heading)
+    name = _label_of(passage) or normalize(passage.heading)
     return bool(name) and any(phrase_in(name, phrase) for phrase in vocabulary().answer_types.get("name", ()))
 
 
@@ -486,9 +490,10 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
                 named = NAMED_VALUE_BONUS * named_values(passage.text, values + names, label_words)
                 return item[0] + bonus + named + (LABELLED_BONUS if asks_name and _label_asks(passage) else 0.0)
 
-            for scored in sorted(ranked, key=lambda entry: -open_score(entry))[:2]:
+            # each sentence scored once (finding names and values costs more than the sort)
+            for open_total, scored in sorted(((open_score(e), e) for e in ranked), key=lambda pair: -pair[0])[:2]:
                 chosen.append((scored[2], []))
-                quality += open_score(scored)
+                quality += open_total
                 best_similarity = max(best_similarity, scored[1])
         total = option.prior + len(found) * 1.0 + quality / max(1, len(kinds) or 2)
         if option.newest and any(passage.source != "forwarded" for passage, _values in chosen):
