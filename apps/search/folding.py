@@ -180,6 +180,18 @@ def term_variants(word: str) -> tuple[str, ...]:
 
 
 QUOTED_RE = re.compile(r'"([^"]*)"')
+# Letters joined by an apostrophe: "Sheriff's", "O'Neal", "l'accord", "don't".
+_ELISION_RE = re.compile(r"^[^\w]*[^\W_]+(?:['\u2019\u02bc][^\W_]+)+[^\w]*$")
+
+
+def _elided_word(chunk: str) -> str | None:
+    """The word of an apostrophe compound once its one-letter pieces (a possessive or contracted "s",
+    "t", an elided article "l", "d") are left out, when exactly one piece remains: "Sheriff's" -> "Sheriff".
+    Searched as a phrase ("sheriff s"), it would find only mail writing the same possessive."""
+    if not _ELISION_RE.match(chunk):
+        return None
+    pieces = [piece for piece in TOKEN_RE.findall(chunk) if len(piece) > 1]
+    return pieces[0] if len(pieces) == 1 else None
 
 
 def parse_query(text: str, *, prefix_last: bool = False) -> ParsedQuery:
@@ -197,6 +209,7 @@ def parse_query(text: str, *, prefix_last: bool = False) -> ParsedQuery:
     chunks = rest.split()
     seen: set[str] = set()
     for index, chunk in enumerate(chunks):
+        chunk = _elided_word(chunk) or chunk
         words = fold_tokens(chunk)
         if len(words) > 1:
             # "jeff.skilling@enron.com", "15.03.2024", "e-mail": the pieces belong together.

@@ -163,6 +163,19 @@ def test_did_you_mean_comes_from_the_index(logged_in_client: Any, demo: Any) -> 
     assert _api(logged_in_client, "parcel")["did_you_mean"] is None
 
 
+def test_a_possessive_finds_the_name(logged_in_client: Any, demo: Any) -> None:
+    # No demo mail writes "Ergoform's": searched as the phrase "ergoform s" it found nothing.
+    assert not demo.filter(body_text__icontains="ergoform's").exists()
+    assert not demo.filter(subject__icontains="ergoform's").exists()
+    plain = _api(logged_in_client, "Ergoform", mode="keyword")
+    for query in ("Ergoform's", "Ergoform\u2019s"):
+        possessive = _api(logged_in_client, query, mode="keyword")
+        assert possessive["count"] == plain["count"] > 0, query
+        assert [r["thread_id"] for r in possessive["results"]] == [r["thread_id"] for r in plain["results"]], query
+    # Pieces of more than one letter still form a phrase.
+    assert _api(logged_in_client, "rock'n'roll", mode="keyword")["count"] == 0
+
+
 def test_copies_of_one_mail_are_one_row(
     logged_in_client: Any, demo: Any, user: Any, tmp_path: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
