@@ -161,11 +161,10 @@ def _label_words(plan: Plan, subject: str) -> set[str]:
 
 def _number_labels(plan: Plan) -> frozenset[str]:
     """The question's words that may name a bare number when it asks for a reference ("sale deal" in "the
-    sale deal number"): its keywords and names, less the words that only ask for a number of any kind."""
+    sale deal number", "code" in "conference code" for "Code No. 491582"): its keywords and names."""
     if "identifier" not in plan.answer_types:
         return frozenset()
-    generic = {w for p in vocabulary().answer_types.get("identifier", ()) for w in normalize(p.rstrip("*")).split()}
-    return frozenset(_question_words(plan) - generic)
+    return frozenset(_question_words(plan))
 
 
 def _restates(text: str, question_numbers: set[str]) -> bool:

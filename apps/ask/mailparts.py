@@ -26,6 +26,19 @@ _RULE_LINE = re.compile(r"^\s*(?:[-_=*~]{5,}|([-_=*~])\1{2,}\s*$)")
 QUOTE_LINE = re.compile(r"^\s*(?:>\s?)+")
 
 
+# After a paragraph of short lines, a last paragraph of one line of this many words (from, below) is the mail's
+# own sentence ("Any questions, please call Rich Jolly (505) 260-4003.", 14 words), and so is the short paragraph
+# above it ("(877) 795-3687   Code No. 491582"); a shorter one is a name ("Regards," / "Karen."), a longer
+# one a disclaimer ("This e-mail is the property of … and may contain confidential …", 60-100 words).
+OWN_LINE_WORDS = (5, 25)
+
+
+def _own_last_line(paragraph: str) -> bool:
+    """One line of OWN_LINE_WORDS words: a sentence of the sender's, not a name or a signature's lines."""
+    line = paragraph.strip()
+    return "\n" not in line and OWN_LINE_WORDS[0] <= len(line.split()) < OWN_LINE_WORDS[1]
+
+
 def _is_sign_off(paragraph: str) -> bool:
     """A paragraph that is one short line ending in a comma ("Many Thanks,", "Best regards,")."""
     line = paragraph.strip()
@@ -186,7 +199,12 @@ def split_closing(body: str) -> tuple[str, str]:
         if cut < len(paragraphs) and position == cut - 1:
             break
         # a trailing long paragraph is a disclaimer only when a short signature paragraph precedes it
-        if cut == len(paragraphs) and position == len(paragraphs) - 1 > 1 and _is_closing(paragraphs[position - 1]):
+        if (
+            cut == len(paragraphs)
+            and position == len(paragraphs) - 1 > 1
+            and _is_closing(paragraphs[position - 1])
+            and not _own_last_line(paragraphs[position])
+        ):
             cut = position - 1
             continue
         break

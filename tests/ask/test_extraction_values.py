@@ -301,3 +301,30 @@ def test_an_initialism_ends_no_sentence() -> None:
 def test_month_and_weekday_names_are_no_names_a_mail_must_mention(word: str, is_date: bool) -> None:
     # "DumbBells membership dues per person for Nov-Jan" was refused: "the best match does not mention Nov-Jan"
     assert names_days(word) is is_date
+
+
+def test_a_sentence_after_a_phone_line_keeps_the_line_in_the_mails_own_text() -> None:
+    # Enron, thirteenth question file: the last sentence had been taken for a disclaimer, and the line above
+    # it, with the call's code, for a signature, where only a phone number is looked for.
+    body = (
+        "All, please see the telephone number for the budget conference call with its conference code, "
+        "Tuesday, Dec. 11th, 2001 at 1:00 PM.\n\n"
+        "\t(877) 555-0188        Code No. 730164\n\n"
+        "Any questions, please call Ann Rowe (505) 555-0123 or Tim Lane (505) 555-0147.\n"
+    )
+    own, closing = split_closing(body)
+    assert "Code No. 730164" in own and "Any questions" in own and closing == "", (own, closing)
+    answer = answer_to("conference code for the budget call", "Budget Meeting Conference Call", body)
+    assert answer.startswith("Reference: **730164**"), answer
+    # A name under a sign-off is still the closing, and so is a long disclaimer after a signature.
+    own, closing = split_closing("The lease is signed.\n\nRegards,\n\nKaren.")
+    assert own == "The lease is signed." and "Karen." not in own
+    disclaimer = " ".join(["This message may contain confidential information for the intended recipient."] * 3)
+    own, closing = split_closing(f"The lease is signed.\n\nKaren Lowe\nProperty Services\n\n{disclaimer}")
+    assert own == "The lease is signed." and "Karen Lowe" in closing
+
+
+def test_a_number_touching_a_date_is_no_international_prefix() -> None:
+    # "December 20+21 281-358-8576" had given the phone number "+21 281-358-8576".
+    assert find_phones("December 20+21 281-358-8576") == ["281-358-8576"]
+    assert find_phones("Call +90 212 555 0142 on May 5") == ["+90 212 555 0142"]
