@@ -73,7 +73,13 @@ from apps.ask.vocabulary import hint_words, phrase_in
 
 
 def term_matches(folded_text: str, word: str) -> bool:
-    return contains_word(folded_text, normalize(word))
+    """The word in the text, or the word without its inner punctuation ("SCE&G" as "SCEG's" writes it) when
+    that leaves three letters or more ("U.S." is not "us")."""
+    folded = normalize(word)
+    if contains_word(folded_text, folded):
+        return True
+    joined = "".join(ch for ch in folded if ch.isalnum() or ch == " ")
+    return joined != folded and len(joined) >= 3 and contains_word(folded_text, joined)
 
 
 WEIGHTS: dict[str, float] = {

@@ -50,6 +50,24 @@ def test_the_asked_for_entity_beats_a_closer_text_from_someone_else() -> None:
     assert "attachment_text" in qnb.sources and "sender" in qnb.matched_fields
 
 
+def test_an_entity_written_without_its_inner_punctuation_is_found() -> None:
+    # "SCE&G's contact" when the mail writes "SCEG's contact" (Enron): Ask had said no mail mentions SCE&G.
+    plan = plan_question("Who is SCE&G's contact for the power netting agreement draft?", now=NOW)
+    assert "SCE&G" in plan.entities
+    mail = candidate(1, sender="laura@energy.example", subject="RE: Power Netting Agmt request",
+                     body="SCEG's contact for you is Kenny Jackson.", keyword_rank=1)  # fmt: skip
+    other = candidate(2, sender="ann@energy.example", subject="Netting agreement draft",
+                      body="The netting agreement draft is attached.", keyword_rank=2)  # fmt: skip
+    score_candidates(plan, [mail, other], keyword_lists=1)
+    assert mail.features["entity"] > 0.0 and other.features["entity"] == 0.0
+    # "U.S." is not the word "us"
+    plan = plan_question("What did the U.S. office send?", now=NOW)
+    assert plan.entities == ["U.S"]
+    us = candidate(3, sender="a@b.example", subject="Hello", body="Send us the report.", keyword_rank=1)
+    score_candidates(plan, [us], keyword_lists=1)
+    assert us.features["entity"] == 0.0
+
+
 def test_latest_statement_of_a_series_wins() -> None:
     body = "Son Ödeme Tarihi: {}\nKredi kartı ödeme"
     march = candidate(1, sender="QNB <e@qnb.example>", subject="QNB E-Ekstre - Mart 2026",
