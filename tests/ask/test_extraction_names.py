@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from apps.ask.extractive import _label_asks
 from apps.ask.mailparts import split_closing
 from apps.ask.names import name_spans, new_names
 from apps.ask.textutil import find_amounts, passages
@@ -99,6 +100,16 @@ def test_a_heading_over_its_one_line_value_labels_it() -> None:
     )
     answer = answer_to("What's the address for the cook-off at Jim's place in Bellaire?", "COOK-OFF", body)
     assert "2218 North Larchmont" in answer, answer
+
+
+def test_a_location_field_names_a_place() -> None:
+    # Enron, thirteenth question file: "Where was the ETX mock test moved to …" was answered with numbered
+    # notes naming the system, not the "Location: We are moving the location … to ECS 05442" line.
+    [line] = passages("Location:  We are moving the location from the 12th floor labs to ECN 0871", source="body")
+    assert _label_asks(line)
+    assert answer_types_of("what location was the dry run moved to") == ["name"]
+    [line] = passages("Timeframe: starting at 9am, completion at 3pm", source="body")
+    assert not _label_asks(line)
 
 
 def test_label_lines_without_a_sign_off_are_the_mails_own_text() -> None:
