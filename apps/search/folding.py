@@ -182,16 +182,29 @@ def term_variants(word: str) -> tuple[str, ...]:
 QUOTED_RE = re.compile(r'"([^"]*)"')
 # Letters joined by an apostrophe: "Sheriff's", "O'Neal", "l'accord", "don't".
 _ELISION_RE = re.compile(r"^[^\w]*[^\W_]+(?:['\u2019\u02bc][^\W_]+)+[^\w]*$")
+_POSSESSIVE_RE = re.compile(r"^(.*[^\W_])['\u2019\u02bc][^\W_]([^\w]*)$")
 
 
 def _elided_word(chunk: str) -> str | None:
     """The word of an apostrophe compound once its one-letter pieces (a possessive or contracted "s",
-    "t", an elided article "l", "d") are left out, when exactly one piece remains: "Sheriff's" -> "Sheriff".
-    Searched as a phrase ("sheriff s"), it would find only mail writing the same possessive."""
+    "t", an elided article "l", "d") are left out, when exactly one piece remains: "Sheriff's" -> "Sheriff";
+    and any word without a last one-letter piece: "SCE&G's" -> "SCE&G". Searched as a phrase ("sheriff s"),
+    it would find only mail writing the same possessive."""
     if not _ELISION_RE.match(chunk):
-        return None
+        possessive = _POSSESSIVE_RE.match(chunk)
+        return possessive.group(1) + possessive.group(2) if possessive else None
     pieces = [piece for piece in TOKEN_RE.findall(chunk) if len(piece) > 1]
     return pieces[0] if len(pieces) == 1 else None
+
+
+def _initialism(words: list[str]) -> str | None:
+    """An initialism written with inner punctuation, "SCE&G", "AT&T", "R&D": its pieces joined ("sceg"),
+    the way other mail writes it, when every piece is one to three letters and three letters or more result
+    ("U.S." would be the word "us")."""
+    joined = "".join(words)
+    if len(joined) >= 3 and all(len(word) <= 3 and word.isalpha() for word in words):
+        return joined
+    return None
 
 
 def parse_query(text: str, *, prefix_last: bool = False) -> ParsedQuery:
@@ -214,6 +227,9 @@ def parse_query(text: str, *, prefix_last: bool = False) -> ParsedQuery:
         if len(words) > 1:
             # "jeff.skilling@enron.com", "15.03.2024", "e-mail": the pieces belong together.
             parsed.phrases.append(words)
+            if (joined := _initialism(words)) and joined not in seen:
+                seen.add(joined)  # "SCE&G" is also "SCEG"
+                parsed.terms.append(QueryTerm((joined,)))
             continue
         if not words or words[0] in seen:
             continue

@@ -56,6 +56,21 @@ def test_keyword_ranks_subject_matches_and_highlights_snippets(make_message: Any
     assert {h.message_id for h in loose} == {subject_hit.pk, body_hit.pk, Message.objects.get(subject="Lunch").pk}
 
 
+def test_possessives_and_initialisms_match_however_the_mail_writes_them(
+    make_message: Any, index_all: Any, backend: Any
+) -> None:
+    joined = make_message("Netting agreement", "SCEG's contact for you is Kenny Jackson.")
+    ampersand = make_message("SCE&G netting draft", "The draft for SCE&G is attached.")
+    sheriff = make_message("Contact information", "Cell number for John Sheriff: 011-44-7770-555012.")
+    make_message("Lunch", "Sandwiches at noon.")
+    index_all(embeddings=False)
+    # "SCE&G's" is the initialism, written "SCE&G" or "SCEG", not the phrase "sce g s"
+    assert set(ids(backend.keyword("SCE&G's contact"))) >= {joined.pk, ampersand.pk}
+    assert ids(backend.keyword("SCE&G"))[0] == ampersand.pk
+    # "Sheriff's" is the name; the mail never writes the possessive
+    assert ids(backend.keyword("John Sheriff's cell")) == [sheriff.pk]
+
+
 def test_every_match_is_ranked_and_common_words_are_dropped_by_document_frequency(
     make_message: Any, index_all: Any
 ) -> None:
