@@ -262,6 +262,10 @@ def evaluate(account: Any, repeat: int, questions: list[dict[str, Any]]) -> None
             f" p50 {p50:.0f} ms   p95 {p95:.0f} ms"
         )
     print("median per step (ms): " + ", ".join(f"{name} {statistics.median(v):.0f}" for name, v in steps.items()))
+    print(
+        "p95 per step (ms): "
+        + ", ".join(f"{name} {percentiles([ms / 1000 for ms in v])[1]:.0f}" for name, v in steps.items())
+    )
     print(f"rss: {rss_mb():.0f} MB")
 
 
