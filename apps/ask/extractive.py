@@ -167,6 +167,20 @@ def _number_labels(plan: Plan) -> frozenset[str]:
     return frozenset(_question_words(plan))
 
 
+# "82,000", "1,250.50": a number in groups of thousands, not inside a code or a date.
+_GROUPED_NUMBER = re.compile(r"(?<![\w.,/$#-])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w/-]|[.,]\d)")
+_RANGE_END = re.compile(r"\s?[-\u2013]\s?\d")
+
+
+def _names_a_day(question: str) -> bool:
+    """The question names a day, not a period: "October 4, 2001", not "the October 16-31 pay period"."""
+    for value in find_values("date", question):
+        at = question.find(value)
+        if at >= 0 and not _RANGE_END.match(question, at + len(value)):
+            return True
+    return False
+
+
 def _restates(text: str, question_numbers: set[str]) -> bool:
     """Every number of the text is one the question gives ("contract 27496" → "Contract # : 27496")."""
     numbers = re.findall(r"\d+", text)
@@ -384,7 +398,7 @@ def _could_answer(
 def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAnswer:
     kinds = [k for k in plan.answer_types if k in VALUE_KINDS]
     given = {key for kind in VALUE_KINDS for v in find_values(kind, plan.question) if (key := value_key(v))}
-    if "date" in kinds and "time" not in kinds and find_values("date", plan.question):
+    if "date" in kinds and "time" not in kinds and _names_a_day(plan.question):
         # "when do futures close on October 4, 2001?": the question names the day, so it asks for a time
         kinds = ["time" if kind == "date" else kind for kind in kinds]
     question_numbers = set(re.findall(r"\d+", plan.question))
@@ -412,6 +426,8 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
         ],
     )
     asked = kinds
+    # An amount or a quantity was asked and none was recognised: a grouped number may still be it.
+    counted = not flat and bool({"amount", "measure", "quantity"} & set(kinds))
     if kinds and not flat:
         # No sentence holds a value of the asked kind that the patterns recognise (a phone number, a room, a
         # name, "5 business days"): quote the sentences closest to the question instead, and say so.
@@ -479,6 +495,8 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
                 if _restates(passage.text, question_numbers):
                     return item[0] - NEW_VALUE_BONUS
                 values = [v for kind in OPEN_KINDS for v in answer_values(kind, passage.text, given)]
+                if counted:  # "how much did he pay": "for 82,000", a number written without its currency
+                    values += _GROUPED_NUMBER.findall(passage.text)
                 new = any(not _restates(value, question_numbers) for value in values)
                 if asks_name:  # a place or a person: a new name, not a phone number or a date, answers
                     names, novel = new_names(passage.text, [plan.question, message.subject, message.sender])

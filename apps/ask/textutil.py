@@ -318,9 +318,19 @@ QUANTITY_RE = re.compile(
 )
 
 
+_YEAR_NUMBER = re.compile(r"(?:19|20)\d\d")
+
+
 def _counts_something(match: re.Match[str]) -> bool:
-    """Not "3 of them": the word after the number is no stopword (a percent sign counts)."""
+    """Not "3 of them": the word after the number is no stopword (a percent sign counts); and not "Carrera
+    4S", "3D": one letter written against the number makes a name, not a quantity; nor "1996 Carrera", a
+    year before a capitalised word ("2000 MW", in capitals, is one)."""
     unit = match.group("unit")
+    if unit and len(unit) == 1 and match.string[match.start("unit") - 1].isdigit():
+        return False
+    number = match.group(0)[: match.start("unit") - match.start()].strip() if unit else ""
+    if unit and _YEAR_NUMBER.fullmatch(number) and unit[:1].isupper() and not unit.isupper():
+        return False
     return not unit or unit.lower() not in STOPWORDS
 
 

@@ -328,3 +328,30 @@ def test_a_number_touching_a_date_is_no_international_prefix() -> None:
     # "December 20+21 281-358-8576" had given the phone number "+21 281-358-8576".
     assert find_phones("December 20+21 281-358-8576") == ["281-358-8576"]
     assert find_phones("Call +90 212 555 0142 on May 5") == ["+90 212 555 0142"]
+
+
+def test_a_model_name_or_a_year_before_a_name_is_no_quantity() -> None:
+    # "How much did he pay for the 1996 Porsche 993 C4S?" was answered "Quantity: 4S" (Enron, fourteenth file).
+    assert find_quantities("The attached are the pictures of the 1996 Carrera 4S.") == []
+    assert find_quantities("a 3D model, 2000 MW of capacity and 150 people") == ["2000 MW", "150 people"]
+
+
+def test_a_number_in_groups_of_thousands_answers_how_much_when_no_amount_is_written() -> None:
+    body = (
+        "i picked it up last night for 82,000\n -----Original Message-----\nFrom: \tEd Chan <ed@example.com>\n"
+        "Sent:\tWednesday, January 23, 2002 3:27 PM\nTo:\tZammit, John\nSubject:\t1996 Porsche 993 C4S\n\n\n"
+        "Hi John,\n\n\nThe attached are the pictures of the 1996 Carrera 4S.\n\n\nIf you need more pics, please call"
+        " us again.\n\nEd Chan\n\n" + "".join(f" - DSCN01{n}.JPG \n" for n in range(10, 22))
+    )
+    answer = answer_to("How much did Zammit pay for the 1996 Porsche 993 C4S?", "FW: 1996 Porsche 993 C4S", body)
+    assert "I found no amount or quantity I could recognise" in answer, answer
+    assert answer.split("\n")[1] == "“i picked it up last night for 82,000” [1]", answer
+
+
+def test_a_question_naming_a_period_still_asks_for_a_date() -> None:
+    # "the October 16-31 pay period" names no day: "when are timesheets due" asks for the day, not the hour.
+    body = "Timesheets for the Oct. 16-31 pay period are due on October 31.  Please send them by 3 pm.\n"
+    answer = answer_to("When are timesheets due for the October 16-31 pay period?", "Timesheets", body)
+    assert answer.startswith("Date: **October 31**"), answer
+    answer = answer_to("When are timesheets due on October 31?", "Timesheets", body)
+    assert answer.startswith("Time: **3 pm**"), answer
