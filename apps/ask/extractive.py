@@ -129,6 +129,8 @@ FORWARDED_PENALTY = 0.1
 # Within a thread the newest message that carries the value wins ties (a schedule change supersedes the booking).
 NEWEST_BONUS = 0.3
 LABELLED_BONUS = 0.3
+# A value under a label naming another kind ("Where: Reservations set for 11:30" for "what time …") counts less.
+MISFIT = 0.3
 # Per word of the question standing right before a value (its label), at most two: answer_values.named_values.
 NAMED_VALUE_BONUS = 0.2
 NEW_VALUE_BONUS = 0.15
@@ -373,6 +375,21 @@ def _label_asks(passage: Passage) -> bool:
     return bool(name) and any(phrase_in(name, phrase) for phrase in vocabulary().answer_types.get("name", ()))
 
 
+# Kinds a label may name for another: "When:" holds the day and the hour.
+_KIN = {"date": {"date", "time"}, "time": {"date", "time"}, "measure": {"measure", "amount", "quantity"}}
+
+
+def _label_fits(passage: Passage, kind: str) -> bool:
+    """A field whose label names no kind of value, or this one: "Where: Reservations set for 11:30" is a
+    place's field, so its hour is not labelled as the answer to "what time" ("When: … 11:30 AM-1:00 PM" is)."""
+    name = _label_of(passage)
+    if not name:
+        return True
+    table = vocabulary().answer_types
+    named = {k for k, phrases in table.items() if any(phrase_in(name, phrase) for phrase in phrases)}
+    return not named or bool(named & _KIN.get(kind, {kind}))
+
+
 def _label_asked(passage: Passage, kinds: list[str], asking: dict[str, list[str]]) -> bool:
     """A closing line labelled with what the question asks for: it answers whoever signed the mail."""
     return any(kind != "phone" for kind in _kinds_in(passage, kinds, asking))
@@ -462,7 +479,10 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
                 return NAMED_VALUE_BONUS * named_values(passage.text, values, label_words)
 
             for score, similarity, passage in sorted(
-                ranked, key=lambda item: -(item[0] + preferred(item[2]) + named(item[2]))
+                ranked,
+                key=lambda item: (
+                    -(item[0] + preferred(item[2]) + named(item[2]) - (0.0 if _label_fits(item[2], kind) else MISFIT))
+                ),
             ):
                 values = (
                     answer_values(kind, passage.text, given, labels)
@@ -472,7 +492,7 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
                 if values:
                     found.append(kind)
                     quality += score + preferred(passage) + named(passage)
-                    quality += LABELLED_BONUS if _labelled(passage.text, values) else 0
+                    quality += LABELLED_BONUS if _labelled(passage.text, values) and _label_fits(passage, kind) else 0
                     best_similarity = max(best_similarity, similarity)
                     existing = next((c for c in chosen if c[0] is passage), None)
                     if existing is None:

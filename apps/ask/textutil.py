@@ -282,9 +282,10 @@ def normalize(text: str) -> str:
     return " ".join(fold(text).lower().split())
 
 
-# 07:05, 18:40, 9:00, 2:00 p.m. (not inside a date or an amount: callers remove those first).
+# 07:05, 18:40, 9:00, 2:00 p.m. (not inside a date or an amount: callers remove those first; not a time zone's
+# offset, "GMT-06:00").
 TIME_RE = re.compile(
-    r"(?<![\d.,:/])(?:(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])(?:\s?(?:[ap]\.m\.|[ap]m\b))?"
+    r"(?<![\d.,:/])(?<!GMT[+-])(?<!UTC[+-])(?:(?:[01]?\d|2[0-3]):[0-5]\d(?![\d:])(?:\s?(?:[ap]\.m\.|[ap]m\b))?"
     r"|(?:1[0-2]|0?[1-9])\s?(?:[ap]\.m\.|[ap]m\b))",  # "4PM", "10 a.m." (an hour alone needs its am / pm)
     re.IGNORECASE,
 )

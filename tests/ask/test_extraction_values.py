@@ -355,3 +355,14 @@ def test_a_question_naming_a_period_still_asks_for_a_date() -> None:
     assert answer.startswith("Date: **October 31**"), answer
     answer = answer_to("When are timesheets due on October 31?", "Timesheets", body)
     assert answer.startswith("Time: **3 pm**"), answer
+
+
+def test_a_time_under_a_label_naming_a_place_is_not_the_labelled_answer() -> None:
+    # An Outlook invitation (Enron, fourteenth file): "What time is the lunch …" had quoted the "Where:" line.
+    body = (
+        "When: Tuesday, October 30, 2001 11:30 AM-1:00 PM (GMT-06:00) Central Time (US & Canada).\n"
+        "Where: Reservations set for 11:30\n\n*~*~*~*~*~*~*~*~*~*\n\nLunch at Kobe's for the team, my treat.\n"
+    )
+    answer = answer_to("What time is the Kobe's lunch Greg set up?", "Updated: Lunch Kobe's", body)
+    assert answer.startswith("Time: **11:30 AM**, **1:00 PM** [1]"), answer
+    assert find_times("(GMT-06:00) or UTC+05:30") == [] and find_times("11:30 AM-1:00 PM") == ["11:30 AM", "1:00 PM"]
