@@ -22,6 +22,7 @@ import numpy as np
 from apps.ask.answer import EvidenceMessage, EvidenceText
 from apps.ask.answer_values import answer_values, kind_name, named_values
 from apps.ask.confidence import answer_features, confidence_level
+from apps.ask.fields import LABEL, asking_phrases, kinds_in, label_asked, label_asks_name, label_fits, labelled
 from apps.ask.names import new_names
 from apps.ask.planner import Plan
 from apps.ask.quoting import address_block, introduced_lines, mark
@@ -140,13 +141,6 @@ NEW_NAME_BONUS = 0.1
 NEW_NAME_WORDS = 3
 LATER_DATE_BONUS = 0.5
 SUPERSEDES_BONUS = 0.5
-_LABEL = re.compile(r"^[^:]{2,40}:\s*")
-
-
-def _labelled(text: str, values: list[str]) -> bool:
-    """A field line of a statement, invoice or booking: "Total to pay: £84.20", "Due date: 11/05/2026"."""
-    match = _LABEL.match(text)
-    return match is not None and any(text[match.end() :].startswith(v) for v in values)
 
 
 def _question_words(plan: Plan) -> set[str]:
@@ -191,7 +185,7 @@ def _restates(text: str, question_numbers: set[str]) -> bool:
 
 def _echoes_subject(text: str, subject: str) -> bool:
     """A quoted header line that repeats the mail's own subject ("Subject: Credit request …")."""
-    rest = normalize(_LABEL.sub("", text, count=1))
+    rest = normalize(LABEL.sub("", text, count=1))
     core = normalize(re.sub(r"^\s*((re|fwd?|aw|wg|tr)\s*:\s*)+", "", subject, flags=re.IGNORECASE))
     return bool(core) and rest.endswith(core) and len(rest) <= len(core) + 8
 
@@ -322,27 +316,6 @@ def _options(items: list[EvidenceText], top_score: float) -> list[_Option]:
     return options
 
 
-def _asking_phrases(plan: Plan) -> dict[str, list[str]]:
-    """{kind: the vocabulary's phrases in the question that ask for it} ("tracking number" → identifier)."""
-    folded = normalize(plan.question)
-    table = vocabulary().answer_types
-    return {kind: [p for p in table.get(kind, ()) if phrase_in(folded, p)] for kind in plan.answer_types}
-
-
-def _kinds_in(passage: Passage, kinds: list[str], asking: dict[str, list[str]] | None = None) -> list[str]:
-    """The asked kinds a sentence may answer: a mail's closing (sign-off, signature) only a phone number, or
-    a value its own label asks for in the question's words ("TRACKING NUMBER: A0006…" below a sign-off
-    when the question asks for the tracking number)."""
-    if passage.source != "closing":
-        return kinds
-    name = _label_of(passage)
-    return [
-        kind
-        for kind in kinds
-        if kind == "phone" or (name and any(phrase_in(name, phrase) for phrase in (asking or {}).get(kind, ())))
-    ]
-
-
 def _closings_about_the_question(plan: Plan, options: list[_Option]) -> set[int]:
     """The options whose closing names what the question asks about: "the phone number of the resort" is
     in a closing that names the resort, not in the signature of the mail's sender. The words that ask for
@@ -362,39 +335,6 @@ def _closings_about_the_question(plan: Plan, options: list[_Option]) -> set[int]
     return about
 
 
-def _label_of(passage: Passage) -> str:
-    """The folded label of a field line ("Tracking Number: …" → "tracking number"), "" for other lines."""
-    label = _LABEL.match(passage.text)
-    return normalize(label.group(0).rstrip(": \t")) if label else ""
-
-
-def _label_asks(passage: Passage) -> bool:
-    """A field labelled with a phrase that asks for a name: "Where: The Dog House Tavern", or a line under
-    the heading "Where"."""
-    name = _label_of(passage) or normalize(passage.heading)
-    return bool(name) and any(phrase_in(name, phrase) for phrase in vocabulary().answer_types.get("name", ()))
-
-
-# Kinds a label may name for another: "When:" holds the day and the hour.
-_KIN = {"date": {"date", "time"}, "time": {"date", "time"}, "measure": {"measure", "amount", "quantity"}}
-
-
-def _label_fits(passage: Passage, kind: str) -> bool:
-    """A field whose label names no kind of value, or this one: "Where: Reservations set for 11:30" is a
-    place's field, so its hour is not labelled as the answer to "what time" ("When: … 11:30 AM-1:00 PM" is)."""
-    name = _label_of(passage)
-    if not name:
-        return True
-    table = vocabulary().answer_types
-    named = {k for k, phrases in table.items() if any(phrase_in(name, phrase) for phrase in phrases)}
-    return not named or bool(named & _KIN.get(kind, {kind}))
-
-
-def _label_asked(passage: Passage, kinds: list[str], asking: dict[str, list[str]]) -> bool:
-    """A closing line labelled with what the question asks for: it answers whoever signed the mail."""
-    return any(kind != "phone" for kind in _kinds_in(passage, kinds, asking))
-
-
 def _could_answer(
     passage: Passage,
     kinds: list[str],
@@ -409,7 +349,7 @@ def _could_answer(
         # a lone word ("Cathy", "Chris": a greeting or sign-off the closing rules missed) answers nothing
         single = len(passage.text.split()) < 2 and not any(ch.isdigit() for ch in passage.text)
         return passage.source != "closing" and not single
-    return any(answer_values(kind, passage.text, given, labels) for kind in _kinds_in(passage, kinds, asking))
+    return any(answer_values(kind, passage.text, given, labels) for kind in kinds_in(passage, kinds, asking))
 
 
 def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAnswer:
@@ -427,7 +367,7 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
     options = _options(contenders, top_score)
     # Only sentences that could answer are embedded.
     about = _closings_about_the_question(plan, options)
-    asking = _asking_phrases(plan)
+    asking = asking_phrases(plan)
     labels = _number_labels(plan)
     # A forwarded sentence that a read message holds as its own text is that message's, not the forward's.
     own = {p.text for o in options for p in o.message.passages if p.source == "body"}
@@ -438,7 +378,7 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
             for o in options
             for p in o.message.passages
             if _could_answer(p, kinds, given, asking, labels)
-            and (p.source != "closing" or id(o) in about or _label_asked(p, kinds, asking))
+            and (p.source != "closing" or id(o) in about or label_asked(p, kinds, asking))
             and (p.source != "forwarded" or p.text not in own)
         ],
     )
@@ -481,18 +421,16 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
             for score, similarity, passage in sorted(
                 ranked,
                 key=lambda item: (
-                    -(item[0] + preferred(item[2]) + named(item[2]) - (0.0 if _label_fits(item[2], kind) else MISFIT))
+                    -(item[0] + preferred(item[2]) + named(item[2]) - (0.0 if label_fits(item[2], kind) else MISFIT))
                 ),
             ):
                 values = (
-                    answer_values(kind, passage.text, given, labels)
-                    if kind in _kinds_in(passage, kinds, asking)
-                    else []
+                    answer_values(kind, passage.text, given, labels) if kind in kinds_in(passage, kinds, asking) else []
                 )
                 if values:
                     found.append(kind)
                     quality += score + preferred(passage) + named(passage)
-                    quality += LABELLED_BONUS if _labelled(passage.text, values) and _label_fits(passage, kind) else 0
+                    quality += LABELLED_BONUS if labelled(passage.text, values) and label_fits(passage, kind) else 0
                     best_similarity = max(best_similarity, similarity)
                     existing = next((c for c in chosen if c[0] is passage), None)
                     if existing is None:
@@ -525,7 +463,7 @@ def extractive_answer(plan: Plan, evidence: list[EvidenceText]) -> ExtractiveAns
                     names = []
                     bonus = NEW_VALUE_BONUS if new else 0.0
                 named = NAMED_VALUE_BONUS * named_values(passage.text, values + names, label_words)
-                return item[0] + bonus + named + (LABELLED_BONUS if asks_name and _label_asks(passage) else 0.0)
+                return item[0] + bonus + named + (LABELLED_BONUS if asks_name and label_asks_name(passage) else 0.0)
 
             # each sentence scored once (finding names and values costs more than the sort)
             for open_total, scored in sorted(((open_score(e), e) for e in ranked), key=lambda pair: -pair[0])[:2]:

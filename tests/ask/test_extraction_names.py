@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from apps.ask.extractive import _label_asks
+from apps.ask.fields import label_asks_name
 from apps.ask.mailparts import split_closing
 from apps.ask.names import name_spans, new_names
 from apps.ask.textutil import find_amounts, passages
@@ -106,10 +106,10 @@ def test_a_location_field_names_a_place() -> None:
     # Enron, thirteenth question file: "Where was the ETX mock test moved to …" was answered with numbered
     # notes naming the system, not the "Location: We are moving the location … to ECS 05442" line.
     [line] = passages("Location:  We are moving the location from the 12th floor labs to ECN 0871", source="body")
-    assert _label_asks(line)
+    assert label_asks_name(line)
     assert answer_types_of("what location was the dry run moved to") == ["name"]
     [line] = passages("Timeframe: starting at 9am, completion at 3pm", source="body")
-    assert not _label_asks(line)
+    assert not label_asks_name(line)
 
 
 def test_label_lines_without_a_sign_off_are_the_mails_own_text() -> None:
