@@ -41,6 +41,9 @@ UNSUPPORTED_ACTIONS: dict[str, str] = {
     "empty": "delete mail",
     "clean": "delete mail",
 }
+# Verbs of these actions are also names or nouns ("Mark Sagel's phone number", "Star Furniture delivery date");
+# the verbs that send, move or delete mail are always read as instructions.
+NAME_LIKE_ACTIONS = ("change read/done marks", "change flags", "change labels", "block senders")
 RULE_WORDS = ("rule", "filter", "automation", "auto-reply", "autoreply", "out of office")
 POLITE_PREFIX = re.compile(
     r"^(?:please|pls|kindly|hey|hi|ok|okay|now|go ahead and|can you|could you|would you|will you|i want you to|"
@@ -76,7 +79,9 @@ def classify_intent(question: str) -> tuple[IntentName, str]:
         if verb in ("send", "forward") or re.search(r"\band send\b|\bsend (it|them)\b", lowered):
             return "unsupported", "send mail"
         return "follow_up_drafts", ""
-    if verb in UNSUPPORTED_ACTIONS:
+    if verb in UNSUPPORTED_ACTIONS and not (
+        UNSUPPORTED_ACTIONS[verb] in NAME_LIKE_ACTIONS and _asks_about_a_name(text)
+    ):
         action = UNSUPPORTED_ACTIONS[verb]
         if verb in ("create", "add", "set") and not any(word in lowered for word in RULE_WORDS):
             return "question", ""
@@ -86,6 +91,20 @@ def classify_intent(question: str) -> tuple[IntentName, str]:
     if any(word in lowered for word in RULE_WORDS) and re.search(r"\b(make|create|add|set up|setup)\b", lowered):
         return "unsupported", "create rules or filters"
     return "question", ""
+
+
+_NAME_START = re.compile(r"^[^\W\d_][^\W_]*\s+[^\W\d_]")
+
+
+def _asks_about_a_name(text: str) -> bool:
+    """ "Mark Sagel's phone number", "Bill White's fax": the first word is a name (capitalised, and so is the
+    next one), and the text asks for a kind of value. "Delete Ergoform mails" asks for none: an instruction."""
+    from apps.ask.vocabulary import answer_types_of
+
+    start = _NAME_START.match(text)
+    if not start or not text[:1].isupper() or not start.group(0)[-1].isupper():
+        return False
+    return any(kind != "yesno" for kind in answer_types_of(text))
 
 
 def refusal_text(action: str) -> str:

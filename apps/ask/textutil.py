@@ -378,13 +378,20 @@ def has_value(kind: str, text: str) -> bool:
     return bool(find_values(kind, text))
 
 
+_ZONE_OFFSET = re.compile(r"(?:GMT|UTC)[+-]\d{1,4}")  # "(GMT-06:00)": a time zone, not a reference
+
+
 def find_identifiers(text: str) -> list[str]:
     masked = _mask(text, [*find_dates(text), *find_amounts(text)])
 
     def short_range(value: str) -> bool:
         return bool(_GROUPED.fullmatch(value)) and sum(c.isdigit() for c in value) < _MIN_GROUPED_DIGITS
 
-    return [v for v in _find(IDENTIFIER_RE, masked) if not TIME_RE.fullmatch(v) and not short_range(v)]
+    return [
+        v
+        for v in _find(IDENTIFIER_RE, masked)
+        if not TIME_RE.fullmatch(v) and not short_range(v) and not _ZONE_OFFSET.fullmatch(v)
+    ]
 
 
 def _mask(text: str, values: list[str]) -> str:

@@ -17,7 +17,7 @@ from apps.ask.extractive import extractive_answer
 from apps.ask.mailparts import forwarded_text, split_closing
 from apps.ask.planner import plan_question
 from apps.ask.presentation import verification_label
-from apps.ask.textutil import find_dates, find_phones, find_quantities, find_times, names_days, passages
+from apps.ask.textutil import find_dates, find_phones, find_quantities, find_times, find_values, names_days, passages
 from tests.ask.test_extraction import one_mail
 
 NOW = dt.datetime(2002, 3, 1, tzinfo=dt.UTC)
@@ -366,3 +366,9 @@ def test_a_time_under_a_label_naming_a_place_is_not_the_labelled_answer() -> Non
     answer = answer_to("What time is the Kobe's lunch Greg set up?", "Updated: Lunch Kobe's", body)
     assert answer.startswith("Time: **11:30 AM**, **1:00 PM** [1]"), answer
     assert find_times("(GMT-06:00) or UTC+05:30") == [] and find_times("11:30 AM-1:00 PM") == ["11:30 AM", "1:00 PM"]
+
+
+def test_a_time_zone_offset_is_no_reference() -> None:
+    # "OASIS number for the WR to MDEA schedule" had been answered "Reference: GMT-06" from an invitation.
+    assert find_values("identifier", "When: Wednesday, October 31, 2001 11:00 AM-1:00 PM (GMT-06:00) Central") == []
+    assert find_values("identifier", "OASIS 1025604 for the WR to MDEA schedule, tag GMT-0612A") == ["GMT-0612A"]

@@ -28,6 +28,11 @@ NOW = dt.datetime(2026, 11, 23, 12, 0, tzinfo=dt.UTC)
         ("forward the invoice to my accountant", "unsupported", "forward mail"),
         ("create a filter that moves receipts into a folder", "unsupported", "create rules or filters"),
         ("unsubscribe me from the weekly commit", "unsupported", "unsubscribe you from lists"),
+        # a name that is also a verb: "Mark Sagel's phone number" was refused as "change read/done marks"
+        ("Mark Sagel's phone number", "question", ""),
+        ("Star Furniture delivery date", "question", ""),
+        ("Mark Acme invoices as done", "unsupported", "change read/done marks"),
+        ("Send Lena the tracking number", "unsupported", "send mail"),
     ],
 )
 def test_classify_intent(question: str, intent: str, refusal: str) -> None:
