@@ -80,8 +80,8 @@ AMOUNT_RE = re.compile(
     re.IGNORECASE,
 )
 # A new sentence starts with a capital: not "Feb. 23", "No. 5" or "approx. 30"; and not after an initialism of
-# single letters ("5:00 p.m. CST", "e.g. Houston").
-_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\b[^\W\d_]\.[^\W\d_]\.)\s+(?=[A-ZÇĞİÖŞÜÄ])")
+# single letters ("5:00 p.m. CST", "e.g. Houston") or one capital ("John W. Smith", "1963A W. Gray").
+_SENTENCE_END = re.compile(r"(?<=[.!?])(?<!\b[^\W\d_]\.[^\W\d_]\.)(?<!\s[A-Z]\.)\s+(?=[A-ZÇĞİÖŞÜÄ])")
 
 
 def names_days(word: str) -> bool:

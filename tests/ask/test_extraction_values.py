@@ -292,6 +292,19 @@ def test_an_initialism_ends_no_sentence() -> None:
         "The forum is intended for traders, asset managers and schedulers with a stake in the market's success.",
         "Please reply by Monday.",
     ]
+    # nor does one capital before a name: a middle initial, a street's direction
+    line = (
+        "Once I pick out the piece for the class gift, you will be able to take your child to the Clay Owl, "
+        "2210B W. Alabama, any day next week to do their thumbprints.  John R. Hale will have the glaze ready "
+        "for all of them by then, and the plates will be fired and wrapped in time for the last day of school.  "
+        "Thanks."
+    )
+    assert [p.text for p in passages(line, source="body")][:2] == [
+        "Once I pick out the piece for the class gift, you will be able to take your child to the Clay Owl, "
+        "2210B W. Alabama, any day next week to do their thumbprints.",
+        "John R. Hale will have the glaze ready for all of them by then, and the plates will be fired and wrapped "
+        "in time for the last day of school.",
+    ]
 
 
 @pytest.mark.parametrize(
