@@ -57,7 +57,9 @@ def _history_starts(line: str, kept: list[str], *, notes_header: bool = False) -
 
 # A field label written in a column of its own, after a wide gap or a deep indent: the tabular header Lotus Notes
 # writes above a message it replies to or forwards ("            10/16/2001 09:24 AM          Subject: …").
-_COLUMN_LABEL = re.compile(r"^(?:[ \t]*\S.*?[ \t]{5,}|[ \t]{20,})[^\W\d_][\w-]{0,20}:(?:\s|$)")
+# A gap is entered only after a non-blank character and taken whole (possessive), so a line of long blank runs
+# costs linear time: the lazy form took 2.5 s on a 16,000-character line (a text table) and 3 s for one question.
+_COLUMN_LABEL = re.compile(r"^(?:[ \t]*+\S(?:.*?\S)??[ \t]{5,}+|[ \t]{20,}+)[^\W\d_][\w-]{0,20}:(?:\s|$)")
 
 
 def _notes_headers(lines: list[str]) -> tuple[set[int], set[int]]:
