@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Set as AbstractSet
 
-from apps.ask.textutil import find_values, is_phone_number, normalize, value_key
+from apps.ask.textutil import YEAR, find_values, is_phone_number, normalize, value_key
 
 KIND_NAMES = {
     "date": "Date",
@@ -65,7 +65,7 @@ def answer_values(kind: str, text: str, given: set[str], labels: frozenset[str] 
             references = [
                 m.group(0)
                 for m in _BARE_NUMBER.finditer(text)
-                if not _YEAR.fullmatch(m.group(0)) and named_values(text[: m.end()], [m.group(0)], labels)
+                if not YEAR.fullmatch(m.group(0)) and named_values(text[: m.end()], [m.group(0)], labels)
             ]
         # "What number should I call …" asks for a number and gets a phone number when that is all there is.
         values = references or values
@@ -91,5 +91,4 @@ def kind_name(kind: str, values: list[str]) -> str:
 
 # "Passcode: 5323#", "Contract: 2053", "Host Code: 869944 (Greg)"
 _BARE_NUMBER = re.compile(r"(?<![\w.,/$#-])\d{4,12}(?![\w/-]|[.,]\d)")
-_YEAR = re.compile(r"(?:19|20)\d\d")
 _FIELD_NUMBER = re.compile(r"^[^:\d]{2,40}:\s*(#?\d{3,}#?)(?:\s*\([^()\d]{1,40}\))?\s*$")

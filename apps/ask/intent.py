@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from apps.ask.textutil import normalize
+from apps.ask.vocabulary import answer_types_of
 from apps.search.folding import STOPWORDS, fold_tokens
 
 IntentName = Literal["question", "follow_up_drafts", "unsupported"]
@@ -99,8 +100,6 @@ _NAME_START = re.compile(r"^[^\W\d_][^\W_]*\s+[^\W\d_]")
 def _asks_about_a_name(text: str) -> bool:
     """ "Mark Sagel's phone number", "Bill White's fax": the first word is a name (capitalised, and so is the
     next one), and the text asks for a kind of value. "Delete Ergoform mails" asks for none: an instruction."""
-    from apps.ask.vocabulary import answer_types_of
-
     start = _NAME_START.match(text)
     if not start or not text[:1].isupper() or not start.group(0)[-1].isupper():
         return False

@@ -319,7 +319,7 @@ QUANTITY_RE = re.compile(
 )
 
 
-_YEAR_NUMBER = re.compile(r"(?:19|20)\d\d")
+YEAR = re.compile(r"(?:19|20)\d\d")  # a year written as four digits
 
 
 def _counts_something(match: re.Match[str]) -> bool:
@@ -330,7 +330,7 @@ def _counts_something(match: re.Match[str]) -> bool:
     if unit and len(unit) == 1 and match.string[match.start("unit") - 1].isdigit():
         return False
     number = match.group(0)[: match.start("unit") - match.start()].strip() if unit else ""
-    if unit and _YEAR_NUMBER.fullmatch(number) and unit[:1].isupper() and not unit.isupper():
+    if unit and YEAR.fullmatch(number) and unit[:1].isupper() and not unit.isupper():
         return False
     return not unit or unit.lower() not in STOPWORDS
 
