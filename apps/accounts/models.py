@@ -166,13 +166,20 @@ class Message(models.Model):
     raw_headers = models.TextField(blank=True)
     parse_error = models.TextField(blank=True)
     stored_at = models.DateTimeField(default=timezone.now)
+    # Set when the message's last location vanished on the server (expunged, folder deleted): it leaves the
+    # mailbox, counts and search; runs and workspaces that used it keep it, shown as deleted on the server.
+    deleted_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["account", "provider_id"], name="mail_message_unique_provider_id"),
+            # dedupe_key = Message-ID + a fingerprint of the content (apps/accounts/identity.py): two different
+            # messages sharing a Message-ID are two rows, the same message in two folders is one row.
             models.UniqueConstraint(fields=["account", "dedupe_key"], name="mail_message_unique_dedupe_key"),
         ]
         indexes = [
+            # provider_id / folder are the message's primary location (its first live one), kept for links
+            # and attachment fetches; MessageLocation holds every place the message is in.
+            models.Index(fields=["account", "provider_id"], name="mail_message_provider_id"),
             models.Index(fields=["account", "folder", "-date"], name="mail_message_folder_date"),
             models.Index(fields=["thread", "date"], name="mail_message_thread_date"),
             # Threading looks up replies stored before their parent once per stored batch.
@@ -195,6 +202,32 @@ class Message(models.Model):
     def recipients(self, field: str) -> list[dict[str, Any]]:
         value = getattr(self, field)
         return value if isinstance(value, list) else []
+
+
+class MessageLocation(models.Model):
+    """One place a message is on the server: an IMAP (folder, UIDVALIDITY, UID), a Gmail label, a Graph
+    folder; or the folder of a local import. Flags are per place, as IMAP keeps them."""
+
+    account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="locations")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="locations")
+    folder = models.ForeignKey(MailFolder, on_delete=models.CASCADE, related_name="locations")
+    provider_id = models.CharField(max_length=512)
+    uid = models.BigIntegerField(null=True, blank=True)
+    seen = models.BooleanField(default=False)
+    flagged = models.BooleanField(default=False)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["folder", "provider_id"], name="mail_location_unique_provider_id"),
+        ]
+        indexes = [
+            models.Index(fields=["account", "provider_id"], name="mail_location_provider_id"),
+            models.Index(fields=["folder", "uid"], name="mail_location_folder_uid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.provider_id} (message {self.message_id})"
 
 
 class Attachment(models.Model):

@@ -14,7 +14,7 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Count, Exists, F, Max, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.http import Http404
 
-from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, Provider, Thread
+from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, MessageLocation, Provider, Thread
 
 THREADS_PER_PAGE = 50
 MAX_SENDERS_SHOWN = 3
@@ -153,17 +153,20 @@ def folder_entries(accounts: list[MailAccount]) -> list[AccountEntry]:
             role=folder.role,
             last_synced_at=folder.last_synced_at,
         )
+    # Counted from locations, as the server counts: a message in two folders counts in both, each with
+    # its own \\Seen; a message deleted on the server has no location left.
     counts = (
-        Message.objects.filter(account_id__in=list(by_account))
+        MessageLocation.objects.filter(account_id__in=list(by_account))
         .order_by()
-        .values("account_id", "folder")
+        .values("account_id", "folder__name")
         .annotate(total=Count("pk"), unread=Count("pk", filter=Q(seen=False)))
     )
     for row in counts:
-        key = (row["account_id"], row["folder"])
+        key = (row["account_id"], row["folder__name"])
         entry = folders.get(key)
         if entry is None:
-            entry = FolderEntry(account_id=row["account_id"], name=row["folder"], label=row["folder"] or "(no folder)")
+            name = row["folder__name"]
+            entry = FolderEntry(account_id=row["account_id"], name=name, label=name or "(no folder)")
             folders[key] = entry
         entry.total = row["total"]
         entry.unread = row["unread"]
@@ -222,11 +225,13 @@ def thread_list_queryset(*, account: MailAccount, folder: str | None) -> QuerySe
     Everything a row shows comes from annotations and a single prefetch of the senders, so a page costs a
     constant number of queries however many threads it holds.
     """
-    messages = Message.objects.filter(thread=OuterRef("pk"))
+    messages = Message.objects.filter(thread=OuterRef("pk"), deleted_at=None)
     latest = messages.order_by("-date", "-pk")
-    threads = Thread.objects.filter(account=account)
+    threads = Thread.objects.filter(account=account).filter(Exists(messages))
     if folder is not None:
-        threads = threads.filter(Exists(Message.objects.filter(thread=OuterRef("pk"), folder=folder)))
+        threads = threads.filter(
+            Exists(MessageLocation.objects.filter(message__thread=OuterRef("pk"), folder__name=folder))
+        )
     return (
         threads.annotate(
             has_unread=Exists(messages.filter(seen=False)),

@@ -1,9 +1,9 @@
 """Storing fetched messages: parse, dedupe, thread, insert and advance the cursor in one transaction.
 
 Every provider and the local importer end here. The batch is parsed outside the transaction (CPU only),
-then one short transaction inserts what is new and writes the checkpoint that follows it, so a crash
-either keeps the whole batch and its cursor or neither. Unique (account, provider_id) and
-(account, dedupe_key) make any replay harmless.
+then one short transaction inserts what is new, gives every item its location and writes the checkpoint
+that follows it, so a crash either keeps the whole batch and its cursor or neither. Unique (account,
+dedupe_key) on messages and (folder, provider_id) on locations make any replay harmless.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import re
-from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -20,6 +19,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from apps.accounts import locations
+from apps.accounts.identity import dedupe_key_for_parsed
 from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, MessageOutbox, Thread
 from apps.accounts.parsing import ParsedMessage, parse_message
 from apps.accounts.providers.base import Checkpoint, RemoteMessage, StoreResult
@@ -47,7 +48,7 @@ class _Incoming:
 
 
 def dedupe_key_for(parsed: ParsedMessage) -> str:
-    return parsed.message_id[:998] if parsed.message_id else f"sha256:{parsed.raw_sha256}"
+    return dedupe_key_for_parsed(parsed)
 
 
 def cache_attachment_bytes(payload: bytes) -> tuple[str, str]:
@@ -64,18 +65,22 @@ def cache_attachment_bytes(payload: bytes) -> tuple[str, str]:
 
 
 def parse_batch(messages: list[RemoteMessage], *, keep_payloads: bool) -> list[_Incoming]:
+    """Parse a batch; the same (folder, provider id) twice in one batch is kept once. Two items with one
+    content key stay: they are one message in two places (or twice in one folder, as IMAP allows)."""
     incoming: list[_Incoming] = []
-    seen_keys: set[str] = set()
-    seen_ids: set[str] = set()
+    seen_places: set[tuple[str, str]] = set()
     for remote in messages:
         parsed = parse_message(remote.raw, keep_attachment_payloads=keep_payloads)
+        if parsed.date is None and remote.internal_date is not None:
+            # No usable Date header: the server's arrival time is the best date there is.
+            parsed.date = remote.internal_date
         provider_id = remote.provider_id or f"local:{parsed.raw_sha256}"
-        key = dedupe_key_for(parsed)
-        if key in seen_keys or provider_id in seen_ids:
+        if (remote.folder, provider_id) in seen_places:
             continue
-        seen_keys.add(key)
-        seen_ids.add(provider_id)
-        incoming.append(_Incoming(remote=remote, parsed=parsed, provider_id=provider_id, dedupe_key=key))
+        seen_places.add((remote.folder, provider_id))
+        incoming.append(
+            _Incoming(remote=remote, parsed=parsed, provider_id=provider_id, dedupe_key=dedupe_key_for(parsed))
+        )
     return incoming
 
 
@@ -98,16 +103,19 @@ def store_remote_messages(
         if checkpoint is not None:
             apply_checkpoint(account=account, checkpoint=checkpoint)
         result.duplicates += in_batch_duplicates
-        if result.created_ids or unfinished:
+        changed = locations.refresh_messages(account=account, message_ids=result.located_ids)
+        if result.created_ids or unfinished or changed:
             created = list(result.created_ids)
-            # Known messages whose hooks never finished (a crash after their commit) get them again now.
+            retry = list(dict.fromkeys([*unfinished, *changed]))
+            # Known messages whose hooks never finished (a crash after their commit) get them again now;
+            # messages that gained a place are re-indexed (locations.refresh_messages reopened their outbox).
             transaction.on_commit(
                 lambda: messages_stored.send(
                     sender=Message,
                     account_id=account.pk,
                     message_ids=created,
                     fetch_cycle_id=fetch_cycle_id,
-                    retry_ids=unfinished,
+                    retry_ids=retry,
                     retry_kinds=None,
                 )
             )
@@ -134,16 +142,18 @@ def apply_checkpoint(*, account: MailAccount, checkpoint: Checkpoint) -> None:
 def _insert(
     *, account: MailAccount, incoming: list[_Incoming], unfinished: list[int], route_regardless_of_date: bool = False
 ) -> StoreResult:
-    """Insert what is new; `unfinished` gets the already-stored ones whose index or routing is missing."""
+    """Insert what is new and give every item its location; `unfinished` gets the already-stored messages
+    whose index or routing is missing. An item whose place is already stored is a duplicate; an item whose
+    content is already stored (a copy, a move, a resync after a UIDVALIDITY change) only gets a location."""
     result = StoreResult()
     if not incoming:
         return result
+    folders = locations.folders_by_name(account=account, names={item.remote.folder for item in incoming})
     keys = [item.dedupe_key for item in incoming]
-    provider_ids = [item.provider_id for item in incoming]
     existing_by_key = {
         row["dedupe_key"]: row
         for row in Message.objects.filter(account=account, dedupe_key__in=keys).values(
-            "id", "dedupe_key", "provider_id", "folder", "labels", "outbox__indexed_at", "outbox__routed_at"
+            "id", "dedupe_key", "outbox__indexed_at", "outbox__routed_at"
         )
     }
     unfinished.extend(
@@ -151,37 +161,65 @@ def _insert(
         for row in existing_by_key.values()
         if row["outbox__indexed_at"] is None or row["outbox__routed_at"] is None
     )
-    existing_provider_ids = set(
-        Message.objects.filter(account=account, provider_id__in=provider_ids).values_list("provider_id", flat=True)
-    )
+    placed = locations.existing_places(account=account, provider_ids=[item.provider_id for item in incoming])
     fresh: list[_Incoming] = []
-    moved: list[Message] = []
+    fresh_keys: set[str] = set()
+    places: list[tuple[_Incoming, int | None]] = []  # (item, known message pk or None = the fresh row)
     for item in incoming:
-        known = existing_by_key.get(item.dedupe_key)
-        if known is None and item.provider_id not in existing_provider_ids:
-            fresh.append(item)
+        folder = folders[item.remote.folder]
+        if (folder.pk, item.provider_id) in placed:
+            result.duplicates += 1
             continue
-        result.duplicates += 1
-        if known is not None and known["provider_id"] != item.provider_id:
-            moved.append(_relocated(known, item, existing_provider_ids))
-    moved = [message for message in moved if message.pk]
-    if moved:
-        Message.objects.bulk_update(moved, ["provider_id", "labels"])
-    if not fresh:
-        return result
+        known = existing_by_key.get(item.dedupe_key)
+        if known is not None:
+            result.duplicates += 1
+            places.append((item, int(known["id"])))
+        elif item.dedupe_key in fresh_keys:
+            result.duplicates += 1
+            places.append((item, None))
+        else:
+            fresh.append(item)
+            fresh_keys.add(item.dedupe_key)
+            places.append((item, None))
 
-    thread_ids = _assign_threads(account=account, fresh=fresh)
-    rows = [_message_row(account, item, thread_id) for item, thread_id in zip(fresh, thread_ids, strict=True)]
-    created_ids: list[int] = insert_values(Message, rows, batch_size=500)
-    stored_at = timezone.now()
-    insert_values(
-        MessageOutbox,
-        [
-            {"message_id": pk, "stored_at": stored_at, "route_regardless_of_date": route_regardless_of_date}
-            for pk in created_ids
-        ],
-        batch_size=500,
-    )
+    created_ids: list[int] = []
+    if fresh:
+        thread_ids = _assign_threads(account=account, fresh=fresh)
+        rows = [_message_row(account, item, thread_id) for item, thread_id in zip(fresh, thread_ids, strict=True)]
+        created_ids = insert_values(Message, rows, batch_size=500)
+        stored_at = timezone.now()
+        insert_values(
+            MessageOutbox,
+            [
+                {"message_id": pk, "stored_at": stored_at, "route_regardless_of_date": route_regardless_of_date}
+                for pk in created_ids
+            ],
+            batch_size=500,
+        )
+        _insert_attachments(fresh, created_ids)
+        _refresh_thread_aggregates(set(thread_ids))
+    by_key = {item.dedupe_key: pk for item, pk in zip(fresh, created_ids, strict=True)}
+    new_places = [
+        locations.NewPlace(
+            message_id=known_pk if known_pk is not None else by_key[item.dedupe_key],
+            folder=folders[item.remote.folder],
+            provider_id=item.provider_id,
+            uid=item.remote.uid,
+            seen=item.remote.seen,
+            flagged=item.remote.flagged,
+            global_id=item.remote.global_id,
+        )
+        for item, known_pk in places
+    ]
+    locations.add_places(account=account, places=new_places)
+    result.created = len(created_ids)
+    result.created_ids = created_ids
+    result.located_ids = sorted({pk for _, pk in places if pk is not None})
+    result.parse_errors = sum(1 for item in fresh if item.parsed.parse_error)
+    return result
+
+
+def _insert_attachments(fresh: list[_Incoming], created_ids: list[int]) -> None:
     attachments: list[Attachment] = []
     for message_pk, item in zip(created_ids, fresh, strict=True):
         for parsed_attachment in item.parsed.attachments:
@@ -205,24 +243,6 @@ def _insert(
             )
     if attachments:
         insert_rows(attachments, batch_size=500)
-    _refresh_thread_aggregates(set(thread_ids))
-    result.created = len(rows)
-    result.created_ids = created_ids
-    result.parse_errors = sum(1 for item in fresh if item.parsed.parse_error)
-    return result
-
-
-def _relocated(known: Mapping[str, Any], item: _Incoming, taken: set[str]) -> Message:
-    """A known message seen under a new provider id: follow it when it is the same folder (resync)."""
-    labels = list(known["labels"] or [])
-    if item.remote.folder and item.remote.folder not in labels and item.remote.folder != known["folder"]:
-        labels.append(item.remote.folder)
-    provider_id = str(known["provider_id"])
-    if item.remote.folder == known["folder"] and item.provider_id not in taken:
-        provider_id = item.provider_id
-        taken.add(provider_id)
-    message = Message(pk=known["id"], provider_id=provider_id, labels=labels)
-    return message
 
 
 def _message_row(account: MailAccount, item: _Incoming, thread_id: int) -> dict[str, Any]:

@@ -12,7 +12,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from apps.accounts.models import ErrorCategory, MailAccount, MailFolder, Message, SyncStatus
+from apps.accounts import locations
+from apps.accounts.models import ErrorCategory, MailAccount, MailFolder, Provider, SyncStatus
 from apps.accounts.providers import get_provider
 from apps.accounts.providers.base import Checkpoint, FolderInfo, ProviderError, RemoteMessage, StoreResult
 from apps.accounts.store import store_remote_messages
@@ -34,6 +35,9 @@ class SyncOutcome:
     created: int = 0
     duplicates: int = 0
     parse_errors: int = 0
+    located: int = 0  # places of messages already stored (moves, copies): no download
+    removed: int = 0  # places gone on the server (expunged, moved away, folder deleted)
+    deleted: int = 0  # messages whose last place is gone: deleted on the server
     error_category: str = ""
     error_message: str = ""
     created_ids: list[int] = field(default_factory=list)
@@ -151,6 +155,7 @@ class AccountSink:
                 target.duplicates += result.duplicates
                 target.parse_errors += result.parse_errors
                 target.created_ids.extend(result.created_ids)
+                target.located += len(result.located_ids)
             self.heartbeat()
         return batch
 
@@ -161,23 +166,66 @@ class AccountSink:
         self._folders.pop(name, None)
         logger.warning("account %s: folder %r reset for a full resync", self.account.pk, name)
 
-    def update_flags(self, changes: dict[str, tuple[bool, bool]]) -> None:
+    def update_flags(self, changes: dict[str, tuple[bool, bool]], *, folder: str | None = None) -> None:
         if not changes:
             return
-        ids = list(changes)
-        changed: list[Message] = []
-        for start in range(0, len(ids), 500):
-            chunk = ids[start : start + 500]
-            for message in Message.objects.filter(account=self.account, provider_id__in=chunk).only(
-                "pk", "provider_id", "seen", "flagged"
-            ):
-                seen, flagged = changes[message.provider_id]
-                if message.seen != seen or message.flagged != flagged:
-                    message.seen, message.flagged = seen, flagged
-                    changed.append(message)
-        if changed:
-            with transaction.atomic():
-                Message.objects.bulk_update(changed, ["seen", "flagged"], batch_size=500)
+        target = self.folder_state(folder) if folder is not None else None
+        if folder is not None and target is None:
+            return
+        locations.update_flags(account=self.account, changes=changes, folder=target)
+
+    def known_folders(self) -> list[MailFolder]:
+        return list(MailFolder.objects.filter(account=self.account))
+
+    def folder_places(self, name: str) -> dict[str, locations.Place]:
+        folder = self.folder_state(name)
+        return locations.folder_places(folder=folder) if folder is not None else {}
+
+    def remove_places(self, location_ids: list[int]) -> None:
+        self.totals.removed += len(location_ids)
+        locations.remove_places(account=self.account, location_ids=location_ids)
+        self.heartbeat()
+
+    def match_known(self, facts: dict[str, locations.HeaderFacts]) -> dict[str, int]:
+        return locations.match_known(account=self.account, facts=facts)
+
+    def place_known(self, name: str, places: list[locations.KnownPlace]) -> None:
+        folder = self.folder_state(name) or self.ensure_folder(FolderInfo(name=name))
+        with transaction.atomic():
+            locations.add_places(
+                account=self.account,
+                places=[
+                    locations.NewPlace(
+                        message_id=place.message_id,
+                        folder=folder,
+                        provider_id=place.provider_id,
+                        uid=place.uid,
+                        seen=place.seen,
+                        flagged=place.flagged,
+                    )
+                    for place in places
+                ],
+            )
+            changed = locations.refresh_messages(account=self.account, message_ids=[p.message_id for p in places])
+            locations.announce_changed(account_id=self.account.pk, message_ids=changed)
+        self.totals.located += len(places)
+        self.heartbeat()
+
+    def rename_folder(self, old: str, new: FolderInfo, provider_ids: dict[str, str]) -> None:
+        locations.rename_folder(
+            account=self.account,
+            old=old,
+            new=new.name,
+            display_name=new.display_name,
+            role=new.role,
+            provider_ids=provider_ids,
+        )
+        self._folders.pop(old, None)
+        self._folders.pop(new.name, None)
+
+    def delete_folder(self, name: str) -> None:
+        self.totals.removed += locations.delete_folder(account=self.account, name=name)
+        self._folders.pop(name, None)
 
     def heartbeat(self) -> None:
         if self.lock_token:
@@ -207,6 +255,9 @@ def sync_account(account_id: int, *, fetch_cycle_id: int | None = None) -> SyncO
     outcome = SyncOutcome(account_id=account_id, status="ok")
     try:
         provider.sync(sink)
+        if account.provider != Provider.LOCAL:
+            # Only after a complete pass: a message moved between folders is found in its new folder first.
+            outcome.deleted = len(locations.mark_unlocated_deleted(account=account))
         signature = _provider_signature(provider)
     except ProviderError as exc:
         outcome.status = "error"
@@ -229,6 +280,8 @@ def sync_account(account_id: int, *, fetch_cycle_id: int | None = None) -> SyncO
     outcome.created = sink.totals.created
     outcome.duplicates = sink.totals.duplicates
     outcome.parse_errors = sink.totals.parse_errors
+    outcome.located = sink.totals.located
+    outcome.removed = sink.totals.removed
     outcome.created_ids = sink.totals.created_ids
     fields: dict[str, object] = {
         "last_sync_at": timezone.now(),
@@ -239,6 +292,9 @@ def sync_account(account_id: int, *, fetch_cycle_id: int | None = None) -> SyncO
             "created": outcome.created,
             "duplicates": outcome.duplicates,
             "parse_errors": outcome.parse_errors,
+            "located": outcome.located,
+            "removed": outcome.removed,
+            "deleted": outcome.deleted,
             "seconds": round((timezone.now() - started).total_seconds(), 2),
         },
     }

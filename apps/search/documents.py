@@ -132,7 +132,8 @@ def documents_for_messages(message_ids: Iterable[int]) -> tuple[list[IndexDocume
     """Documents for the given messages and their extracted attachment texts; plus ids that are gone."""
     ids = list(dict.fromkeys(message_ids))
     # Oldest first, so documents get ids in the order mail was stored ("newest matches" rank first).
-    messages = Message.objects.filter(pk__in=ids).order_by("pk").only(*MESSAGE_FIELDS)
+    # A message deleted on the server (no location left) is "gone": its documents are removed.
+    messages = Message.objects.filter(pk__in=ids, deleted_at=None).order_by("pk").only(*MESSAGE_FIELDS)
     attachments: dict[int, list[Attachment]] = {}
     for attachment in Attachment.objects.filter(message_id__in=ids).only(
         "id", "message_id", "filename", "extracted_text", "is_inline"

@@ -31,7 +31,9 @@ def stdlib_attachment_digests(directory: Path) -> set[str]:
         for part in parsed.walk():
             if part.is_multipart() or part.get_content_maintype() == "message":
                 continue
-            if part.get_filename() or part.get_content_disposition() == "attachment":
+            # Inline non-text parts without a name (a pasted photo) are attachments too: the store names them.
+            inline_binary = part.get_content_disposition() == "inline" and part.get_content_maintype() != "text"
+            if part.get_filename() or part.get_content_disposition() == "attachment" or inline_binary:
                 payload = part.get_payload(decode=True)
                 if isinstance(payload, bytes):
                     digests.add(hashlib.sha256(payload).hexdigest())

@@ -10,7 +10,7 @@ import pytest
 from django.utils import timezone
 
 from apps.accounts.actions import create_imap_account, create_local_account
-from apps.accounts.models import MailAccount, MailFolder, Message
+from apps.accounts.models import MailAccount, MailFolder, Message, MessageLocation
 from apps.accounts.providers.base import Checkpoint, FolderInfo, RemoteMessage
 from apps.accounts.sync import (
     AccountSink,
@@ -70,19 +70,28 @@ def test_batches_commit_with_their_checkpoint_and_replays_are_duplicates(user: A
     assert again.created == 0 and again.duplicates == 3
 
 
-def test_uidvalidity_resync_follows_messages_to_their_new_ids(user: Any) -> None:
+def test_a_known_message_in_a_new_place_gets_a_location_not_a_second_row(user: Any) -> None:
     account = create_local_account(owner=user, name="d")
     sink = AccountSink(account, lock_token=None)
     sink.store_batch([RemoteMessage(provider_id="INBOX:1:10", raw=raw("z@x"), folder="INBOX")])
     sink.reset_folder("INBOX", uidvalidity=2)
     result = sink.store_batch([RemoteMessage(provider_id="INBOX:2:1", raw=raw("z@x"), folder="INBOX")])
-    assert result.created == 0 and result.duplicates == 1
     message = Message.objects.get(account=account)
-    assert message.provider_id == "INBOX:2:1"
-    # The same message seen in another folder keeps its id and gains a label.
-    sink.store_batch([RemoteMessage(provider_id="Archive:5:1", raw=raw("z@x"), folder="Archive")])
+    assert (result.created, result.duplicates, result.located) == (0, 1, 1)
+    places = dict(MessageLocation.objects.filter(message=message).values_list("provider_id", "pk"))
+    assert set(places) == {"INBOX:1:10", "INBOX:2:1"}
+    # The old UIDVALIDITY's place goes: the message follows to its live one.
+    sink.remove_places([places["INBOX:1:10"]])
     message.refresh_from_db()
-    assert message.provider_id == "INBOX:2:1" and "Archive" in message.labels
+    assert (message.provider_id, message.folder, message.deleted_at) == ("INBOX:2:1", "INBOX", None)
+    # The same message in another folder is one message in two places.
+    sink.store_batch([RemoteMessage(provider_id="Archive:5:1", raw=raw("z@x"), folder="Archive")])
+    assert Message.objects.filter(account=account).count() == 1
+    assert set(message.locations.values_list("folder__name", flat=True)) == {"INBOX", "Archive"}
+    # Another message with the same Message-ID but other content is another message.
+    other = sink.store_batch([RemoteMessage(provider_id="INBOX:2:2", raw=raw("z@x", subject="else"), folder="INBOX")])
+    assert other.created == 1
+    assert Message.objects.filter(account=account, message_id="z@x").count() == 2
 
 
 def test_flag_updates_touch_only_changed_messages(user: Any) -> None:

@@ -191,6 +191,66 @@ class Mailbox:
         assert new != old, f"UIDVALIDITY of {folder!r} did not change ({old})"
         return new
 
+    # -- server-side changes (another mail client acting on the mailbox) ------------------------------------
+
+    def expunge(self, folder: str, uids: Sequence[int]) -> None:
+        with self.client() as client:
+            client.select_folder(folder)
+            client.add_flags(list(uids), [b"\\Deleted"])
+            client.uid_expunge(list(uids))
+
+    def move(self, folder: str, uids: Sequence[int], target: str) -> None:
+        with self.client() as client:
+            client.select_folder(folder)
+            client.move(list(uids), target)
+
+    def copy(self, folder: str, uids: Sequence[int], target: str) -> None:
+        with self.client() as client:
+            client.select_folder(folder)
+            client.copy(list(uids), target)
+
+    def rename_folder(self, old: str, new: str) -> None:
+        with self.client() as client:
+            client.rename_folder(old, new)
+
+    def delete_folder(self, folder: str) -> None:
+        with self.client() as client:
+            client.delete_folder(folder)
+
+    def doveadm_state(self) -> dict[str, list[tuple[str, bool, bool]]]:
+        """The oracle: `doveadm fetch` of every message's folder, Message-ID and flags, read from Dovecot's
+        own storage (not through IMAP). {folder: sorted [(message id, seen, flagged)]}."""
+        doveadm = find_executable("doveadm")
+        if doveadm is None:
+            missing_service("doveadm is not installed (it comes with Debian's dovecot-core)")
+        result = subprocess.run(
+            [
+                str(doveadm),
+                "-c",
+                str(self.server.config),
+                "-f",
+                "tab",
+                "fetch",
+                "-u",
+                self.username,
+                "mailbox flags hdr.message-id",
+                "ALL",
+            ],
+            capture_output=True,
+            check=True,
+            timeout=60,
+        )
+        state: dict[str, list[tuple[str, bool, bool]]] = {}
+        lines = result.stdout.decode("utf-8", "replace").splitlines()
+        for line in lines[1:]:  # the first line is the header row
+            folder, flags, message_id = [*line.split("\t"), "", ""][:3]
+            words = {flag.lower() for flag in flags.split()}
+            # RFC 5322 allows folding whitespace inside a msg-id; the parser drops it, so does the comparison.
+            state.setdefault(folder, []).append(
+                ("".join(message_id.split()).strip("<>"), "\\seen" in words, "\\flagged" in words)
+            )
+        return {folder: sorted(rows) for folder, rows in state.items()}
+
 
 def _appended_uids(response: bytes) -> list[int]:
     # b"[APPENDUID 1712345678 7] Append completed."

@@ -8,11 +8,13 @@ cursor, and the unique constraints absorb any replay: no loss, no duplicates.
 
 from __future__ import annotations
 
+import datetime as dt
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from apps.accounts.locations import HeaderFacts, KnownPlace, Place
     from apps.accounts.models import Attachment, MailAccount, MailFolder
 
 
@@ -47,6 +49,11 @@ class RemoteMessage:
     # Attachments are fetched on demand: map an IMAP-style part number (ParsedAttachment.part_ref) to
     # the provider's own attachment reference when it has one (Gmail attachmentId, Graph id).
     attachment_refs: dict[str, str] = field(default_factory=dict)
+    uid: int | None = None  # IMAP UID within the folder's UIDVALIDITY
+    internal_date: dt.datetime | None = None  # the server's arrival time: the date when there is no Date header
+    # True when provider_id names the message wherever it is (Gmail id, Graph immutable id): the same id in
+    # another folder is the message having moved. IMAP ids name one place (folder, UIDVALIDITY, UID).
+    global_id: bool = False
 
 
 @dataclass(slots=True)
@@ -66,6 +73,9 @@ class StoreResult:
     duplicates: int = 0
     parse_errors: int = 0
     created_ids: list[int] = field(default_factory=list)
+    located_ids: list[int] = field(default_factory=list)  # known messages that got a new location
+    located: int = 0
+    removed: int = 0
 
 
 class SyncSink(Protocol):
@@ -79,9 +89,31 @@ class SyncSink(Protocol):
         """Forget a folder's cursor (UIDVALIDITY changed, delta token expired): the next batches resync it."""
         ...
 
-    def update_flags(self, changes: dict[str, tuple[bool, bool]]) -> None:
-        """provider_id → (seen, flagged) for messages already stored."""
+    def update_flags(self, changes: dict[str, tuple[bool, bool]], *, folder: str | None = None) -> None:
+        """provider_id → (seen, flagged) for stored locations (of one folder when given)."""
         ...
+
+    def known_folders(self) -> list[MailFolder]: ...
+
+    def folder_places(self, name: str) -> dict[str, Place]:
+        """provider id → Place of every stored location in the folder."""
+        ...
+
+    def remove_places(self, location_ids: list[int]) -> None:
+        """Locations gone on the server; a message left with none is marked deleted once the sync completes."""
+        ...
+
+    def match_known(self, facts: dict[str, HeaderFacts]) -> dict[str, int]:
+        """key → stored message for header facts that identify exactly one stored message."""
+        ...
+
+    def place_known(self, name: str, places: list[KnownPlace]) -> None:
+        """New locations in folder `name` for messages already stored."""
+        ...
+
+    def rename_folder(self, old: str, new: FolderInfo, provider_ids: dict[str, str]) -> None: ...
+
+    def delete_folder(self, name: str) -> None: ...
 
     def heartbeat(self) -> None:
         """Called between batches: renews the account's sync lock."""

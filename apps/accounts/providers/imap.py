@@ -1,15 +1,19 @@
 """IMAP mailboxes (any server: Dovecot, Fastmail, Exchange IMAP, …) through imapclient.
 
-Per folder the cursor is (UIDVALIDITY, last stored UID), written by the sink together with each batch, so
-an interrupted sync resumes after the last committed batch. A changed UIDVALIDITY invalidates every UID:
-the folder is reset and read again from UID 1, and the store's Message-ID dedupe turns the replay into
-duplicates instead of new rows. With CONDSTORE the folder's HIGHESTMODSEQ is kept as its sync_token so
-flag changes on stored mail are found with one SEARCH MODSEQ instead of a FLAGS fetch over the folder.
+Each folder is mirrored by diffing the server's UID set (UID SEARCH ALL) against the stored locations of
+the folder: expunged UIDs lose their location, new UIDs get one. A new UID whose header (Message-ID, size,
+date) matches exactly one stored message is that message moved or copied here and only gets a location;
+anything else is downloaded and recognised by content in the store. A changed UIDVALIDITY invalidates
+every stored location of the folder: the folder is read again the same way, so flags and membership are
+those of the server and no body is downloaded twice. A LIST diff finds renamed folders (same UIDVALIDITY,
+same messages) and deleted ones. With CONDSTORE the folder's HIGHESTMODSEQ is kept as its sync_token:
+an unchanged folder costs one SELECT, and flag changes are found with one SEARCH MODSEQ.
 """
 
 from __future__ import annotations
 
 import binascii
+import datetime as dt
 import errno
 import logging
 import socket
@@ -24,7 +28,9 @@ from django.conf import settings
 from imapclient import IMAPClient, SocketTimeout
 from imapclient.exceptions import IMAPClientAbortError, IMAPClientError, LoginError
 
+from apps.accounts.locations import HeaderFacts, KnownPlace, Place
 from apps.accounts.models import Attachment, ImapSecurity, MailAccount, MailFolder
+from apps.accounts.parsing import parse_message
 from apps.accounts.providers.base import Checkpoint, FolderInfo, MailProvider, ProviderError, RemoteMessage, SyncSink
 
 logger = logging.getLogger(__name__)
@@ -35,8 +41,10 @@ READ_TIMEOUT_SECONDS = 120.0
 MAX_BATCH_BYTES = 25 * 1024 * 1024
 # UIDs per command when only small items (sizes, flags) are fetched.
 SMALL_FETCH_CHUNK = 1000
-# Without CONDSTORE, flags are re-read for at most this many of the newest stored messages per folder.
-FLAG_REFRESH_LIMIT = 5000
+# UIDs per command when whole headers are fetched to recognise messages already stored.
+HEADER_FETCH_CHUNK = 200
+# Stored UIDs whose Message-ID must match in a folder with the UIDVALIDITY of a vanished one for a rename.
+RENAME_SAMPLE = 20
 
 SPECIAL_USE_ROLES = {
     b"\\sent": "sent",
@@ -228,6 +236,7 @@ class ImapProvider(MailProvider):
             if condstore:
                 condstore = b"CONDSTORE" in {item.upper() for item in client.enable("CONDSTORE")}
             folders = self._list_folders(client)
+            self._apply_folder_changes(client, sink, folders)
             # Every folder is known (and shown) before the first message arrives, even if the sync is cut short.
             for info in folders:
                 sink.ensure_folder(info)
@@ -305,7 +314,61 @@ class ImapProvider(MailProvider):
         folders.sort(key=lambda info: (info.role != "inbox", info.name.lower()))
         return folders
 
+    def _apply_folder_changes(self, client: IMAPClient, sink: SyncSink, folders: list[FolderInfo]) -> None:
+        """LIST diff: a stored folder missing from the server was renamed (a new folder with its UIDVALIDITY
+        whose messages are the stored ones: the row and its locations follow, nothing is downloaded) or
+        deleted (its locations go; messages still elsewhere stay)."""
+        server = {info.name: info for info in folders}
+        vanished = [folder for folder in sink.known_folders() if folder.name not in server]
+        if not vanished:
+            return
+        stored_names = {folder.name for folder in sink.known_folders()}
+        by_uidvalidity: dict[int, list[FolderInfo]] = {}
+        for info in folders:
+            if info.name in stored_names:
+                continue
+            status = client.folder_status(info.name, [b"UIDVALIDITY"])
+            by_uidvalidity.setdefault(int(status[b"UIDVALIDITY"]), []).append(info)
+        for old in vanished:
+            candidates = by_uidvalidity.get(int(old.uidvalidity or -1), [])
+            places = sink.folder_places(old.name)
+            if len(candidates) == 1 and self._holds_same_messages(client, candidates[0].name, places):
+                new = candidates[0]
+                uidvalidity = int(old.uidvalidity or 0)
+                mapping = {
+                    provider_id: ImapMessageRef(new.name, uidvalidity, place.uid).provider_id
+                    for provider_id, place in places.items()
+                    if place.uid is not None
+                }
+                logger.info("account %s: folder %r was renamed to %r", self.account.pk, old.name, new.name)
+                sink.rename_folder(old.name, new, mapping)
+                by_uidvalidity[uidvalidity] = []
+            else:
+                logger.info("account %s: folder %r is gone from the server", self.account.pk, old.name)
+                sink.delete_folder(old.name)
+
+    def _holds_same_messages(self, client: IMAPClient, name: str, places: dict[str, Place]) -> bool:
+        """Sample up to RENAME_SAMPLE stored UIDs: their Message-IDs in the candidate folder must be ours."""
+        sample = sorted((place for place in places.values() if place.uid is not None), key=lambda p: p.uid or 0)
+        if not sample:
+            return True
+        step = max(1, len(sample) // RENAME_SAMPLE)
+        picked = {int(place.uid or 0): place for place in sample[::step][:RENAME_SAMPLE]}
+        client.select_folder(name, readonly=True)
+        response = client.fetch(sorted(picked), ["BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)]"])
+        for uid, place in picked.items():
+            data = response.get(uid)
+            if data is None:
+                return False
+            header = bytes(data.get(b"BODY[HEADER.FIELDS (MESSAGE-ID)]") or b"")
+            if parse_message(header + b"\r\n").message_id != place.rfc_message_id:
+                return False
+        return True
+
     def _sync_folder(self, client: IMAPClient, sink: SyncSink, name: str, *, condstore: bool) -> None:
+        """Bring one folder's locations to the server's state: expunged UIDs lose their location, new UIDs get
+        one (a message already stored elsewhere is recognised from its header, without downloading it),
+        and flags are re-read (only the changed ones with CONDSTORE)."""
         try:
             selected = client.select_folder(name, readonly=True)
         except IMAPClientAbortError:
@@ -316,65 +379,104 @@ class ImapProvider(MailProvider):
             return
         uidvalidity = int(selected[b"UIDVALIDITY"])
         exists = int(selected.get(b"EXISTS", 0))
-        uidnext = selected.get(b"UIDNEXT")
         highest_modseq = selected.get(b"HIGHESTMODSEQ") if condstore else None
 
         state = sink.folder_state(name)
-        stored_last_uid, stored_modseq = self._cursor(sink, name, state, uidvalidity)
+        stored_modseq = self._stored_modseq(sink, name, state, uidvalidity)
+        current: dict[int, tuple[str, Place]] = {}
+        stale: list[int] = []
+        for provider_id, place in sink.folder_places(name).items():
+            if place.uid is not None and provider_id == ImapMessageRef(name, uidvalidity, place.uid).provider_id:
+                current[place.uid] = (provider_id, place)
+            else:
+                stale.append(place.location_id)  # another UIDVALIDITY: those UIDs mean nothing now
+        if (
+            highest_modseq is not None
+            and stored_modseq is not None
+            and int(highest_modseq) == stored_modseq
+            and not stale
+            and exists == len(current)
+        ):
+            # Nothing was added, expunged or re-flagged since the last sync (every change raises HIGHESTMODSEQ).
+            return
 
-        new_uids: list[int] = []
-        if exists and (uidnext is None or int(uidnext) - 1 > stored_last_uid):
-            # "n:*" always matches the last message even when its UID is below n.
-            found = client.search(["UID", f"{stored_last_uid + 1}:*"])
-            new_uids = sorted(int(uid) for uid in found if int(uid) > stored_last_uid)
-
+        server_uids = sorted(int(uid) for uid in client.search(["ALL"])) if exists else []
+        on_server = set(server_uids)
+        gone = [place.location_id for uid, (_, place) in current.items() if uid not in on_server]
+        if gone or stale:
+            sink.remove_places(gone + stale)
+        kept = sorted(uid for uid in current if uid in on_server)
+        if kept:
+            self._refresh_flags(client, sink, name, kept, current, since_modseq=stored_modseq)
+        new_uids = [uid for uid in server_uids if uid not in current]
         if new_uids:
             self._fetch_new(client, sink, name, uidvalidity, new_uids)
-        elif state is None or state.uidvalidity != uidvalidity:
-            # Nothing to store, but remember the UIDVALIDITY so a later change is noticed.
-            sink.store_batch([], Checkpoint(folder=name, uidvalidity=uidvalidity, last_uid=stored_last_uid))
-
-        if stored_last_uid:
-            self._refresh_flags(
-                client, sink, name, uidvalidity, stored_last_uid, exists=exists, since_modseq=stored_modseq
-            )
-        if highest_modseq is not None and highest_modseq != stored_modseq:
+        checkpoint = Checkpoint(folder=name, uidvalidity=uidvalidity, last_uid=max(server_uids, default=0))
+        if highest_modseq is not None:
             # Everything up to the HIGHESTMODSEQ seen at SELECT time has been applied now.
-            sink.store_batch([], Checkpoint(folder=name, sync_token=f"{MODSEQ_PREFIX}{int(highest_modseq)}"))
+            checkpoint.sync_token = f"{MODSEQ_PREFIX}{int(highest_modseq)}"
+        sink.store_batch([], checkpoint)
 
-    def _cursor(self, sink: SyncSink, name: str, state: MailFolder | None, uidvalidity: int) -> tuple[int, int | None]:
-        """(last stored UID, stored HIGHESTMODSEQ) valid for this UIDVALIDITY; resets the folder when it changed."""
+    def _stored_modseq(self, sink: SyncSink, name: str, state: MailFolder | None, uidvalidity: int) -> int | None:
+        """The HIGHESTMODSEQ stored for this UIDVALIDITY; a changed UIDVALIDITY resets the folder's cursor."""
         if state is None:
-            return 0, None
+            return None
         if state.uidvalidity is not None and state.uidvalidity != uidvalidity:
             logger.warning(
-                "account %s: UIDVALIDITY of %r changed (%s → %s): resyncing the folder",
+                "account %s: UIDVALIDITY of %r changed (%s → %s): re-reading the folder",
                 self.account.pk,
                 name,
                 state.uidvalidity,
                 uidvalidity,
             )
             sink.reset_folder(name, uidvalidity=uidvalidity)
-            return 0, None
-        if state.uidvalidity is None:
-            # UIDs without a known UIDVALIDITY cannot be trusted.
-            return 0, None
-        modseq: int | None = None
-        if state.sync_token.startswith(MODSEQ_PREFIX):
-            try:
-                modseq = int(state.sync_token[len(MODSEQ_PREFIX) :])
-            except ValueError:
-                modseq = None
-        return int(state.last_uid or 0), modseq
+            return None
+        if state.uidvalidity is None or not state.sync_token.startswith(MODSEQ_PREFIX):
+            return None
+        try:
+            return int(state.sync_token[len(MODSEQ_PREFIX) :])
+        except ValueError:
+            return None
 
     def _fetch_new(self, client: IMAPClient, sink: SyncSink, name: str, uidvalidity: int, uids: list[int]) -> None:
         sizes: dict[int, int] = {}
-        for start in range(0, len(uids), SMALL_FETCH_CHUNK):
-            chunk = uids[start : start + SMALL_FETCH_CHUNK]
-            for uid, data in client.fetch(chunk, ["RFC822.SIZE"]).items():
-                sizes[int(uid)] = int(data.get(b"RFC822.SIZE", 0) or 0)
+        flags_of: dict[int, tuple[bytes, ...]] = {}
+        arrived: dict[int, dt.datetime | None] = {}
+        facts: dict[str, HeaderFacts] = {}
+        for start in range(0, len(uids), HEADER_FETCH_CHUNK):
+            chunk = uids[start : start + HEADER_FETCH_CHUNK]
+            for uid, data in client.fetch(chunk, ["RFC822.SIZE", "FLAGS", "INTERNALDATE", "BODY.PEEK[HEADER]"]).items():
+                uid = int(uid)
+                sizes[uid] = int(data.get(b"RFC822.SIZE", 0) or 0)
+                flags_of[uid] = tuple(data.get(b"FLAGS", ()))
+                arrived[uid] = _aware(data.get(b"INTERNALDATE"))
+                header = parse_message(bytes(data.get(b"BODY[HEADER]") or b"") + b"\r\n")
+                when = header.date or arrived[uid]
+                facts[str(uid)] = HeaderFacts(
+                    message_id=header.message_id[:998],
+                    size=sizes[uid],
+                    date_ts=int(when.timestamp()) if when else None,
+                )
+        # A message already stored (moved or copied here, or this folder's UIDVALIDITY changed) only gets a
+        # location: its body is not downloaded again.
+        known = sink.match_known(facts)
+        if known:
+            sink.place_known(
+                name,
+                [
+                    KnownPlace(
+                        message_id=pk,
+                        provider_id=ImapMessageRef(name, uidvalidity, int(uid)).provider_id,
+                        uid=int(uid),
+                        seen=_has_flag(flags_of[int(uid)], b"\\Seen"),
+                        flagged=_has_flag(flags_of[int(uid)], b"\\Flagged"),
+                    )
+                    for uid, pk in known.items()
+                ],
+            )
+        wanted = {uid: size for uid, size in sizes.items() if str(uid) not in known}
         # Messages expunged since the SEARCH have no size and are skipped.
-        batches = plan_batches(sizes, max_count=max(1, int(settings.MAILAGENT_SYNC_BATCH)), max_bytes=MAX_BATCH_BYTES)
+        batches = plan_batches(wanted, max_count=max(1, int(settings.MAILAGENT_SYNC_BATCH)), max_bytes=MAX_BATCH_BYTES)
         for batch_uids in batches:
             response = client.fetch(batch_uids, ["BODY.PEEK[]", "FLAGS", "RFC822.SIZE"])
             batch: list[RemoteMessage] = []
@@ -382,7 +484,7 @@ class ImapProvider(MailProvider):
                 data = response.get(uid)
                 raw = data.get(b"BODY[]") if data else None
                 if data is None or raw is None:
-                    # Expunged meanwhile, or a body the server cannot produce: not retried past this checkpoint.
+                    # Expunged meanwhile, or a body the server cannot produce: the next sync's diff decides.
                     logger.warning("account %s: no body for UID %s in %r", self.account.pk, uid, name)
                     continue
                 flags = tuple(data.get(b"FLAGS", ()))
@@ -393,9 +495,11 @@ class ImapProvider(MailProvider):
                         folder=name,
                         seen=_has_flag(flags, b"\\Seen"),
                         flagged=_has_flag(flags, b"\\Flagged"),
+                        uid=uid,
+                        internal_date=arrived.get(uid),
                     )
                 )
-            sink.store_batch(batch, Checkpoint(folder=name, uidvalidity=uidvalidity, last_uid=max(batch_uids)))
+            sink.store_batch(batch)
             sink.heartbeat()
 
     def _refresh_flags(
@@ -403,33 +507,37 @@ class ImapProvider(MailProvider):
         client: IMAPClient,
         sink: SyncSink,
         name: str,
-        uidvalidity: int,
-        last_uid: int,
+        kept: list[int],
+        current: dict[int, tuple[str, Place]],
         *,
-        exists: int,
         since_modseq: int | None,
     ) -> None:
-        """Push \\Seen / \\Flagged of already-stored messages (UID ≤ last_uid) to the sink."""
-        if not exists:
-            return
+        """\\Seen / \\Flagged of the stored locations still on the server: with CONDSTORE only those changed
+        since the stored HIGHESTMODSEQ, else all of them (FLAGS is a few bytes a message)."""
+        uids = kept
         if since_modseq is not None:
-            # CONDSTORE: only what changed since the stored HIGHESTMODSEQ, however many (the modseq advances).
-            found = client.search(["MODSEQ", since_modseq + 1, "UID", f"1:{last_uid}"])
-            uids = sorted(int(uid) for uid in found if int(uid) <= last_uid)
-        else:
-            found = client.search(["UID", f"1:{last_uid}"])
-            uids = sorted(int(uid) for uid in found if int(uid) <= last_uid)[-FLAG_REFRESH_LIMIT:]
+            changed = {int(uid) for uid in client.search(["MODSEQ", since_modseq + 1])}
+            uids = [uid for uid in kept if uid in changed]
         for start in range(0, len(uids), SMALL_FETCH_CHUNK):
             chunk = uids[start : start + SMALL_FETCH_CHUNK]
             changes: dict[str, tuple[bool, bool]] = {}
             for uid, data in client.fetch(chunk, ["FLAGS"]).items():
                 flags = tuple(data.get(b"FLAGS", ()))
-                changes[ImapMessageRef(name, uidvalidity, int(uid)).provider_id] = (
-                    _has_flag(flags, b"\\Seen"),
-                    _has_flag(flags, b"\\Flagged"),
-                )
-            sink.update_flags(changes)
+                entry = current.get(int(uid))
+                if entry is None:
+                    continue
+                provider_id, place = entry
+                state = (_has_flag(flags, b"\\Seen"), _has_flag(flags, b"\\Flagged"))
+                if state != (place.seen, place.flagged):
+                    changes[provider_id] = state
+            sink.update_flags(changes, folder=name)
             sink.heartbeat()
+
+
+def _aware(value: Any) -> dt.datetime | None:
+    if not isinstance(value, dt.datetime):
+        return None
+    return value if value.tzinfo is not None else value.replace(tzinfo=dt.UTC)
 
 
 def _selectable_folders(client: IMAPClient) -> Iterator[tuple[str, Any, Any]]:

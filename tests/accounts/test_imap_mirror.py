@@ -1,0 +1,202 @@
+"""The local store mirrors the IMAP server: every server-side change, then a sync, then the *whole* state
+(each folder's Message-IDs with \\Seen and \\Flagged) compared with `doveadm fetch`, Dovecot's own view."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from apps.accounts.actions import create_imap_account, fetch_attachment_bytes
+from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, MessageLocation
+from apps.accounts.sync import SyncOutcome, sync_account
+from apps.search.selectors import search_page
+from tests.fakes.dovecot import Mailbox, make_message
+from tests.services import shared_path
+
+pytestmark = pytest.mark.services
+
+PROJECTS = "Projects/Ünïcode"
+RENAMED = "Clients/Ärger"
+PDF = b"%PDF-1.4\n" + bytes(range(256)) * 20 + b"\n%%EOF\n"
+
+
+def connect(mailbox: Mailbox, user: Any) -> MailAccount:
+    return create_imap_account(
+        owner=user,
+        name="mirror",
+        address=mailbox.username,
+        host="127.0.0.1",
+        port=mailbox.server.port,
+        security="none",
+        username=mailbox.username,
+        password=mailbox.password,
+    )
+
+
+def local_state(account: MailAccount) -> dict[str, list[tuple[str, bool, bool]]]:
+    state: dict[str, list[tuple[str, bool, bool]]] = {}
+    for folder, message_id, seen, flagged in MessageLocation.objects.filter(account=account).values_list(
+        "folder__name", "message__message_id", "seen", "flagged"
+    ):
+        state.setdefault(folder, []).append((message_id, seen, flagged))
+    return {folder: sorted(rows) for folder, rows in state.items()}
+
+
+def synced(account: MailAccount) -> SyncOutcome:
+    outcome = sync_account(account.pk)
+    assert outcome.status == "ok", outcome.error_message
+    return outcome
+
+
+def assert_mirrors(mailbox: Mailbox, account: MailAccount) -> None:
+    server = mailbox.doveadm_state()
+    assert local_state(account) == server
+    live = set(Message.objects.filter(account=account, deleted_at=None).values_list("message_id", flat=True))
+    assert live == {row[0] for rows in server.values() for row in rows}
+    # Every live message has a place, every deleted one has none.
+    assert not Message.objects.filter(account=account, deleted_at=None, locations__isnull=True).exists()
+    assert not Message.objects.filter(account=account, deleted_at__isnull=False, locations__isnull=False).exists()
+
+
+def mail(n: int, **extra: Any) -> bytes:
+    when = dt.datetime(2024, 3, 1, 9, 0, tzinfo=dt.UTC) + dt.timedelta(hours=n)
+    return make_message(subject=f"Message {n}", message_id=f"<m{n}@mirror.test>", date=when, **extra)
+
+
+def search_ids(account: MailAccount, query: str) -> set[str]:
+    """Message-IDs the search page finds for `query` (the syntax of the search box), one entry per message."""
+    page = search_page(query, user=account.owner, mode="keyword", per_page=100, group=False)
+    return {row.message_id for row in page.rows}
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_server_side_change_is_mirrored(imap_mailbox: Mailbox, user: Any) -> None:
+    box = imap_mailbox
+    box.create_folder(PROJECTS)
+    box.create_folder("Old")
+    inbox = [box.append("INBOX", mail(n), flags=[b"\\Seen"] if n % 3 == 0 else []) for n in range(1, 13)]
+    box.append("Archive", mail(20))
+    box.append(PROJECTS, mail(30, attachments=[("plan.pdf", "application/pdf", PDF)]))
+    box.append(PROJECTS, mail(31))
+    box.append("Old", mail(40))
+    account = connect(box, user)
+    first = synced(account)
+    assert first.created == 16
+    assert_mirrors(box, account)
+
+    # Flags set and cleared by another client.
+    box.set_flags("INBOX", inbox[:4], [b"\\Flagged"])
+    box.set_flags("INBOX", [inbox[2]], [b"\\Seen"], add=False)
+    synced(account)
+    assert_mirrors(box, account)
+
+    # Expunge: the message leaves its folder, the mailbox and search.
+    box.expunge("INBOX", inbox[10:12])
+    outcome = synced(account)
+    assert (outcome.removed, outcome.deleted, outcome.created) == (2, 2, 0)
+    assert_mirrors(box, account)
+    gone = Message.objects.get(account=account, message_id="m11@mirror.test")
+    assert gone.deleted_at is not None
+    assert search_ids(account, 'subject:"Message 11"') == set()
+
+    # Move: same message, new folder, no second download; search follows it.
+    box.move("INBOX", inbox[4:7], "Archive")
+    outcome = synced(account)
+    assert (outcome.created, outcome.located, outcome.deleted) == (0, 3, 0)
+    assert_mirrors(box, account)
+    assert "m5@mirror.test" in search_ids(account, "in:Archive")
+
+    # Copy: one message, two places, each with its own flags.
+    box.copy("INBOX", inbox[:2], PROJECTS)
+    outcome = synced(account)
+    assert (outcome.created, outcome.located) == (0, 2)
+    assert_mirrors(box, account)
+    assert MessageLocation.objects.filter(message__message_id="m1@mirror.test").count() == 2
+    copies = box.uids(PROJECTS)[-2:]
+    box.set_flags(PROJECTS, copies, [b"\\Seen"])
+    synced(account)
+    assert_mirrors(box, account)
+
+    # Rename: the folder keeps its messages (nothing downloaded), the attachment is still fetched.
+    box.rename_folder(PROJECTS, RENAMED)
+    outcome = synced(account)
+    assert (outcome.created, outcome.removed, outcome.deleted) == (0, 0, 0)
+    assert_mirrors(box, account)
+    assert not MailFolder.objects.filter(account=account, name=PROJECTS).exists()
+    attachment = Attachment.objects.get(message__account=account, filename="plan.pdf")
+    assert fetch_attachment_bytes(attachment=attachment) == PDF
+
+    # Folder deleted: its only message is gone.
+    box.delete_folder("Old")
+    outcome = synced(account)
+    assert outcome.deleted == 1
+    assert_mirrors(box, account)
+
+    # UIDVALIDITY change with flags changed meanwhile: membership and flags re-read, nothing re-downloaded.
+    box.set_flags("Archive", box.uids("Archive"), [b"\\Seen", b"\\Flagged"])
+    box.recreate_folder("Archive")
+    box.expunge("Archive", box.uids("Archive")[:1])
+    outcome = synced(account)
+    assert outcome.created == 0
+    assert_mirrors(box, account)
+
+    # New mail, and a sync with no change at all changes nothing.
+    box.append("INBOX", mail(50), flags=[b"\\Flagged"])
+    outcome = synced(account)
+    assert outcome.created == 1
+    assert_mirrors(box, account)
+    idle = synced(account)
+    assert (idle.created, idle.located, idle.removed, idle.deleted) == (0, 0, 0, 0)
+    assert_mirrors(box, account)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_moved_message_is_found_again_if_it_comes_back(imap_mailbox: Mailbox, user: Any) -> None:
+    """Expunged, then the same message appended elsewhere later: it is restored, not stored twice."""
+    box = imap_mailbox
+    uid = box.append("INBOX", mail(1, attachments=[("plan.pdf", "application/pdf", PDF)]))
+    account = connect(box, user)
+    synced(account)
+    with box.client() as client:
+        client.select_folder("INBOX", readonly=True)
+        raw = client.fetch([uid], [b"BODY.PEEK[]"])[uid][b"BODY[]"]
+    box.expunge("INBOX", [uid])
+    assert synced(account).deleted == 1
+    box.append("Archive", raw)
+    outcome = synced(account)
+    assert (outcome.created, outcome.located) == (0, 1)
+    assert_mirrors(box, account)
+    message = Message.objects.get(account=account)
+    assert (message.deleted_at, message.folder) == (None, "Archive")
+    assert fetch_attachment_bytes(attachment=message.attachments.get()) == PDF
+
+
+@pytest.mark.django_db(transaction=True)
+def test_distinct_messages_sharing_a_message_id_are_all_kept(imap_mailbox: Mailbox, user: Any) -> None:
+    """The mikel/mail fixtures: broken mailers give different messages one Message-ID; none may be lost."""
+    root = shared_path("data", "mime", "mikel-mail")
+    files = sorted(path for path in Path(root).rglob("*.eml"))
+    assert files
+    box = imap_mailbox
+    box.append_many("INBOX", [path.read_bytes() for path in files])
+    account = connect(box, user)
+    synced(account)
+    assert_mirrors(box, account)
+    server_count = len(box.uids("INBOX"))
+    assert MessageLocation.objects.filter(account=account).count() == server_count
+    # Eight fixtures carry this Message-ID; two of them are the same bytes (one message), six differ.
+    shared_id = "9169D984-4E0B-45EF-82D4-8F5E53AD7012@example.com"
+    raws = [path.read_bytes() for path in files]
+    distinct = {hashlib.sha256(raw).digest() for raw in raws if f"<{shared_id}>".encode() in raw}
+    assert len(distinct) == 7
+    shared = Message.objects.filter(account=account, message_id=shared_id)
+    assert shared.count() == 7
+    with_attachments = shared.filter(attachments__isnull=False).distinct().count()
+    assert with_attachments >= 5
+    # A second sync finds every one of them again: nothing new, nothing lost.
+    again = synced(account)
+    assert (again.created, again.removed, again.deleted) == (0, 0, 0)
