@@ -8,11 +8,15 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from apps.accounts import writeback
 from apps.accounts.models import (
     Attachment,
     ImapSecurity,
     MailAccount,
+    MailAction,
+    MailActionKind,
     Message,
+    MessageLocation,
     Provider,
     SignatureMode,
     Thread,
@@ -139,21 +143,47 @@ def record_connection_test(*, account: MailAccount, error_category: str, message
     return account
 
 
-def set_messages_seen(*, messages: list[Message], seen: bool) -> int:
-    """Mark messages read/unread here (not at the provider: no provider call writes flags yet). Returns how many
+def set_messages_seen(*, messages: list[Message], seen: bool, requested_by: Any = None) -> int:
+    """Mark messages read/unread here and on the server (through the write-back ledger). Returns how many
     changed; the objects keep their old state so the page can still show which ones were new."""
-    ids = [message.pk for message in messages if message.seen != seen]
-    if not ids:
+    changing = [message for message in messages if message.seen != seen]
+    if not changing:
         return 0
-    return Message.objects.filter(pk__in=ids).exclude(seen=seen).update(seen=seen)
+    located = set(MessageLocation.objects.filter(message__in=changing).values_list("message_id", flat=True))
+    writeback.request_mail_actions(
+        messages=[m for m in changing if m.pk in located],
+        kind=MailActionKind.READ if seen else MailActionKind.UNREAD,
+        requested_by=requested_by,
+    )
+    # A message with no place on any server (deleted there) changes here only.
+    unlocated = [m.pk for m in changing if m.pk not in located]
+    if unlocated:
+        Message.objects.filter(pk__in=unlocated).update(seen=seen)
+    return len(changing)
 
 
-def mark_thread_unread(*, thread: Thread) -> int:
-    return Message.objects.filter(thread=thread, seen=True).update(seen=False)
+def mark_thread_unread(*, thread: Thread, requested_by: Any = None) -> int:
+    messages = list(Message.objects.filter(thread=thread, seen=True, deleted_at=None))
+    return set_messages_seen(messages=messages, seen=False, requested_by=requested_by)
+
+
+def act_on_thread(
+    *, thread: Thread, kind: str, folder: str = "", source_folder: str | None = None, requested_by: Any = None
+) -> list[MailAction]:
+    """Flag, unflag, archive, move or trash a conversation's messages (raises MailActionRefused)."""
+    messages = list(Message.objects.filter(thread=thread, deleted_at=None))
+    return writeback.request_mail_actions(
+        messages=messages, kind=kind, folder=folder, source_folder=source_folder, requested_by=requested_by
+    )
+
+
+def undo_mail_action(*, action: MailAction, requested_by: Any = None) -> MailAction:
+    return writeback.undo_mail_action(action=action, requested_by=requested_by)
 
 
 __all__ = [
     "AccountNameTaken",
+    "act_on_thread",
     "create_imap_account",
     "create_local_account",
     "fetch_attachment_bytes",
@@ -163,6 +193,7 @@ __all__ = [
     "request_sync",
     "set_account_enabled",
     "set_messages_seen",
+    "undo_mail_action",
     "update_imap_password",
     "update_signature",
 ]

@@ -4,6 +4,8 @@ from django.apps import AppConfig
 
 OUTBOX_SCHEDULE_NAME = "mail: outbox sweeper"
 OUTBOX_SWEEP_MINUTES = 1
+WRITEBACK_SCHEDULE_NAME = "mail: write-back retries"
+WRITEBACK_RETRY_MINUTES = 1
 
 
 class AccountsConfig(AppConfig):
@@ -25,5 +27,10 @@ class AccountsConfig(AppConfig):
 
         register_maintenance(
             name=OUTBOX_SCHEDULE_NAME, func="apps.accounts.tasks.sweep_outbox_task", minutes=OUTBOX_SWEEP_MINUTES
+        )
+        register_maintenance(
+            name=WRITEBACK_SCHEDULE_NAME,
+            func="apps.accounts.tasks.retry_mail_actions_task",
+            minutes=WRITEBACK_RETRY_MINUTES,
         )
         post_migrate.connect(ensure_maintenance_schedules, sender=self, dispatch_uid="mailagent.maintenance_schedules")

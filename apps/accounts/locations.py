@@ -33,6 +33,7 @@ class NewPlace:
     seen: bool = False
     flagged: bool = False
     global_id: bool = False
+    provisional: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,21 +101,26 @@ def add_places(*, account: MailAccount, places: Sequence[NewPlace]) -> None:
                 uid=place.uid,
                 seen=place.seen,
                 flagged=place.flagged,
+                provisional=place.provisional,
             )
             for place in places
         ],
         batch_size=CHUNK,
         ignore_conflicts=True,
     )
+    # A message the server now names in a real place loses its provisional one.
+    confirmed = sorted({place.message_id for place in places if not place.provisional})
+    for chunk in _chunks(confirmed):
+        MessageLocation.objects.filter(message_id__in=chunk, provisional=True).delete()
 
 
 def folder_places(*, folder: MailFolder) -> dict[str, Place]:
-    """provider id → Place for every location in one folder."""
+    """provider id → Place for every location in one folder the server has named (not provisional ones)."""
     return {
         row[1]: Place(
             location_id=row[0], message_id=row[2], uid=row[3], seen=row[4], flagged=row[5], rfc_message_id=row[6]
         )
-        for row in MessageLocation.objects.filter(folder=folder).values_list(
+        for row in MessageLocation.objects.filter(folder=folder, provisional=False).values_list(
             "pk", "provider_id", "message_id", "uid", "seen", "flagged", "message__message_id"
         )
     }

@@ -215,6 +215,9 @@ class MessageLocation(models.Model):
     uid = models.BigIntegerField(null=True, blank=True)
     seen = models.BooleanField(default=False)
     flagged = models.BooleanField(default=False)
+    # Stored before the server named it (a reply just sent, before the sync finds it in Sent): the first real
+    # location of the message replaces it.
+    provisional = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -301,3 +304,55 @@ class HookFailure(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} of message {self.message_id}: {self.attempts} attempts"
+
+
+class MailActionKind(models.TextChoices):
+    READ = "read", "Mark read"
+    UNREAD = "unread", "Mark unread"
+    FLAG = "flag", "Flag"
+    UNFLAG = "unflag", "Remove flag"
+    MOVE = "move", "Move"
+    ARCHIVE = "archive", "Archive"
+    TRASH = "trash", "Move to Trash"
+
+
+class MailActionStatus(models.TextChoices):
+    PENDING = "pending", "Waiting to reach the server"
+    DONE = "done", "Done on the server"
+    FAILED = "failed", "Failed (will be retried)"
+    GAVE_UP = "gave_up", "Failed (not retried)"
+
+
+class MailAction(models.Model):
+    """The write-back ledger: one decision made here (read, flag, archive, move, trash) on one message, on its
+    way to the provider. Who asked, what, when and what the provider answered; failures are retried with
+    backoff and shown, never dropped; an action that can be undone says how."""
+
+    account = models.ForeignKey(MailAccount, on_delete=models.CASCADE, related_name="actions")
+    message = models.ForeignKey(Message, on_delete=models.SET_NULL, null=True, blank=True, related_name="actions")
+    requested_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+    # user (a click here), rule (a rule the user enabled), approval (an agent's proposal the user approved).
+    origin = models.CharField(max_length=16, default="user")
+    kind = models.CharField(max_length=16, choices=MailActionKind.choices)
+    target_folder = models.CharField(max_length=512, blank=True)  # MailFolder.name for move/archive/trash
+    source_folders = models.JSONField(default=list, blank=True)  # where the message was: what undo moves back to
+    status = models.CharField(max_length=16, choices=MailActionStatus.choices, default=MailActionStatus.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    provider_response = models.TextField(blank=True)
+    error = models.TextField(blank=True)
+    undo_of = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="undone_by")
+    created_at = models.DateTimeField(default=timezone.now)
+    done_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [
+            models.Index(fields=["status", "next_attempt_at"], name="mail_action_due"),
+            models.Index(fields=["account", "-created_at"], name="mail_action_recent"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} message {self.message_id}: {self.status}"

@@ -14,7 +14,16 @@ from django.core.paginator import Page, Paginator
 from django.db.models import Count, Exists, F, Max, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.http import Http404
 
-from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, MessageLocation, Provider, Thread
+from apps.accounts.models import (
+    Attachment,
+    MailAccount,
+    MailAction,
+    MailFolder,
+    Message,
+    MessageLocation,
+    Provider,
+    Thread,
+)
 
 THREADS_PER_PAGE = 50
 MAX_SENDERS_SHOWN = 3
@@ -280,6 +289,31 @@ def thread_messages(*, thread: Thread) -> list[Message]:
         .prefetch_related(Prefetch("attachments", queryset=Attachment.objects.order_by("pk")))
         .order_by(F("date").asc(nulls_first=True), "pk")
     )
+
+
+# --- write-back ---------------------------------------------------------------------------------------------
+
+
+def access_mail_action(*, user: Any, action_id: object) -> MailAction:
+    action = MailAction.objects.select_related("message").filter(pk=_parse_id(action_id), account__owner=user).first()
+    if action is None:
+        raise Http404("No such change")
+    return action
+
+
+def recent_mail_actions(*, messages: list[Message], limit: int = 20) -> list[MailAction]:
+    """The latest write-backs of these messages, newest first, for the conversation page."""
+    if not messages:
+        return []
+    return list(
+        MailAction.objects.filter(message__in=messages).select_related("message").order_by("-created_at", "-pk")[:limit]
+    )
+
+
+def move_targets(*, account: MailAccount) -> list[MailFolder]:
+    """Folders a conversation can be moved to (the server's own, in sidebar order)."""
+    folders = list(MailFolder.objects.filter(account=account).exclude(name=""))
+    return sorted(folders, key=lambda f: (ROLE_ORDER.get(f.role, 5), (f.display_name or f.name).lower()))
 
 
 # --- copies of one mail -------------------------------------------------------------------------------------

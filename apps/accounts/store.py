@@ -208,6 +208,7 @@ def _insert(
             seen=item.remote.seen,
             flagged=item.remote.flagged,
             global_id=item.remote.global_id,
+            provisional=item.remote.provisional,
         )
         for item, known_pk in places
     ]

@@ -8,6 +8,7 @@ from typing import Any
 
 from django.db import close_old_connections
 
+from apps.accounts import writeback
 from apps.accounts.models import MailAccount
 from apps.accounts.sync import sync_account
 from mailagent.events import notify_user
@@ -55,6 +56,17 @@ def sync_all_accounts_task(fetch_cycle_id: int | None = None, owner_id: int | No
         return []
     with ThreadPoolExecutor(max_workers=min(PARALLEL_ACCOUNTS, len(ids))) as pool:
         return list(pool.map(lambda pk: _sync_in_thread(pk, fetch_cycle_id), ids))
+
+
+def apply_mail_action_task(action_id: int) -> dict[str, Any]:
+    """Queued on commit by writeback.request_mail_actions: perform one write-back at the provider."""
+    outcome = writeback.apply_mail_action(action_id)
+    return {"action_id": action_id, "status": outcome.status, "error": outcome.error}
+
+
+def retry_mail_actions_task() -> int:
+    """Scheduled ("mail: write-back retries"): failed write-backs whose backoff passed, and lost ones."""
+    return writeback.retry_due_mail_actions()
 
 
 def sweep_outbox_task() -> dict[str, int]:

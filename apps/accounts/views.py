@@ -18,7 +18,7 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.contrib import messages
 from django.core.files.uploadedfile import TemporaryUploadedFile, UploadedFile
-from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
@@ -38,6 +38,7 @@ from apps.accounts.forms import (
 )
 from apps.accounts.models import ErrorCategory, MailAccount, Message, Provider, Thread
 from apps.accounts.providers.base import ProviderError
+from apps.accounts.writeback import MailActionRefused
 
 GMAIL_SETUP_SCOPES = tuple(oauth.GMAIL_SCOPES)
 OUTLOOK_SETUP_SCOPES = (*oauth.OUTLOOK_SCOPES, "offline_access")
@@ -379,8 +380,8 @@ def email_frame_document(body_html: str, *, remote_images: bool) -> str:
 def thread(request: HttpRequest, thread_id: int) -> HttpResponse:
     mail_thread = selectors.access_thread(user=request.user, thread_id=thread_id)
     thread_messages = selectors.thread_messages(thread=mail_thread)
-    # Opening a conversation reads it (stored here only; see `read_state_note`).
-    actions.set_messages_seen(messages=thread_messages, seen=True)
+    # Opening a conversation reads it, here and on the server (see `read_state_note`).
+    actions.set_messages_seen(messages=thread_messages, seen=True, requested_by=request.user)
     return _render_conversation(
         request,
         title=mail_thread.subject,
@@ -393,7 +394,7 @@ def thread(request: HttpRequest, thread_id: int) -> HttpResponse:
 @require_POST
 def thread_mark_unread(request: HttpRequest, thread_id: int) -> HttpResponse:
     mail_thread = selectors.access_thread(user=request.user, thread_id=thread_id)
-    changed = actions.mark_thread_unread(thread=mail_thread)
+    changed = actions.mark_thread_unread(thread=mail_thread, requested_by=request.user)
     plural = "" if changed == 1 else "s"
     messages.success(request, f"“{mail_thread.subject or '(no subject)'}” marked unread ({changed} message{plural}).")
     return HttpResponseRedirect(_mailbox_url(account=mail_thread.account, folder=request.POST.get("folder")))
@@ -406,13 +407,74 @@ def _mailbox_url(*, account: MailAccount, folder: str | None) -> str:
     return f"{reverse('mail:mailbox')}?{urlencode(query)}"
 
 
+THREAD_ACTIONS = {"flag", "unflag", "archive", "trash", "move"}
+ACTION_DONE = {
+    "flag": "flagged",
+    "unflag": "unflagged",
+    "archive": "archived",
+    "trash": "moved to Trash",
+    "move": "moved",
+}
+
+
+@require_POST
+def thread_action(request: HttpRequest, thread_id: int) -> HttpResponse:
+    """Flag, unflag, archive, trash or move a conversation: recorded here, then done on the server."""
+    mail_thread = selectors.access_thread(user=request.user, thread_id=thread_id)
+    kind = request.POST.get("kind", "")
+    if kind not in THREAD_ACTIONS:
+        return HttpResponseBadRequest(f"Unknown action {kind!r}: use one of {', '.join(sorted(THREAD_ACTIONS))}.")
+    source = request.POST.get("folder") or None
+    try:
+        done = actions.act_on_thread(
+            thread=mail_thread,
+            kind=kind,
+            folder=request.POST.get("target", ""),
+            source_folder=source,
+            requested_by=request.user,
+        )
+    except MailActionRefused as exc:
+        messages.error(request, str(exc))
+        return HttpResponseRedirect(reverse("mail:thread", args=[mail_thread.pk]))
+    subject = mail_thread.subject or "(no subject)"
+    if not done:
+        messages.info(request, f"“{subject}”: nothing to change.")
+    else:
+        plural = "" if len(done) == 1 else "s"
+        messages.success(
+            request, f"“{subject}” {ACTION_DONE[kind]} ({len(done)} message{plural}); see Server changes below."
+        )
+    if kind in {"archive", "trash", "move"}:
+        return HttpResponseRedirect(_mailbox_url(account=mail_thread.account, folder=source))
+    return HttpResponseRedirect(reverse("mail:thread", args=[mail_thread.pk]))
+
+
+@require_POST
+def mail_action_undo(request: HttpRequest, action_id: int) -> HttpResponse:
+    action = selectors.access_mail_action(user=request.user, action_id=action_id)
+    try:
+        actions.undo_mail_action(action=action, requested_by=request.user)
+        messages.success(request, f"Undoing “{action.get_kind_display()}”.")
+    except MailActionRefused as exc:
+        messages.error(request, str(exc))
+    message = action.message
+    if message is not None and message.thread_id is not None:
+        return HttpResponseRedirect(reverse("mail:thread", args=[message.thread_id]))
+    return HttpResponseRedirect(reverse("mail:mailbox"))
+
+
 def read_state_note(account: MailAccount) -> str:
-    """Where read/unread lives, said plainly (no provider call writes flags back yet)."""
+    """Where read/unread lives, said plainly."""
     if account.provider == Provider.LOCAL:
         return "Read and unread are stored in mailagent (this is a local archive)."
     provider = account.get_provider_display()
+    if account.provider == Provider.IMAP:
+        return (
+            f"Read, unread, flags and moves are written back to the {provider} server; a change made there "
+            "meanwhile wins at the next sync."
+        )
     return (
-        f"Read and unread are stored in mailagent only: {provider} is not told, and a later sync may set a "
+        f"Read and unread are stored in mailagent only: {provider} is not told yet, and a later sync may set a "
         f"message back to what {provider} says."
     )
 
@@ -424,7 +486,7 @@ def message(request: HttpRequest, message_id: int) -> HttpResponse:
     if mail_message.thread_id is not None:
         url = reverse("mail:thread", args=[mail_message.thread_id])
         return HttpResponseRedirect(f"{url}#message-{mail_message.pk}")
-    actions.set_messages_seen(messages=[mail_message], seen=True)
+    actions.set_messages_seen(messages=[mail_message], seen=True, requested_by=request.user)
     return _render_conversation(
         request, title=mail_message.subject, account=mail_message.account, thread_messages=[mail_message]
     )
@@ -449,6 +511,9 @@ def _render_conversation(
         "has_html": any(entry["frame"] for entry in entries),
         "back_url": _mailbox_url(account=account, folder=request.GET.get("folder")),
         "read_state_note": read_state_note(account),
+        "folders": selectors.move_targets(account=account),
+        "server_changes": selectors.recent_mail_actions(messages=thread_messages),
+        "current_folder": request.GET.get("folder") or "",
         "ask_url": _ask_url(mail_thread),
     }
     return render(request, "accounts/pages/thread.html", context)

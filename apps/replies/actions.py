@@ -20,7 +20,9 @@ from django.http import Http404
 from django.template.defaultfilters import filesizeformat
 from django.utils import timezone
 
+from apps.accounts.identity import dedupe_key_for_parsed
 from apps.accounts.models import ImapSecurity, MailAccount, Message, Provider
+from apps.accounts.parsing import parse_message
 from apps.accounts.providers.base import ProviderError, RemoteMessage
 from apps.accounts.sending import PartiallySent, SendPermissionMissing, SentMessage, send_message
 from apps.accounts.store import store_remote_messages
@@ -330,10 +332,11 @@ def store_sent_copy(*, account: MailAccount, raw: bytes, sent: SentMessage, mess
                 labels=labels,
                 seen=True,
                 provider_thread_id=sent.provider_thread_id,
+                provisional=not sent.provider_id,
             )
         ],
     )
-    return Message.objects.filter(account=account, dedupe_key=message_id).first()
+    return Message.objects.filter(account=account, dedupe_key=dedupe_key_for_parsed(parse_message(raw))).first()
 
 
 def append_to_imap_sent(*, account: MailAccount, raw: bytes, sent: SentMessage) -> str:

@@ -5,10 +5,7 @@ embeds them. Prints recall@10 and MRR per mode; fails below the floors (raise th
 
 from __future__ import annotations
 
-import email
-import hashlib
 import tarfile
-from email import policy
 from email.message import EmailMessage
 from pathlib import Path
 from typing import Any
@@ -17,8 +14,10 @@ import pytest
 from django.db import connection
 
 from apps.accounts.actions import create_local_account
+from apps.accounts.identity import dedupe_key_for_parsed
 from apps.accounts.importers import import_path
 from apps.accounts.models import Message
+from apps.accounts.parsing import parse_message
 from apps.search.backends.base import SearchFilters
 from apps.search.models import SearchDocument
 from tests.services import shared_path
@@ -126,12 +125,9 @@ def eval_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def dedupe_key_of(tree: Path, label: str) -> str:
-    """How the store identifies a message: its Message-ID, or the SHA-256 of the raw bytes without one."""
-    if label in HANDWRITTEN:
-        return f"{label}@handwritten.example"
-    raw = (tree / label).read_bytes()
-    header = email.message_from_bytes(raw, policy=policy.compat32)["Message-ID"]
-    return str(header).strip().strip("<>") if header else f"sha256:{hashlib.sha256(raw).hexdigest()}"
+    """How the store identifies a message (Message-ID + content fingerprint), from the file's own bytes."""
+    path = tree / "handwritten" / f"{label}.eml" if label in HANDWRITTEN else tree / label
+    return dedupe_key_for_parsed(parse_message(path.read_bytes()))
 
 
 def test_mini_eval(

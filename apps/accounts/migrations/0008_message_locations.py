@@ -86,6 +86,7 @@ class Migration(migrations.Migration):
                 ("uid", models.BigIntegerField(blank=True, null=True)),
                 ("seen", models.BooleanField(default=False)),
                 ("flagged", models.BooleanField(default=False)),
+                ("provisional", models.BooleanField(default=False)),
                 ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
                 ("account", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="locations", to="mail.mailaccount")),
                 ("folder", models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name="locations", to="mail.mailfolder")),

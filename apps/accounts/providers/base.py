@@ -21,7 +21,7 @@ if TYPE_CHECKING:
 class ProviderError(Exception):
     """A provider failure with a category the UI and the re-authorization flow understand.
 
-    category: missing_refresh_token | invalid_grant | network | auth | rate_limited | other
+    category: missing_refresh_token | invalid_grant | network | auth | rate_limited | unsupported | other
     """
 
     def __init__(self, message: str, *, category: str = "other", retry_after: float | None = None) -> None:
@@ -54,6 +54,16 @@ class RemoteMessage:
     # True when provider_id names the message wherever it is (Gmail id, Graph immutable id): the same id in
     # another folder is the message having moved. IMAP ids name one place (folder, UIDVALIDITY, UID).
     global_id: bool = False
+    # A place the server has not named yet (a reply just sent): replaced by the message's first real location.
+    provisional: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class WriteBackPlace:
+    """One stored location of a message a write-back acts on."""
+
+    folder: str  # MailFolder.name
+    provider_id: str
 
 
 @dataclass(slots=True)
@@ -137,6 +147,15 @@ class MailProvider(ABC):
     @abstractmethod
     def fetch_attachment(self, attachment: Attachment) -> bytes:
         """The decoded bytes of one attachment, fetched from the provider."""
+
+    def write_back(self, *, kind: str, places: list[WriteBackPlace], target: str = "") -> str:
+        """Perform a MailActionKind (read, unread, flag, unflag, move, archive, trash) on these locations at the
+        provider; `target` is the destination folder of a move. Returns what the provider answered, in words.
+        Raises ProviderError; category "unsupported" means retrying cannot help."""
+        raise ProviderError(
+            f"{self.account.get_provider_display()} accounts cannot be changed from mailagent yet",
+            category="unsupported",
+        )
 
     def default_signature(self) -> str:
         """The provider's own signature, when it has one (Gmail sendAs)."""

@@ -31,7 +31,15 @@ from imapclient.exceptions import IMAPClientAbortError, IMAPClientError, LoginEr
 from apps.accounts.locations import HeaderFacts, KnownPlace, Place
 from apps.accounts.models import Attachment, ImapSecurity, MailAccount, MailFolder
 from apps.accounts.parsing import parse_message
-from apps.accounts.providers.base import Checkpoint, FolderInfo, MailProvider, ProviderError, RemoteMessage, SyncSink
+from apps.accounts.providers.base import (
+    Checkpoint,
+    FolderInfo,
+    MailProvider,
+    ProviderError,
+    RemoteMessage,
+    SyncSink,
+    WriteBackPlace,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -259,6 +267,52 @@ class ImapProvider(MailProvider):
             response = client.append(folder, raw, flags=(b"\\Seen",))
         return SentCopy(folder=folder, provider_id=_appended_ref(folder, response))
 
+    def write_back(self, *, kind: str, places: list[WriteBackPlace], target: str = "") -> str:
+        """STORE flags, or MOVE (UID MOVE where the server has it, else COPY + \\Deleted + UID EXPUNGE), per
+        folder, in a read-write SELECT. A folder whose UIDVALIDITY changed since the last sync is refused
+        (its UIDs name other messages now); UIDs already gone are reported, not an error."""
+        by_folder: dict[str, list[int]] = {}
+        for place in places:
+            ref = ImapMessageRef.parse(place.provider_id)
+            by_folder.setdefault(place.folder, []).append(ref.uid)
+        stored_uidvalidity = {place.folder: ImapMessageRef.parse(place.provider_id).uidvalidity for place in places}
+        said: list[str] = []
+        with self._session() as client:
+            for folder, uids in by_folder.items():
+                if kind in MOVE_KINDS and folder == target:
+                    continue
+                selected = client.select_folder(folder)
+                uidvalidity = int(selected[b"UIDVALIDITY"])
+                if uidvalidity != stored_uidvalidity[folder]:
+                    raise ProviderError(
+                        f"Folder {folder!r} changed on the server (UIDVALIDITY {stored_uidvalidity[folder]} → "
+                        f"{uidvalidity}) since the last sync; the next sync re-reads it and the action is retried",
+                        category="other",
+                    )
+                present = sorted(int(uid) for uid in client.search(["UID", ",".join(str(u) for u in uids)]))
+                if not present:
+                    said.append(f"{folder}: already gone from the server")
+                    continue
+                if kind in FLAG_CHANGES:
+                    flag, add = FLAG_CHANGES[kind]
+                    (client.add_flags if add else client.remove_flags)(present, [flag])
+                    said.append(f"{folder}: UID STORE {_uid_set(present)} {'+' if add else '-'}FLAGS ({flag.decode()})")
+                elif kind in MOVE_KINDS:
+                    if client.has_capability("MOVE"):
+                        client.move(present, target)
+                        said.append(f"{folder}: UID MOVE {_uid_set(present)} to {target}")
+                    else:
+                        client.copy(present, target)
+                        client.add_flags(present, [b"\\Deleted"])
+                        if client.has_capability("UIDPLUS"):
+                            client.uid_expunge(present)
+                        else:
+                            client.expunge()
+                        said.append(f"{folder}: UID COPY {_uid_set(present)} to {target}, then expunged")
+                else:
+                    raise ProviderError(f"Unknown write-back {kind!r}", category="unsupported")
+        return "\n".join(said) or "nothing to change"
+
     def _list_folders_with_flags(self, client: IMAPClient) -> list[tuple[str, str]]:
         """(name, role) of the selectable folders, the role by SPECIAL-USE flag or usual name."""
         return [
@@ -319,7 +373,8 @@ class ImapProvider(MailProvider):
         whose messages are the stored ones: the row and its locations follow, nothing is downloaded) or
         deleted (its locations go; messages still elsewhere stay)."""
         server = {info.name: info for info in folders}
-        vanished = [folder for folder in sink.known_folders() if folder.name not in server]
+        # A folder without a name holds mail stored here only (a reply sent by SMTP whose Sent copy failed).
+        vanished = [folder for folder in sink.known_folders() if folder.name and folder.name not in server]
         if not vanished:
             return
         stored_names = {folder.name for folder in sink.known_folders()}
@@ -532,6 +587,19 @@ class ImapProvider(MailProvider):
                     changes[provider_id] = state
             sink.update_flags(changes, folder=name)
             sink.heartbeat()
+
+
+FLAG_CHANGES = {
+    "read": (b"\\Seen", True),
+    "unread": (b"\\Seen", False),
+    "flag": (b"\\Flagged", True),
+    "unflag": (b"\\Flagged", False),
+}
+MOVE_KINDS = {"move", "archive", "trash"}
+
+
+def _uid_set(uids: list[int]) -> str:
+    return ",".join(str(uid) for uid in uids)
 
 
 def _aware(value: Any) -> dt.datetime | None:
