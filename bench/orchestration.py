@@ -101,8 +101,9 @@ def main() -> None:
         from django.db import close_old_connections
 
         from apps.accounts.actions import create_local_account
+        from apps.llm.models import ApiConfig
         from apps.orchestration.actions import process_run
-        from apps.orchestration.models import ApiConfig, Director, Run
+        from apps.orchestration.models import Director, Run
 
         server = make_server()
         owner = get_user_model().objects.create_user(username="bench", email="bench@example.com")

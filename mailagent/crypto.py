@@ -214,10 +214,23 @@ def decrypt_value(stored: str, *, associated_data: str, keyring: Keyring | None 
 
 
 class EncryptedTextField(models.TextField):
-    """A TextField whose value is AES-256-GCM encrypted in the database (see module docstring)."""
+    """A TextField whose value is AES-256-GCM encrypted in the database (see module docstring).
+
+    The ciphertext is bound to "<app_label>.<model>.<column>". A model that moves to another app passes its
+    old binding as `associated_data`, or every value stored before the move would no longer decrypt."""
+
+    def __init__(self, *args: Any, associated_data: str = "", **kwargs: Any) -> None:
+        self.fixed_associated_data = associated_data
+        super().__init__(*args, **kwargs)
+
+    def deconstruct(self) -> Any:
+        name, path, args, kwargs = super().deconstruct()
+        if self.fixed_associated_data:
+            kwargs["associated_data"] = self.fixed_associated_data
+        return name, path, args, kwargs
 
     def associated_data(self) -> str:
-        return f"{self.model._meta.label_lower}.{self.column}"
+        return self.fixed_associated_data or f"{self.model._meta.label_lower}.{self.column}"
 
     def from_db_value(self, value: str | None, expression: Any, connection: Any) -> Any:
         if value is None:

@@ -105,6 +105,7 @@ INSTALLED_APPS = [
     "allauth.account",
     "allauth.socialaccount",
     "mailagent",
+    "apps.llm",
     "apps.accounts",
     "apps.search",
     "apps.workspaces",

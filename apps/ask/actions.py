@@ -16,6 +16,7 @@ from apps.ask.events import AskEvent, Emit, discard, make_event
 from apps.ask.llm import ask_llm_config
 from apps.ask.models import AskConversation, AskRun, AskSettings, Draft, RunStatus
 from apps.ask.selectors import accounts_for_run, previous_turns
+from apps.llm.selectors import access_api_config
 
 if TYPE_CHECKING:
     import datetime as dt
@@ -239,8 +240,6 @@ def create_follow_up_drafts(
 def choose_ask_model(*, owner: Any, api_config_id: int | None) -> AskSettings:
     """Ask answers with this ApiConfig of the owner's (None: the environment fallback or no model).
     Another user's config is a 404, like any object that is not yours."""
-    from apps.orchestration.selectors import access_api_config
-
     api_config = access_api_config(user=owner, config_id=api_config_id) if api_config_id is not None else None
     chosen, _ = AskSettings.objects.update_or_create(
         owner=owner, defaults={"api_config": api_config, "updated_at": timezone.now()}

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apps.ask.textutil import Passage, find_amounts, find_dates, find_identifiers, find_times, passages, value_key
-from mailagent.llm import LLMConfig, LLMError, chat
+from apps.llm import LLMConfig, LLMError, chat
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from apps.ask.intent import (
     saved_content,
 )
 from apps.ask.rewrite import _json_object
-from mailagent.llm import LLMConfig, LLMError, chat
+from apps.llm import LLMConfig, LLMError, chat
 
 logger = logging.getLogger(__name__)
 

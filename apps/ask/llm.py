@@ -9,8 +9,9 @@ from typing import Any, Literal
 
 from django.conf import settings
 
-from mailagent.crypto import SecretDecryptionError
-from mailagent.llm import LLMConfig
+from apps.ask.models import AskSettings
+from apps.llm import LLMConfig
+from apps.llm.configs import UndecryptableApiKey, llm_config
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,9 +43,6 @@ def environment_llm_config() -> LLMConfig | None:
 
 
 def ask_model(owner: Any) -> AskModel:
-    from apps.ask.models import AskSettings
-    from apps.orchestration.engine import llm_config
-
     chosen = (
         AskSettings.objects.filter(owner_id=getattr(owner, "pk", owner)).select_related("api_config").first()
         if owner is not None
@@ -55,9 +53,9 @@ def ask_model(owner: Any) -> AskModel:
         label = f"{api_config.name} ({api_config.model})"
         try:
             config: LLMConfig | None = llm_config(api_config)
-        except SecretDecryptionError:
-            config = None  # answered extractively; the page says why
-            label += " — its API key cannot be decrypted with this server's VX_MAILAGENT_KEY; enter it again"
+        except UndecryptableApiKey as exc:
+            config = None  # answered extractively; the page says why, in the words a director run uses
+            label += f" — {exc}"
         return AskModel(source="api_config", config=config, label=label, api_config_id=api_config.pk)
     fallback = environment_llm_config()
     if fallback is not None:

@@ -124,9 +124,7 @@ class AskSettings(models.Model):
     server-wide MAILAGENT_ASK_LLM_* environment fallback if set, else extractive answers."""
 
     owner = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="ask_settings")
-    api_config = models.ForeignKey(
-        "orchestration.ApiConfig", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
+    api_config = models.ForeignKey("llm.ApiConfig", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     updated_at = models.DateTimeField(default=timezone.now)
 
     def __str__(self) -> str:

@@ -52,8 +52,8 @@ from apps.ask.retrieval import (
 from apps.ask.rewrite import llm_rerank, recent_subjects, rewrite_question
 from apps.ask.search_steps import gather_candidates
 from apps.ask.textutil import VALUE_KIND_LABELS, VALUE_KINDS, Passage, find_values, names_days
+from apps.llm import LLMConfig
 from apps.search.folding import highlight, parse_query
-from mailagent.llm import LLMConfig
 
 logger = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from typing import Any
 from apps.accounts.models import MailAccount, Message
 from apps.ask.mailparts import own_text
 from apps.ask.rerank import ThreadResult
-from mailagent.llm import LLMConfig, LLMError, chat
+from apps.llm import LLMConfig, LLMError, chat
 
 logger = logging.getLogger(__name__)
 

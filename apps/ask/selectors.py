@@ -13,6 +13,8 @@ from django.http import Http404
 from apps.accounts.models import MailAccount
 from apps.ask.models import AskConversation, AskRun, Draft, Intent, RunStatus
 from apps.ask.planner import PreviousTurn
+from apps.llm.models import ApiConfig
+from apps.llm.selectors import api_configs_for_user
 
 HISTORY_TURNS = 3
 
@@ -124,8 +126,6 @@ def run_json(run: AskRun) -> dict[str, Any]:
     }
 
 
-def api_configs(*, owner: Any) -> Any:
+def api_configs(*, owner: Any) -> QuerySet[ApiConfig]:
     """The owner's models (Settings → Models), for the Ask settings choice."""
-    from apps.orchestration.selectors import api_configs_for_user
-
     return api_configs_for_user(user=owner).only("pk", "name", "model", "base_url")

@@ -132,8 +132,8 @@ def ask_settings(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 def ask_settings_test(request: HttpRequest) -> HttpResponse:
-    """ "Test connection" for the model Ask uses now: one real one-token call (mailagent.llm.probe)."""
-    from mailagent.llm.probe import test_connection
+    """ "Test connection" for the model Ask uses now: one real one-token call (apps.llm.probe)."""
+    from apps.llm.probe import test_connection
 
     model = ask_model(request.user)
     if model.config is None:

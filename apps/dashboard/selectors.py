@@ -16,7 +16,8 @@ from django.utils import timezone
 
 from apps.accounts.models import ErrorCategory, MailAccount, Message, SyncStatus
 from apps.accounts.selectors import list_accounts_for_user
-from apps.orchestration.models import ApiConfig, Director, Run, RunStatus
+from apps.llm.models import ApiConfig
+from apps.orchestration.models import Director, Run, RunStatus
 from apps.orchestration.selectors import list_runs_for_user
 from apps.organization.models import Suggestion, SuggestionStatus
 from apps.replies.models import DraftStatus, ReplyDraft
@@ -191,7 +192,7 @@ def setup_steps(*, user: Any, counts: Counts) -> list[SetupStep]:
                 return url
         return ""
 
-    admin_add_model = first_url("admin:orchestration_apiconfig_add") if user.is_staff else ""
+    admin_add_model = first_url("admin:llm_apiconfig_add") if user.is_staff else ""
     return [
         SetupStep(
             "account",

@@ -1,6 +1,8 @@
-"""The project's LLM layer (see client.py and tools.py); shared by orchestration, ask and organization."""
+"""The project's one home for language models: ApiConfig (models.py), `llm_config(api_config)` (configs.py),
+the OpenAI-compatible client (client.py) and the tool loop (tools.py); used by orchestration, ask and
+organization. This module re-exports the client only: it is imported before the app registry is ready."""
 
-from mailagent.llm.client import (
+from apps.llm.client import (
     ChatResult,
     LLMConfig,
     LLMError,
@@ -10,7 +12,7 @@ from mailagent.llm.client import (
     parse_arguments,
     redact,
 )
-from mailagent.llm.tools import LoopOutcome, Tool, ToolCallRecord, ToolFailure, run_tool_loop
+from apps.llm.tools import LoopOutcome, Tool, ToolCallRecord, ToolFailure, run_tool_loop
 
 __all__ = [
     "ChatResult",

@@ -3,7 +3,7 @@ base_url (OpenAI, Azure OpenAI's v1 endpoint, Ollama, vLLM, LM Studio), our own 
 attempt is observable), a per-config concurrency limit, and an event for every request, response and
 error handed to the caller's sink (orchestration stores them as ProviderEvents).
 
-This package imports no app: callers pass an `LLMConfig` built from their own models.
+The client imports no model: callers pass an `LLMConfig` (for an ApiConfig row, `apps.llm.configs.llm_config`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any, Literal
 import openai
 from openai.types.chat import ChatCompletion
 
-from mailagent.llm.errors import describe_failure, endpoint_name, refusal_kind
+from apps.llm.errors import describe_failure, endpoint_name, refusal_kind
 
 EventKind = Literal["request", "response", "error"]
 ErrorCategory = Literal[

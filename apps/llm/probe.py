@@ -9,8 +9,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from mailagent.llm.client import LLMConfig, LLMError, chat
-from mailagent.llm.errors import endpoint_name
+from apps.llm.client import LLMConfig, LLMError, chat
+from apps.llm.errors import endpoint_name
 
 PROBE_TIMEOUT_SECONDS = 20.0
 

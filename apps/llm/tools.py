@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ValidationError
 
-from mailagent.llm.client import ChatResult, EventSink, LLMConfig, ToolCall, chat, parse_arguments
+from apps.llm.client import ChatResult, EventSink, LLMConfig, ToolCall, chat, parse_arguments
 
 logger = logging.getLogger(__name__)
 MAX_TOOL_RESULT_CHARS = 20_000

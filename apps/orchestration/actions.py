@@ -356,8 +356,8 @@ def _claim_approval(approval_id: int) -> Approval | None:
 def approve(*, approval: Approval) -> Approval:
     """Perform the stored request exactly as shown. Idempotent: a performed approval is not performed again.
     A provider failure is kept with its reason and the approval can be retried."""
+    from apps.llm import ToolFailure
     from apps.orchestration.tools.calendar import perform_request
-    from mailagent.llm import ToolFailure
 
     claimed = _claim_approval(approval.pk)
     if claimed is None:
@@ -458,9 +458,9 @@ def try_prompt(*, prompt: Any, api_config: Any, messages: list[dict[str, Any]]) 
     and error is stored as a ProviderEvent of the prompt."""
     import dataclasses
 
-    from apps.orchestration.engine import llm_config
+    from apps.llm import LLMError, ProviderEventData, chat
+    from apps.llm.configs import llm_config
     from apps.orchestration.models import ProviderEvent
-    from mailagent.llm import LLMError, ProviderEventData, chat
 
     recorded: list[ProviderEvent] = []
 

@@ -1,5 +1,5 @@
-"""The runtime editor: API configs, prompts (ordered ChatML messages, templates), directors with their
-agents (and, from routing, their filters) as drag-ordered inlines, settings, memories and run records.
+"""The runtime editor (API configs: apps/llm/admin.py): prompts (ordered ChatML messages, templates), directors
+with their agents (and, from routing, their filters) as drag-ordered inlines, settings, memories and run records.
 Changes apply to the next run without a restart: the engine reads these rows at every run."""
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ from django.http import HttpRequest
 
 from apps.orchestration.models import (
     Agent,
-    ApiConfig,
     Conversation,
     Director,
     FilesystemRoot,
@@ -26,20 +25,12 @@ from apps.orchestration.models import (
     Run,
 )
 from mailagent.admin_scoping import OwnerScopedAdmin, OwnerScopedStackedInline, OwnerScopedTabularInline
-from mailagent.admin_secrets import WriteOnlySecretsMixin, encrypted_json_display
+from mailagent.admin_secrets import encrypted_json_display
 
 
 class SortableMedia:
     js = ("mailagent/admin_sortable.js",)
     css: ClassVar[dict[str, tuple[str, ...]]] = {"all": ("mailagent/admin_sortable.css",)}
-
-
-@admin.register(ApiConfig)
-class ApiConfigAdmin(WriteOnlySecretsMixin, OwnerScopedAdmin):
-    secret_fields = ("api_key",)
-    list_display = ("name", "model", "base_url", "owner", "max_concurrency", "timeout_seconds")
-    search_fields = ("name", "model", "base_url")
-    list_select_related = ("owner",)
 
 
 class PromptMessageInline(OwnerScopedTabularInline):

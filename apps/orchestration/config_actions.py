@@ -1,28 +1,18 @@
-"""Writes for the configuration users edit on the settings pages: API configs, prompts, directors, agents.
-(Run writes live in actions.py.) Typed, keyword-only; a name clash raises a ValidationError on that field."""
+"""Writes for the configuration users edit on the settings pages: prompts, directors, agents (API configs:
+apps.llm.actions; run writes: actions.py). Typed, keyword-only; a name clash raises a ValidationError on that field."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from decimal import Decimal
 from typing import Any
 
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
-from apps.orchestration.models import Agent, ApiConfig, Director, Prompt, PromptMessage
+from apps.llm.models import ApiConfig
+from apps.orchestration.models import Agent, Director, Prompt, PromptMessage
 from apps.orchestration.tools.schemas import LIVE_TOOLS
 
-API_CONFIG_FIELDS = {
-    "name",
-    "base_url",
-    "model",
-    "timeout_seconds",
-    "max_retries",
-    "max_concurrency",
-    "input_cost_per_mtok",
-    "output_cost_per_mtok",
-}
 DIRECTOR_FIELDS = {"name", "description", "enabled", "prompt", "imprint", "api_config", "memory_access", "step_limit"}
 AGENT_FIELDS = {"name", "slug", "summary", "prompt", "imprint", "api_config", "step_limit", "enabled", "allowed_tools"}
 
@@ -39,58 +29,6 @@ def _check_tools(tools: Iterable[str]) -> list[str]:
     if unknown:
         raise ValidationError({"allowed_tools": f"Unknown tools: {', '.join(unknown)}"})
     return names
-
-
-def create_api_config(
-    *,
-    owner: Any,
-    name: str,
-    base_url: str,
-    api_key: str,
-    model: str,
-    timeout_seconds: int = 60,
-    max_retries: int = 4,
-    max_concurrency: int = 4,
-    input_cost_per_mtok: Decimal = Decimal(0),
-    output_cost_per_mtok: Decimal = Decimal(0),
-) -> ApiConfig:
-    try:
-        with transaction.atomic():
-            return ApiConfig.objects.create(
-                owner=owner,
-                name=name.strip(),
-                base_url=base_url.strip(),
-                api_key=api_key.strip(),
-                model=model.strip(),
-                timeout_seconds=timeout_seconds,
-                max_retries=max_retries,
-                max_concurrency=max_concurrency,
-                input_cost_per_mtok=input_cost_per_mtok,
-                output_cost_per_mtok=output_cost_per_mtok,
-            )
-    except IntegrityError:
-        raise ValidationError({"name": f"You already have an API config named “{name.strip()}”."}) from None
-
-
-def update_api_config(*, config: ApiConfig, api_key: str | None = None, **changes: Any) -> ApiConfig:
-    """`api_key=None` or blank keeps the stored key (keys are write-only: forms never show them)."""
-    _check_fields(changes, API_CONFIG_FIELDS)
-    for name, value in changes.items():
-        setattr(config, name, value.strip() if isinstance(value, str) else value)
-    fields = list(changes)
-    if api_key and api_key.strip():
-        config.api_key = api_key.strip()
-        fields.append("api_key")
-    try:
-        with transaction.atomic():
-            config.save(update_fields=fields)
-    except IntegrityError:
-        raise ValidationError({"name": f"You already have an API config named “{config.name}”."}) from None
-    return config
-
-
-def delete_api_config(*, config: ApiConfig) -> None:
-    config.delete()  # directors and agents keep existing without it (SET_NULL): their runs are skipped
 
 
 def create_prompt(*, owner: Any, name: str, messages: Sequence[tuple[str, str]], is_template: bool = False) -> Prompt:

@@ -9,16 +9,24 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import Sequence
-from decimal import Decimal
 from typing import Any
 
-from django.conf import settings
 from django.db import DatabaseError, connections, models, router, transaction
 from django.utils import timezone
 
+from apps.llm import (
+    ChatResult,
+    LLMError,
+    ProviderEventData,
+    Tool,
+    ToolCallRecord,
+    ToolFailure,
+    redact,
+    run_tool_loop,
+)
+from apps.llm.configs import llm_config
 from apps.orchestration.models import (
     Agent,
-    ApiConfig,
     Conversation,
     Director,
     OrchestrationSettings,
@@ -54,44 +62,8 @@ from apps.orchestration.tools.schemas import (
 from apps.workspaces import actions as workspace_actions
 from apps.workspaces.models import WorkspaceItem
 from mailagent.bulk import insert_rows, insert_values
-from mailagent.crypto import reveal
-from mailagent.llm import (
-    ChatResult,
-    LLMConfig,
-    LLMError,
-    ProviderEventData,
-    Tool,
-    ToolCallRecord,
-    ToolFailure,
-    redact,
-    run_tool_loop,
-)
 
 logger = logging.getLogger(__name__)
-
-
-def llm_config(api_config: ApiConfig) -> LLMConfig:
-    return LLMConfig(
-        key=f"apiconfig:{api_config.pk}",
-        base_url=api_config.base_url,
-        api_key=reveal(api_config.api_key) or "",  # a key that cannot be decrypted fails the run clearly
-        model=api_config.model,
-        timeout=float(api_config.timeout_seconds),
-        max_concurrency=api_config.max_concurrency,
-        max_retries=api_config.max_retries,
-        backoff_base=float(getattr(settings, "LLM_BACKOFF_BASE_SECONDS", 0.5)),
-        name=api_config.name,
-    )
-
-
-def estimate_cost(api_config: ApiConfig | None, prompt_tokens: int, completion_tokens: int) -> Decimal | None:
-    if api_config is None or not (api_config.input_cost_per_mtok or api_config.output_cost_per_mtok):
-        return None
-    million = Decimal(1_000_000)
-    return (
-        Decimal(prompt_tokens) * api_config.input_cost_per_mtok
-        + Decimal(completion_tokens) * api_config.output_cost_per_mtok
-    ) / million
 
 
 def _run_director(run: Run) -> Director:

@@ -17,12 +17,13 @@ from django.utils import timezone
 from django_q.models import Schedule
 from django_q.tasks import async_task, schedule
 
-from apps.orchestration.engine import RunEngine, llm_config
+from apps.llm import LLMError, run_tool_loop
+from apps.llm.configs import llm_config
+from apps.orchestration.engine import RunEngine
 from apps.orchestration.models import Conversation, Phase, Run, RunStatus, ThreadKind, ThreadStatus
 from apps.orchestration.tools.context import Actor
 from apps.workspaces.hooks import InboxReply
 from apps.workspaces.models import InboxEntry
-from mailagent.llm import LLMError, run_tool_loop
 
 logger = logging.getLogger(__name__)
 

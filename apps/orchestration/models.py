@@ -1,5 +1,6 @@
-"""Orchestration configuration (ApiConfig, Prompt, Director, Agent, settings) and run records (Run,
-Conversation threads with canonical OpenAI-aligned transcripts, ProviderEvents, OrchLog, Memory).
+"""Orchestration configuration (Prompt, Director, Agent, settings; a director's model is apps.llm's ApiConfig)
+and run records (Run, Conversation threads with canonical OpenAI-aligned transcripts, ProviderEvents, OrchLog,
+Memory).
 
 A Run is one (message, director) pair, unique, so routing may fire twice or race without duplicating
 work. Run refers to its fetch cycle and matching filter by id only: orchestration never imports routing.
@@ -14,37 +15,11 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
-from mailagent.crypto import EncryptedJSONField, EncryptedTextField
-from mailagent.llm import ProviderEventData
+from apps.llm import ProviderEventData
+from apps.llm.models import ApiConfig
+from mailagent.crypto import EncryptedJSONField
 
 ROLE_CHOICES = [("system", "system"), ("user", "user"), ("assistant", "assistant"), ("tool", "tool")]
-
-
-class ApiConfig(models.Model):
-    """An OpenAI-compatible endpoint: OpenAI, Azure OpenAI (v1), Ollama, vLLM, LM Studio …"""
-
-    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_configs")
-    name = models.CharField(max_length=100)
-    base_url = models.URLField(
-        max_length=500, blank=True, help_text="e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1"
-    )
-    api_key = EncryptedTextField(blank=True, help_text="Stored encrypted (AES-256-GCM) when VX_MAILAGENT_KEY is set.")
-    model = models.CharField(max_length=200)
-    max_concurrency = models.PositiveIntegerField(default=4, help_text="Parallel requests per process.")
-    timeout_seconds = models.PositiveIntegerField(default=60)
-    max_retries = models.PositiveIntegerField(default=4)
-    # Rough cost estimate on the Runs page (USD per million tokens); 0 = unknown.
-    input_cost_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, default=0)
-    output_cost_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, default=0)
-    created_at = models.DateTimeField(default=timezone.now)
-
-    class Meta:
-        verbose_name = "API config"
-        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="api_config_unique_name_per_owner")]
-        ordering = ["name"]
-
-    def __str__(self) -> str:
-        return f"{self.name} ({self.model})"
 
 
 class Prompt(models.Model):
@@ -295,7 +270,7 @@ class ProviderEvent(models.Model):
 
     @classmethod
     def from_data(cls, event: ProviderEventData, **links: Any) -> ProviderEvent:
-        """An unsaved row for what mailagent.llm reported, linked to its run/thread or prompt (`links`)."""
+        """An unsaved row for what apps.llm reported, linked to its run/thread or prompt (`links`)."""
         return cls(**cls.values_from_data(event, **links))
 
     @staticmethod

@@ -13,6 +13,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from apps.llm import selectors as llm_selectors
 from apps.orchestration import actions, selectors
 from apps.orchestration.config_actions import create_prompt
 from apps.orchestration.models import ROLE_CHOICES, Prompt
@@ -41,7 +42,7 @@ def _page(
         "roles": [value for value, _label in ROLE_CHOICES],
         "variables": KNOWN_VARIABLES,
         "emails": selectors.preview_emails(user=request.user),
-        "api_configs": selectors.api_configs_for_user(user=request.user),
+        "api_configs": llm_selectors.api_configs_for_user(user=request.user),
         "problems": problems,
         "events": selectors.prompt_try_events(prompt=prompt),
     }
@@ -127,7 +128,7 @@ def playground_try(request: HttpRequest, prompt_id: int) -> HttpResponse:
     elif not resolved["messages"]:
         context["problem"] = "There is nothing to send: add a system, user or assistant message."
     else:
-        config = selectors.access_api_config(user=request.user, config_id=config_id)
+        config = llm_selectors.access_api_config(user=request.user, config_id=config_id)
         context["config"] = config
         context["result"] = actions.try_prompt(prompt=prompt, api_config=config, messages=resolved["messages"])
     return render(request, "orchestration/partials/playground_reply.html", context)

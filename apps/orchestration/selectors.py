@@ -13,8 +13,8 @@ from django.conf import settings
 from django.db.models import Count, Q, QuerySet
 from django.http import Http404
 
+from apps.llm.configs import estimate_cost
 from apps.orchestration.models import (
-    ApiConfig,
     Approval,
     Conversation,
     Director,
@@ -77,7 +77,6 @@ def access_workspace_item(*, user: Any, item_id: int) -> WorkspaceItem:
 
 
 def run_cost(run: Run) -> Decimal | None:
-    from apps.orchestration.engine import estimate_cost
 
     return estimate_cost(run.director.api_config, run.prompt_tokens, run.completion_tokens)
 
@@ -391,17 +390,6 @@ def preview_email(*, user: Any, message_id: int | None) -> Any:
     if message is None:
         raise Http404("No such email")
     return message
-
-
-def api_configs_for_user(*, user: Any) -> QuerySet[ApiConfig]:
-    return ApiConfig.objects.filter(owner=user).order_by("name")
-
-
-def access_api_config(*, user: Any, config_id: int) -> ApiConfig:
-    config = ApiConfig.objects.filter(pk=config_id, owner=user).first()
-    if config is None:
-        raise Http404("No such model configuration")
-    return config
 
 
 def director_name_for_prompt(*, prompt: Prompt) -> str:

@@ -14,6 +14,7 @@ from typing import Any
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from apps.llm.selectors import find_api_config
 from apps.organization import fsops, indexing, learning
 from apps.organization.digest import digest_file
 from apps.organization.fsops import LibraryPathError
@@ -123,9 +124,7 @@ def update_settings(*, owner: Any, changes: dict[str, Any]) -> OrganizationSetti
         if config_id in (None, "", 0):
             current.api_config = None
         else:
-            from apps.orchestration.models import ApiConfig
-
-            config = ApiConfig.objects.filter(owner=owner, pk=config_id).first()
+            config = find_api_config(user=owner, config_id=config_id)
             if config is None:
                 raise OrganizationError("That API config does not exist; create one on the Runs settings first.")
             current.api_config = config

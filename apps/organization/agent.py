@@ -1,5 +1,5 @@
 """The organize agent (when the owner picked an ApiConfig): the seed's tools (read_guideline, get_folder_tree,
-get_file, list_recent_files, create_suggestion) through mailagent.llm's tool loop, given the classifier's
+get_file, list_recent_files, create_suggestion) through apps.llm's tool loop, given the classifier's
 candidates. Its transcript and provider events are stored on the suggestion. Any failure (provider error,
 no suggestion made, a folder outside the allowed ones) falls back to the classifier's proposal, saying so."""
 
@@ -13,13 +13,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from apps.llm import LLMConfig
+from apps.llm.client import LLMError, ProviderEventData
+from apps.llm.configs import llm_config
+from apps.llm.tools import Tool, ToolFailure, run_tool_loop
 from apps.organization import fsops, selectors
 from apps.organization.fsops import LibraryPathError
 from apps.organization.models import FileStatus, LibraryFile, OrganizationSettings, SuggestionSource
 from apps.organization.suggesting import ALTERNATIVES, Proposal, _allowed
-from mailagent.llm import LLMConfig
-from mailagent.llm.client import LLMError, ProviderEventData
-from mailagent.llm.tools import Tool, ToolFailure, run_tool_loop
 
 logger = logging.getLogger(__name__)
 STEP_LIMIT = 8
@@ -65,19 +66,9 @@ class CreateSuggestionArgs(BaseModel):
 
 
 def llm_config_for(settings: OrganizationSettings) -> LLMConfig | None:
-    config = settings.api_config
-    if config is None:
-        return None
-    return LLMConfig(
-        key=f"api-config:{config.pk}",
-        base_url=config.base_url or "https://api.openai.com/v1",
-        api_key=config.api_key or "",
-        model=config.model,
-        timeout=float(config.timeout_seconds),
-        max_concurrency=config.max_concurrency,
-        max_retries=config.max_retries,
-        name=config.name,
-    )
+    """The organization model's client configuration (None: the classifier decides alone). Raises
+    UndecryptableApiKey (an LLMError) when its stored key cannot be decrypted."""
+    return llm_config(settings.api_config) if settings.api_config is not None else None
 
 
 def _describe(file: LibraryFile) -> dict[str, Any]:
@@ -161,8 +152,7 @@ def build_tools(
 def agent_proposal(
     *, file: LibraryFile, settings: OrganizationSettings, candidate: Proposal, exclude: Sequence[str]
 ) -> Proposal:
-    config = llm_config_for(settings)
-    if config is None:
+    if settings.api_config is None:
         return candidate
     ranked = candidate.alternatives or []
     candidates = "\n".join(f"- {a['folder']}: {a['confidence']:.2f}" for a in ranked) or "- (no folders learned yet)"
@@ -178,6 +168,7 @@ def agent_proposal(
     made: list[Proposal] = []
     note = ""
     try:
+        config = llm_config(settings.api_config)
         run_tool_loop(
             config, messages, build_tools(file, settings, exclude, made), step_limit=STEP_LIMIT, events=record
         )

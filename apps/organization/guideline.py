@@ -15,6 +15,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from apps.llm.client import LLMError, ProviderEventData, chat
 from apps.organization import actions, selectors
 from apps.organization.models import GuidelineProposal, Library, Suggestion, SuggestionSource, SuggestionStatus
 
@@ -98,10 +99,12 @@ def llm_line(
 ) -> tuple[str, list[dict[str, Any]], str]:
     """(line, provider events, failure reason): the line is "" when the model failed, with the reason."""
     from apps.organization.agent import llm_config_for
-    from mailagent.llm.client import LLMError, ProviderEventData, chat
 
-    config = llm_config_for(settings)
     events: list[dict[str, Any]] = []
+    try:
+        config = llm_config_for(settings)
+    except LLMError as exc:  # its key cannot be decrypted: said like every other model failure
+        return "", events, f"the model failed ({exc.category}: {exc})"
     if config is None:
         return "", events, ""
 

@@ -50,9 +50,7 @@ class OrganizationSettings(models.Model):
     auto_move_threshold = models.FloatField(default=0.95)
     target_folders = models.JSONField(default=list, blank=True, help_text="Only these folders (empty: all).")
     exclude_folders = models.JSONField(default=list, blank=True, help_text="Never suggest these folders.")
-    api_config = models.ForeignKey(
-        "orchestration.ApiConfig", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
-    )
+    api_config = models.ForeignKey("llm.ApiConfig", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self) -> str:

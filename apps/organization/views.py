@@ -10,6 +10,7 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
+from apps.llm.selectors import api_configs_for_user
 from apps.organization import actions, fsops, guideline, selectors
 from apps.organization.decisions import OrganizationDecisionError, respond, undo_move
 from apps.organization.models import ClassifierState, FileStatus, LibraryFile
@@ -19,8 +20,6 @@ from apps.organization.suggesting import suggest_for_file
 def _context(request: HttpRequest, *, error: str = "", notice: str = "") -> dict[str, Any]:
     library = actions.get_library(owner=request.user)
     settings = actions.get_settings(owner=request.user)
-    from apps.orchestration.models import ApiConfig
-
     return {
         "library": library,
         "settings": settings,
@@ -33,7 +32,7 @@ def _context(request: HttpRequest, *, error: str = "", notice: str = "") -> dict
         "guideline": selectors.read_guideline(library=library),
         "proposals": selectors.pending_proposals(library=library),
         "classifier": ClassifierState.objects.filter(library=library).first(),
-        "api_configs": ApiConfig.objects.filter(owner_id=request.user.pk).only("pk", "name", "model"),
+        "api_configs": api_configs_for_user(user=request.user).only("pk", "name", "model"),
         "error": error,
         "notice": notice,
     }

@@ -7,9 +7,10 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
+from apps.llm.models import ApiConfig
 from apps.orchestration import actions as orchestration_actions
 from apps.orchestration import config_actions
-from apps.orchestration.models import ApiConfig, Director, FilesystemRoot, OrchestrationSettings
+from apps.orchestration.models import Director, FilesystemRoot, OrchestrationSettings
 from apps.setup.director_templates import DirectorTemplate
 from apps.setup.models import SetupState
 

@@ -7,7 +7,8 @@ from typing import Any
 
 from django import forms
 
-from apps.orchestration.models import ApiConfig, Prompt
+from apps.llm.models import ApiConfig
+from apps.orchestration.models import Prompt
 from apps.setup import selectors
 from apps.setup.director_templates import TEMPLATES
 from mailagent.crypto import get_keyring

@@ -10,7 +10,8 @@ from django.shortcuts import get_object_or_404
 from django.urls import NoReverseMatch, reverse
 
 from apps.accounts.models import MailAccount
-from apps.orchestration.models import Agent, ApiConfig, Director, FilesystemRoot, OrchestrationSettings, Prompt
+from apps.llm.models import ApiConfig
+from apps.orchestration.models import Agent, Director, FilesystemRoot, OrchestrationSettings, Prompt
 from apps.orchestration.selectors import default_filesystem_root
 from apps.orchestration.tools.schemas import DESCRIPTIONS, LIVE_TOOLS
 from apps.routing.models import Filter

@@ -10,11 +10,11 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from apps.orchestration import config_actions
+from apps.llm import actions as llm_actions
+from apps.llm.probe import test_connection
 from apps.setup import actions, selectors
 from apps.setup.forms import PROVIDER_URLS, ApiConfigForm, FilesystemRootForm, SessionTimeoutForm
 from mailagent.crypto import SecretDecryptionError, reveal
-from mailagent.llm.probe import test_connection
 
 
 @require_GET
@@ -54,7 +54,7 @@ def models_page(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return _models_page(request, form, status=400)
     try:
-        config = config_actions.create_api_config(
+        config = llm_actions.create_api_config(
             owner=request.user, api_key=form.cleaned_data["api_key"], **form.changes()
         )
     except ValidationError as exc:
@@ -71,7 +71,7 @@ def model_edit(request: HttpRequest, config_id: int) -> HttpResponse:
         form = ApiConfigForm(request.POST, editing=config)
         if form.is_valid():
             try:
-                config_actions.update_api_config(config=config, api_key=form.cleaned_data["api_key"], **form.changes())
+                llm_actions.update_api_config(config=config, api_key=form.cleaned_data["api_key"], **form.changes())
             except ValidationError as exc:
                 form.add_error("name", exc.message_dict.get("name", [str(exc)]))
             else:
@@ -88,7 +88,7 @@ def model_edit(request: HttpRequest, config_id: int) -> HttpResponse:
 @require_POST
 def model_delete(request: HttpRequest, config_id: int) -> HttpResponse:
     config = selectors.access_api_config(user=request.user, config_id=config_id)
-    config_actions.delete_api_config(config=config)
+    llm_actions.delete_api_config(config=config)
     messages.success(request, f"Model “{config.name}” deleted; directors that used it skip their runs until given one.")
     return redirect("settings:models")
 

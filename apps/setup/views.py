@@ -12,8 +12,8 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.accounts.forms import ImportUploadForm, max_upload_bytes
+from apps.llm import actions as llm_actions
 from apps.orchestration import actions as orchestration_actions
-from apps.orchestration import config_actions
 from apps.orchestration.models import Director
 from apps.routing import selectors as routing_selectors
 from apps.routing.forms import FilterForm, TestFiltersForm
@@ -80,7 +80,7 @@ def _model_step(request: HttpRequest) -> HttpResponse:
         form = ApiConfigForm(request.POST)
         if form.is_valid():
             try:
-                config = config_actions.create_api_config(
+                config = llm_actions.create_api_config(
                     owner=request.user, api_key=form.cleaned_data["api_key"], **form.changes()
                 )
             except ValidationError as exc:

@@ -12,7 +12,7 @@ from django.contrib.auth import get_user_model
 from apps.ask import actions
 from apps.ask.llm import ask_llm_config
 from apps.ask.models import AskSettings, RunStatus
-from apps.orchestration.config_actions import create_api_config
+from apps.llm.actions import create_api_config
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
 pytestmark = pytest.mark.django_db

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 
-from apps.orchestration.config_actions import create_api_config
+from apps.llm.actions import create_api_config
 from tests.browser import horizontal_overflow, login, screenshot
 from tests.conftest import USER_PASSWORD
 from tests.fakes.openai_server import FakeOpenAI, Reply

@@ -16,8 +16,9 @@ from django.test import Client
 from apps.accounts.actions import create_imap_account, create_local_account
 from apps.accounts.sync import sync_account
 from apps.dashboard.selectors import dashboard_for_user
+from apps.llm.models import ApiConfig
 from apps.orchestration.actions import RunRequest, claim_run, create_director, create_runs, finish_run
-from apps.orchestration.models import ApiConfig, RunStatus
+from apps.orchestration.models import RunStatus
 from apps.organization import actions as organization_actions
 from apps.organization.suggesting import suggest_for_file
 from apps.replies.actions import create_draft_from_item

@@ -23,8 +23,9 @@ from apps.accounts.actions import create_imap_account
 from apps.accounts.demo_mailbox import DEMO_ACCOUNT_NAME, import_demo_mailbox
 from apps.accounts.models import MailAccount, Message
 from apps.ask.actions import create_ask_run
+from apps.llm.models import ApiConfig
 from apps.orchestration.actions import RunRequest, create_director, create_runs
-from apps.orchestration.models import ApiConfig, Memory, Run, RunStatus
+from apps.orchestration.models import Memory, Run, RunStatus
 from apps.routing.actions import create_filter
 from apps.workspaces.actions import add_item, create_user_workspace, open_workspace, push_inbox_entry
 from tests.browser import horizontal_overflow, login, screenshot

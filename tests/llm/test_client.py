@@ -1,4 +1,4 @@
-"""mailagent.llm against the scripted OpenAI-compatible server over real HTTP."""
+"""apps.llm against the scripted OpenAI-compatible server over real HTTP."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from mailagent.llm import LLMConfig, LLMError, ProviderEventData, Tool, ToolFailure, chat, redact, run_tool_loop
+from apps.llm import LLMConfig, LLMError, ProviderEventData, Tool, ToolFailure, chat, redact, run_tool_loop
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
 

@@ -1,4 +1,4 @@
-"""mailagent.llm.probe.test_connection and the worded failures, against real loopback servers."""
+"""apps.llm.probe.test_connection and the worded failures, against real loopback servers."""
 
 from __future__ import annotations
 
@@ -6,9 +6,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from mailagent.llm import client as llm_client
-from mailagent.llm.errors import describe_failure, endpoint_name, provider_label
-from mailagent.llm.probe import test_connection as probe
+from apps.llm import client as llm_client
+from apps.llm.errors import describe_failure, endpoint_name, provider_label
+from apps.llm.probe import test_connection as probe
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.services import free_port
 

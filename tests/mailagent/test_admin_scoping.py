@@ -10,7 +10,8 @@ from django.contrib.auth.models import Permission
 
 from apps.accounts.actions import create_local_account
 from apps.accounts.models import Message
-from apps.orchestration.models import ApiConfig, Director, FilesystemRoot, Prompt, Run
+from apps.llm.models import ApiConfig
+from apps.orchestration.models import Director, FilesystemRoot, Prompt, Run
 from apps.routing.models import FetchCycle
 from mailagent.admin_scoping import owner_lookup, owner_lookups, scoped_queryset
 

@@ -272,7 +272,8 @@ def wait_until(condition: Any, what: str, timeout: float = 120) -> None:
 
 
 def test_kill_9_of_the_worker_during_a_director_run_then_restart(user: Any, add_filter: Any, tmp_path: Any) -> None:
-    from apps.orchestration.models import ApiConfig, Conversation, Director, Run, ThreadStatus
+    from apps.llm.models import ApiConfig
+    from apps.orchestration.models import Conversation, Director, Run, ThreadStatus
     from apps.orchestration.models import RunStatus as DirectorRunStatus
     from apps.workspaces.models import WorkspaceItem
     from tests.fakes.openai_server import FakeOpenAI, Reply

@@ -47,7 +47,8 @@ import datetime as dt, json
 from allauth.account.models import EmailAddress
 from django.contrib.auth import get_user_model
 from django.utils import timezone
-from apps.orchestration.models import ApiConfig, Director
+from apps.llm.models import ApiConfig
+from apps.orchestration.models import Director
 from apps.routing.actions import create_filter
 from apps.routing.models import Filter
 user = get_user_model().objects.create_user(username="scale", email="scale@example.com", password={password!r})

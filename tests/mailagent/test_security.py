@@ -17,7 +17,8 @@ from apps.accounts.actions import create_imap_account
 from apps.accounts.models import MailAccount
 from apps.accounts.providers.base import RemoteMessage
 from apps.accounts.store import store_remote_messages
-from apps.orchestration.models import ApiConfig, Conversation, Director, OrchLog, Phase, ProviderEvent, Run
+from apps.llm.models import ApiConfig
+from apps.orchestration.models import Conversation, Director, OrchLog, Phase, ProviderEvent, Run
 from mailagent.crypto import (
     ENCRYPTED_LABEL,
     KEY_MISSING_LABEL,
@@ -109,7 +110,7 @@ def test_the_admin_never_shows_an_api_key_and_a_blank_field_keeps_it(
     staff_client: Client, staff_user: Any, settings: Any
 ) -> None:
     config = api_config(staff_user)
-    url = f"/admin/orchestration/apiconfig/{config.pk}/change/"
+    url = f"/admin/llm/apiconfig/{config.pk}/change/"
     page = staff_client.get(url).content.decode()
     assert API_KEY not in page
     assert 'type="password" name="api_key"' in page and f"Currently {ENCRYPTED_LABEL}" in page
@@ -211,8 +212,8 @@ def test_pages_survive_a_missing_key_and_say_why(staff_client: Client, secrets_u
         f"/mail/accounts/{s['account'].pk}/",
         "/admin/mail/mailaccount/",
         f"/admin/mail/mailaccount/{s['account'].pk}/change/",
-        "/admin/orchestration/apiconfig/",
-        f"/admin/orchestration/apiconfig/{s['config'].pk}/change/",
+        "/admin/llm/apiconfig/",
+        f"/admin/llm/apiconfig/{s['config'].pk}/change/",
         "/admin/orchestration/providerevent/",
         f"/admin/orchestration/providerevent/{s['event'].pk}/change/",
         "/admin/orchestration/orchlog/",
@@ -226,7 +227,7 @@ def test_pages_survive_a_missing_key_and_say_why(staff_client: Client, secrets_u
         assert response.status_code == 200, url
     assert KEY_MISSING_LABEL in staff_client.get(f"/mail/accounts/{s['account'].pk}/").content.decode()
     assert KEY_MISSING_LABEL in staff_client.get("/admin/mail/mailaccount/").content.decode()
-    config_page = staff_client.get(f"/admin/orchestration/apiconfig/{s['config'].pk}/change/").content.decode()
+    config_page = staff_client.get(f"/admin/llm/apiconfig/{s['config'].pk}/change/").content.decode()
     assert f"Currently {KEY_MISSING_LABEL}" in config_page
     event_page = staff_client.get(f"/admin/orchestration/providerevent/{s['event'].pk}/change/").content.decode()
     assert KEY_MISSING_LABEL in event_page
@@ -486,7 +487,7 @@ CSP_PAGES = [
     "/inbox/",
     "/diagnostics/",
     "/admin/",
-    "/admin/orchestration/apiconfig/add/",
+    "/admin/llm/apiconfig/add/",
     "/api/docs",
 ]
 

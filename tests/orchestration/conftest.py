@@ -5,7 +5,8 @@ from typing import Any
 
 import pytest
 
-from apps.orchestration.models import Agent, ApiConfig, Director, OrchestrationSettings, Prompt, PromptMessage
+from apps.llm.models import ApiConfig
+from apps.orchestration.models import Agent, Director, OrchestrationSettings, Prompt, PromptMessage
 from tests.fakes.openai_server import FakeOpenAI
 
 

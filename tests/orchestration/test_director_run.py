@@ -11,6 +11,7 @@ import pytest
 from django.db import close_old_connections
 from django.utils import timezone
 
+from apps.llm import ToolFailure
 from apps.orchestration import actions
 from apps.orchestration.engine import RunEngine
 from apps.orchestration.models import (
@@ -25,7 +26,6 @@ from apps.orchestration.models import (
 )
 from apps.orchestration.tools.schemas import AgentCallArgs
 from apps.workspaces.models import Workspace, WorkspaceItem
-from mailagent.llm import ToolFailure
 from tests.fakes.graph_server import FakeGraphServer, connect_outlook
 from tests.fakes.openai_server import FakeOpenAI, Reply
 from tests.orchestration.conftest import is_agent, is_director

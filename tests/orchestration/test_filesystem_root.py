@@ -9,6 +9,7 @@ import pytest
 from django.contrib.auth import get_user_model
 
 from apps.accounts.actions import create_local_account
+from apps.llm import ToolFailure
 from apps.orchestration.actions import create_director
 from apps.orchestration.engine import RunEngine
 from apps.orchestration.models import Conversation, FilesystemRoot, Run, ThreadKind
@@ -17,7 +18,6 @@ from apps.orchestration.tools import filesystem
 from apps.orchestration.tools.context import Actor
 from apps.orchestration.tools.registry import available_live_tools
 from apps.orchestration.tools.schemas import FilesystemRetrieveArgs, FilesystemSearchArgs
-from mailagent.llm import ToolFailure
 
 pytestmark = pytest.mark.django_db
 

@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
+from apps.llm import ToolFailure
 from apps.orchestration.engine import RunEngine
 from apps.orchestration.models import Conversation, FilesystemRoot, OrchestrationSettings, Run, ThreadKind
 from apps.orchestration.selectors import filesystem_root_for_owner
 from apps.orchestration.tools import filesystem
 from apps.orchestration.tools.context import Actor
 from apps.orchestration.tools.schemas import FilesystemRetrieveArgs, FilesystemSearchArgs
-from mailagent.llm import ToolFailure
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
 pytestmark = pytest.mark.django_db

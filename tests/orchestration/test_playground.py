@@ -10,8 +10,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import reverse
 
+from apps.llm.models import ApiConfig
 from apps.orchestration.config_actions import create_prompt
-from apps.orchestration.models import ApiConfig, Prompt, ProviderEvent
+from apps.orchestration.models import Prompt, ProviderEvent
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
 pytestmark = pytest.mark.django_db

@@ -8,8 +8,9 @@ from typing import Any
 
 import pytest
 
+from apps.llm.models import ApiConfig
 from apps.orchestration.config_actions import create_prompt
-from apps.orchestration.models import ApiConfig, Prompt, ProviderEvent
+from apps.orchestration.models import Prompt, ProviderEvent
 from tests.browser import horizontal_overflow, login, screenshot
 from tests.fakes.openai_server import FakeOpenAI, Reply
 

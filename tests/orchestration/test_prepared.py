@@ -10,8 +10,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from apps.accounts.actions import create_local_account
+from apps.llm.models import ApiConfig
 from apps.orchestration.actions import claim_run
-from apps.orchestration.models import Agent, ApiConfig, Director, FilesystemRoot, Run
+from apps.orchestration.models import Agent, Director, FilesystemRoot, Run
 from apps.orchestration.prepared import PreparedQuery
 from apps.orchestration.selectors import filesystem_root_for_owner
 

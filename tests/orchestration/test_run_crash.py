@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from apps.llm.models import ApiConfig
 from apps.orchestration.actions import requeue_stalled_runs
 from apps.orchestration.models import (
-    ApiConfig,
     Conversation,
     Director,
     OrchLog,

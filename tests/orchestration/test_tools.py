@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from apps.llm import ToolFailure
 from apps.orchestration.engine import RunEngine
 from apps.orchestration.models import Conversation, FilesystemRoot, Memory, OrchestrationSettings, Run, ThreadKind
 from apps.orchestration.selectors import filesystem_root_for_owner
@@ -26,7 +27,6 @@ from apps.orchestration.tools.schemas import (
     MemorySearchArgs,
     TodoAddArgs,
 )
-from mailagent.llm import ToolFailure
 from tests.fakes.google_server import FakeGoogleServer
 from tests.fakes.graph_server import FakeGraphServer, connect_outlook
 from tests.fakes.openai_server import FakeOpenAI, Reply

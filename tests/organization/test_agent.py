@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from apps.orchestration.models import ApiConfig
+from apps.llm.models import ApiConfig
 from apps.organization import actions
 from apps.organization.models import Library, SuggestionSource
 from apps.organization.suggesting import suggest_for_file

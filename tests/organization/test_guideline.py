@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from django.urls import reverse
 
-from apps.orchestration.models import ApiConfig
+from apps.llm.models import ApiConfig
 from apps.organization import actions, selectors
 from apps.organization.decisions import respond
 from apps.organization.guideline import decide_proposal, propose_from_decisions

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 from django_q.conf import Conf
 
+from apps.llm.models import ApiConfig
 from apps.orchestration.actions import RunRequest, create_runs
-from apps.orchestration.models import ApiConfig, Director, Run, RunStatus
+from apps.orchestration.models import Director, Run, RunStatus
 from apps.results.actions import delete_items
 from apps.workspaces.models import WorkspaceItem
 from tests.browser import console_errors, horizontal_overflow, login, screenshot

@@ -13,8 +13,9 @@ from django.urls import reverse
 
 from apps.accounts.demo_mailbox import import_demo_mailbox
 from apps.accounts.models import Message, Thread
+from apps.llm.models import ApiConfig
 from apps.orchestration import actions as orchestration_actions
-from apps.orchestration.models import ApiConfig, Conversation, Director, Run, RunStatus, ThreadKind
+from apps.orchestration.models import Conversation, Director, Run, RunStatus, ThreadKind
 from apps.routing.models import Filter
 from tests.fakes.openai_server import FakeOpenAI, Reply
 

@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 
-from apps.orchestration.models import ApiConfig, ProviderEvent, Run, RunStatus
+from apps.llm.models import ApiConfig
+from apps.orchestration.models import ProviderEvent, Run, RunStatus
 from apps.setup.actions import create_director_from_template
 from apps.setup.director_templates import CLIENT_SUPPORT
 from tests.services import free_port

@@ -10,7 +10,8 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
-from apps.orchestration.models import Agent, ApiConfig, Director, FilesystemRoot, OrchestrationSettings
+from apps.llm.models import ApiConfig
+from apps.orchestration.models import Agent, Director, FilesystemRoot, OrchestrationSettings
 from apps.routing.models import Filter
 from apps.setup.actions import create_director_from_template
 from apps.setup.director_templates import CLIENT_SUPPORT

@@ -13,7 +13,8 @@ from django.urls import reverse
 from apps.accounts.actions import create_local_account
 from apps.accounts.demo_mailbox import build_demo_messages, write_demo_archive
 from apps.accounts.models import Message
-from apps.orchestration.models import ApiConfig, Director, Run, RunStatus
+from apps.llm.models import ApiConfig
+from apps.orchestration.models import Director, Run, RunStatus
 from apps.routing.models import Filter
 from apps.setup.selectors import setup_progress
 from tests.fakes.openai_server import FakeOpenAI, Reply, system_text

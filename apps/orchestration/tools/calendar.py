@@ -14,10 +14,10 @@ from django.conf import settings
 from apps.accounts import oauth
 from apps.accounts.models import MailAccount, Provider
 from apps.accounts.providers.base import ProviderError
+from apps.llm import ToolFailure
 from apps.orchestration.prepared import PreparedQuery
 from apps.orchestration.tools.context import Actor, RunContext
 from apps.orchestration.tools.schemas import CalendarAddArgs, CalendarReadArgs, TodoAddArgs
-from mailagent.llm import ToolFailure
 
 MAX_EVENTS = 50
 

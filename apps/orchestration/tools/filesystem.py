@@ -22,9 +22,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from apps.llm import ToolFailure
 from apps.orchestration.tools.context import Actor, RunContext
 from apps.orchestration.tools.schemas import FilesystemRetrieveArgs, FilesystemSearchArgs
-from mailagent.llm import ToolFailure
 from mailagent.textextract import extract_text, looks_binary
 
 SEARCH_FILE_LIMIT = 20_000  # files looked at per search

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from apps.llm import ToolFailure
 from apps.orchestration.tools.context import Actor, RunContext
 from apps.orchestration.tools.schemas import InboxPushArgs
 from apps.workspaces import actions
 from apps.workspaces.models import EntrySource
-from mailagent.llm import ToolFailure
 
 
 def push(ctx: RunContext, actor: Actor, args: InboxPushArgs) -> dict[str, Any]:

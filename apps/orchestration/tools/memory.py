@@ -10,11 +10,11 @@ from typing import Any
 from django.db.models import Q, QuerySet
 from django.utils import timezone
 
+from apps.llm import ToolFailure
 from apps.orchestration.models import Agent, Memory, MemoryScope
 from apps.orchestration.prepared import PreparedQuery
 from apps.orchestration.tools.context import Actor, RunContext
 from apps.orchestration.tools.schemas import MemoryAddArgs, MemoryEditArgs, MemorySearchArgs
-from mailagent.llm import ToolFailure
 
 SEARCH_LIMIT = 30
 CASCADE: dict[str, int] = {"local": 0, "shared": 1, "global": 2}

@@ -6,10 +6,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from apps.llm import Tool
 from apps.orchestration.tools import calendar, filesystem, inbox, memory, workspace
 from apps.orchestration.tools.context import Actor, RunContext
 from apps.orchestration.tools.schemas import DESCRIPTIONS, LIVE_TOOLS, WORKSPACE_TOOLS
-from mailagent.llm import Tool
 
 IMPLEMENTATIONS: dict[str, Callable[[RunContext, Actor, Any], Any]] = {
     "workspace_add_item": workspace.add_item,

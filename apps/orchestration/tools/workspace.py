@@ -7,6 +7,7 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from apps.llm import ToolFailure
 from apps.orchestration.prepared import PreparedQuery
 from apps.orchestration.tools.context import Actor, RunContext
 from apps.orchestration.tools.schemas import (
@@ -18,7 +19,6 @@ from apps.orchestration.tools.schemas import (
 )
 from apps.workspaces import actions, selectors
 from apps.workspaces.models import Workspace, WorkspaceItem
-from mailagent.llm import ToolFailure
 
 
 def _item_id(value: str) -> int:

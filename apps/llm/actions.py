@@ -1,0 +1,77 @@
+"""Writes for ApiConfig (Settings → Models, the setup wizard): typed, keyword-only; a name clash raises a
+ValidationError on that field."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from django.core.exceptions import ValidationError
+from django.db import IntegrityError, transaction
+
+from apps.llm.models import ApiConfig
+
+API_CONFIG_FIELDS = {
+    "name",
+    "base_url",
+    "model",
+    "timeout_seconds",
+    "max_retries",
+    "max_concurrency",
+    "input_cost_per_mtok",
+    "output_cost_per_mtok",
+}
+
+
+def create_api_config(
+    *,
+    owner: Any,
+    name: str,
+    base_url: str,
+    api_key: str,
+    model: str,
+    timeout_seconds: int = 60,
+    max_retries: int = 4,
+    max_concurrency: int = 4,
+    input_cost_per_mtok: Decimal = Decimal(0),
+    output_cost_per_mtok: Decimal = Decimal(0),
+) -> ApiConfig:
+    try:
+        with transaction.atomic():
+            return ApiConfig.objects.create(
+                owner=owner,
+                name=name.strip(),
+                base_url=base_url.strip(),
+                api_key=api_key.strip(),
+                model=model.strip(),
+                timeout_seconds=timeout_seconds,
+                max_retries=max_retries,
+                max_concurrency=max_concurrency,
+                input_cost_per_mtok=input_cost_per_mtok,
+                output_cost_per_mtok=output_cost_per_mtok,
+            )
+    except IntegrityError:
+        raise ValidationError({"name": f"You already have an API config named “{name.strip()}”."}) from None
+
+
+def update_api_config(*, config: ApiConfig, api_key: str | None = None, **changes: Any) -> ApiConfig:
+    """`api_key=None` or blank keeps the stored key (keys are write-only: forms never show them)."""
+    unknown = set(changes) - API_CONFIG_FIELDS
+    if unknown:
+        raise ValueError(f"cannot change {', '.join(sorted(unknown))}")
+    for name, value in changes.items():
+        setattr(config, name, value.strip() if isinstance(value, str) else value)
+    fields = list(changes)
+    if api_key and api_key.strip():
+        config.api_key = api_key.strip()
+        fields.append("api_key")
+    try:
+        with transaction.atomic():
+            config.save(update_fields=fields)
+    except IntegrityError:
+        raise ValidationError({"name": f"You already have an API config named “{config.name}”."}) from None
+    return config
+
+
+def delete_api_config(*, config: ApiConfig) -> None:
+    config.delete()  # directors, agents and settings that used it keep existing without it (SET_NULL)

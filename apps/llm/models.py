@@ -1,0 +1,42 @@
+"""ApiConfig: an owner's OpenAI-compatible endpoint. It moved here from orchestration and keeps that app's
+table (`orchestration_apiconfig`), so rows, foreign keys and content type stayed where they were."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+from mailagent.crypto import EncryptedTextField
+
+
+class ApiConfig(models.Model):
+    """An OpenAI-compatible endpoint: OpenAI, Azure OpenAI (v1), Ollama, vLLM, LM Studio …"""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_configs")
+    name = models.CharField(max_length=100)
+    base_url = models.URLField(
+        max_length=500, blank=True, help_text="e.g. https://api.openai.com/v1 or http://127.0.0.1:11434/v1"
+    )
+    api_key = EncryptedTextField(
+        blank=True,
+        help_text="Stored encrypted (AES-256-GCM) when VX_MAILAGENT_KEY is set.",
+        associated_data="orchestration.apiconfig.api_key",  # keys stored before the move still decrypt
+    )
+    model = models.CharField(max_length=200)
+    max_concurrency = models.PositiveIntegerField(default=4, help_text="Parallel requests per process.")
+    timeout_seconds = models.PositiveIntegerField(default=60)
+    max_retries = models.PositiveIntegerField(default=4)
+    # Rough cost estimate on the Runs page (USD per million tokens); 0 = unknown.
+    input_cost_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, default=0)
+    output_cost_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, default=0)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "orchestration_apiconfig"
+        verbose_name = "API config"
+        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="api_config_unique_name_per_owner")]
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.model})"
