@@ -319,6 +319,8 @@ GRAPH_API_ENDPOINT = env_str("GRAPH_API_ENDPOINT", "https://graph.microsoft.com/
 
 # Sync: messages committed per transaction (each commit also advances the cursor), lock lifetime.
 MAILAGENT_SYNC_BATCH = env_int("MAILAGENT_SYNC_BATCH", 200)
+# manage.py watch_mail: how often Gmail and Outlook accounts (no push without a public URL) are polled.
+MAILAGENT_WATCH_POLL_SECONDS = env_int("MAILAGENT_WATCH_POLL_SECONDS", 60)
 MAILAGENT_SYNC_LOCK_SECONDS = env_int("MAILAGENT_SYNC_LOCK_SECONDS", 600)
 MAILAGENT_MAX_UPLOAD_BYTES = env_int("MAILAGENT_MAX_UPLOAD_BYTES", 512 * 1024 * 1024)
 DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024

@@ -80,7 +80,7 @@ def test_opening_a_single_message_marks_it_read(logged_in_client: Client, mail: 
     assert message.seen
 
 
-def test_provider_accounts_say_read_state_is_local_only(logged_in_client: Client, user: Any, tmp_path: Path) -> None:
+def test_imap_accounts_say_read_state_is_written_back(logged_in_client: Client, user: Any, tmp_path: Path) -> None:
     account = actions.create_imap_account(
         owner=user,
         name="Work",
@@ -95,7 +95,9 @@ def test_provider_accounts_say_read_state_is_local_only(logged_in_client: Client
     message = Message.objects.get(account=account)
     assert message.thread_id is not None
     page = logged_in_client.get(reverse("mail:thread", args=[message.thread_id])).content.decode()
-    assert "Read and unread are stored in mailagent only: IMAP is not told" in page
+    assert "Read, unread, flags and moves are written back to the IMAP server" in page
+    # The change is in the ledger, on its way to the server (tests/accounts/test_imap_writeback.py follows it).
+    assert 'data-testid="server-change"' in page and "Waiting to reach the server" in page
 
 
 def test_read_state_is_per_owner(

@@ -70,15 +70,15 @@ def test_the_sent_reply_lands_in_dovecots_sent_folder_seen_and_a_sync_stores_it_
     ((uid, data),) = fetched.items()
     assert b"\\Seen" in data[b"FLAGS"]
     assert _crlf(data[b"RFC822"]) == _crlf(delivered["data"])  # the exact bytes the SMTP server got
-    local = Message.objects.get(account=account, dedupe_key=draft.message_id)
+    local = Message.objects.get(account=account, message_id=draft.message_id)
     assert local.folder == "Sent" and local.provider_id.startswith("Sent:") and local.provider_id.endswith(f":{uid}")
 
     outcome = sync_account(account.pk)
     assert outcome.status == "ok", outcome.error_message
     assert outcome.created == 0  # the Sent copy is the reply already stored
-    assert Message.objects.filter(account=account, dedupe_key=draft.message_id).count() == 1
+    assert Message.objects.filter(account=account, message_id=draft.message_id).count() == 1
     assert Message.objects.filter(account=account).count() == 2  # the original and the reply, once each
-    assert Message.objects.get(account=account, dedupe_key=draft.message_id).pk == local.pk
+    assert Message.objects.get(account=account, message_id=draft.message_id).pk == local.pk
 
 
 def test_a_failed_append_keeps_the_reply_sent_and_says_why(
@@ -96,7 +96,7 @@ def test_a_failed_append_keeps_the_reply_sent_and_says_why(
         client.select_folder("Sent", readonly=True)
         assert client.search(["ALL"]) == []
     # Stored locally once all the same.
-    assert Message.objects.filter(account=account, dedupe_key=draft.message_id).count() == 1
+    assert Message.objects.filter(account=account, message_id=draft.message_id).count() == 1
 
 
 def test_the_sent_folder_is_special_use_first_then_a_usual_name_and_never_invented() -> None:

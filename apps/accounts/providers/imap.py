@@ -211,6 +211,11 @@ class ImapProvider(MailProvider):
             client.login(username, password)
         return client
 
+    def connect(self) -> IMAPClient:
+        """A logged-in connection (closed by `close()`), for callers that hold it open, such as IDLE."""
+        with _imap_errors(self.account.imap_host, self.account.imap_port):
+            return self._connect()
+
     def close(self) -> None:
         client, self._client = self._client, None
         if client is None:

@@ -22,12 +22,14 @@ STOP_GRACE_SECONDS = 10
 
 
 class Command(BaseCommand):
-    help = "Serve the app (uvicorn) and run the background-job cluster until Ctrl-C."
+    help = "Serve the app (uvicorn), the background-job cluster and the mail watcher until Ctrl-C."
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
-        parser.add_argument("--no-worker", action="store_true", help="Serve HTTP only, no qcluster.")
+        parser.add_argument(
+            "--no-worker", action="store_true", help="Serve HTTP only: no qcluster and no mail watcher."
+        )
         parser.add_argument(
             "--web-processes",
             type=int,
@@ -43,6 +45,8 @@ class Command(BaseCommand):
         commands = {"web": web_server_command(host=options["host"], port=options["port"], processes=processes)}
         if not options["no_worker"]:
             commands["worker"] = [sys.executable, manage_py, "qcluster"]
+            # IMAP IDLE / short polling: new mail in seconds instead of at the next fetcher cycle.
+            commands["watcher"] = [sys.executable, manage_py, "watch_mail"]
 
         children: dict[str, subprocess.Popen[bytes]] = {}
         stopping = False
