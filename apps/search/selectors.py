@@ -13,7 +13,7 @@ from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
-from apps.accounts.models import MailAccount, MailFolder, Message
+from apps.accounts.models import MailAccount, MailFolder, Message, MessageLocation
 from apps.accounts.selectors import copy_keys
 from apps.search.backends import get_search_backend
 from apps.search.backends.base import MODES, EmbeddingProgress, Mode, SearchFilters, SearchHit
@@ -247,6 +247,11 @@ def _tables() -> tuple[str, str, str]:
     return quote(Message._meta.db_table), quote(Attachment._meta.db_table), quote(LibraryFile._meta.db_table)
 
 
+def _location_tables() -> tuple[str, str]:
+    quote = connection.ops.quote_name
+    return quote(MessageLocation._meta.db_table), quote(MailFolder._meta.db_table)
+
+
 def _condition(op: Operator, account_ids: tuple[int, ...] | None) -> tuple[str, tuple[Any, ...]]:
     """One operator as SQL over search_document "{d}" (documents of messages join the message table)."""
     messages, attachments, files = _tables()
@@ -285,15 +290,32 @@ def _condition(op: Operator, account_ids: tuple[int, ...] | None) -> tuple[str, 
         return f"{{d}}.message_id IN (SELECT m.id FROM {messages} m WHERE m.{column} = %s)", (wanted,)  # noqa: S608
     if op.name == "in":
         folder = value.strip().lower()
-        folders = MailFolder.objects.filter(Q(role__iexact=folder) | Q(display_name__iexact=folder))
+        folders = MailFolder.objects.all()
         if account_ids is not None:
             folders = folders.filter(account_id__in=account_ids)
-        names = sorted(set(folders.values_list("name", flat=True)))
-        named = f" OR {{d}}.folder IN ({', '.join(['%s'] * len(names))})" if names else ""
+        # Compared in Python: SQLite folds ASCII letters only, and folder names are often not ASCII.
+        asked = folder.casefold()
+        names = sorted(
+            {
+                name
+                for name, display, role in folders.values_list("name", "display_name", "role")
+                if asked in {name.casefold(), display.casefold(), role.casefold()}
+                or name.casefold().startswith(f"{asked}/")
+            }
+        )
         escaped = folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+        # Mail is in every folder it has a location in (a copy in two folders is found in both); library
+        # files carry their folder on the document.
+        placeholders = ", ".join(["%s"] * len(names))
+        named = f" OR {{d}}.folder IN ({placeholders})" if names else ""
+        located_named = f" OR f.name IN ({placeholders})" if names else ""
+        located, folder_table = _location_tables()
         return (
-            f"(lower({{d}}.folder) = %s OR lower({{d}}.folder){like}{named})",
-            (folder, f"{escaped}/%", *names),
+            f"(({{d}}.kind = 'file' AND (lower({{d}}.folder) = %s OR lower({{d}}.folder){like}{named}))"  # noqa: S608
+            f" OR {{d}}.message_id IN (SELECT l.message_id FROM {located} l"
+            f" JOIN {folder_table} f ON f.id = l.folder_id"
+            f" WHERE lower(f.name) = %s OR lower(f.name){like}{located_named}))",
+            (folder, f"{escaped}/%", *names, folder, f"{escaped}/%", *names),
         )
     raise ValueError(f"{op.name}: is not a filter")
 

@@ -116,6 +116,9 @@ def test_every_server_side_change_is_mirrored(imap_mailbox: Mailbox, user: Any) 
     assert (outcome.created, outcome.located) == (0, 2)
     assert_mirrors(box, account)
     assert MessageLocation.objects.filter(message__message_id="m1@mirror.test").count() == 2
+    # Found in both folders.
+    assert {"m1@mirror.test", "m2@mirror.test"} <= search_ids(account, f'in:"{PROJECTS}"')
+    assert {"m1@mirror.test", "m2@mirror.test"} <= search_ids(account, "in:inbox")
     copies = box.uids(PROJECTS)[-2:]
     box.set_flags(PROJECTS, copies, [b"\\Seen"])
     synced(account)
