@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import hashlib
+import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -14,8 +16,9 @@ from apps.accounts.actions import create_imap_account, fetch_attachment_bytes
 from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, MessageLocation
 from apps.accounts.sync import SyncOutcome, sync_account
 from apps.search.selectors import search_page
-from tests.fakes.dovecot import Mailbox, make_message
-from tests.services import shared_path
+from tests.accounts.test_imap_sync import run_sync_command
+from tests.fakes.dovecot import Mailbox, make_message, wait_until
+from tests.services import shared_path, subprocess_env
 
 pytestmark = pytest.mark.services
 
@@ -203,3 +206,44 @@ def test_distinct_messages_sharing_a_message_id_are_all_kept(imap_mailbox: Mailb
     # A second sync finds every one of them again: nothing new, nothing lost.
     again = synced(account)
     assert (again.created, again.removed, again.deleted) == (0, 0, 0)
+
+
+@pytest.mark.faults
+@pytest.mark.django_db(transaction=True)
+def test_a_sync_killed_while_applying_moves_and_expunges_resumes_without_loss(imap_mailbox: Mailbox, user: Any) -> None:
+    """kill -9 of `manage.py sync` after it removed places (moves, expunges) but before it finished: the
+    next sync ends with the server's state, every message once, nothing lost, nothing deleted by mistake."""
+    box = imap_mailbox
+    box.append_many("INBOX", [mail(n) for n in range(300)])
+    account = connect(box, user)
+    synced(account)
+    inbox = box.uids("INBOX")
+    box.move("INBOX", inbox[:150], "Archive")
+    box.expunge("INBOX", inbox[150:200])
+    # A last folder full of new mail keeps the sync busy after INBOX and Archive are done.
+    box.create_folder("Zeta")
+    filler = "Lorem ipsum dolor sit amet. " * 200
+    box.append_many("Zeta", [mail(1000 + n, body=f"{filler}\n{n}\n") for n in range(300)])
+
+    in_inbox = MessageLocation.objects.filter(account=account, folder__name="INBOX")
+    in_zeta = MessageLocation.objects.filter(account=account, folder__name="Zeta")
+    child = run_sync_command(account.name, subprocess_env(MAILAGENT_SYNC_BATCH="20"))
+    try:
+        caught = wait_until(lambda: in_zeta.exists() or child.poll() is not None, timeout=120, interval=0.005)
+        assert caught and child.poll() is None, "the sync ended too early: " + str(child.communicate())
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.communicate(timeout=30)
+    # Killed halfway: INBOX's removals are committed, Zeta is partly stored, and nothing is marked deleted yet
+    # (a message is deleted only once a complete sync found it nowhere).
+    assert in_inbox.count() == 100
+    assert 0 < in_zeta.count() < 300
+    assert not Message.objects.filter(account=account, deleted_at__isnull=False).exists()
+
+    resumed = synced(account)
+    assert resumed.deleted == 50
+    assert_mirrors(box, account)
+    assert Message.objects.filter(account=account).count() == 600  # 300 + 300 new, each once
+    assert Message.objects.filter(account=account, deleted_at=None).count() == 550
