@@ -435,7 +435,7 @@ def thread_action(request: HttpRequest, thread_id: int) -> HttpResponse:
         )
     except MailActionRefused as exc:
         messages.error(request, str(exc))
-        return HttpResponseRedirect(reverse("mail:thread", args=[mail_thread.pk]))
+        return HttpResponseRedirect(_thread_url(mail_thread, folder=source))
     subject = mail_thread.subject or "(no subject)"
     if not done:
         messages.info(request, f"“{subject}”: nothing to change.")
@@ -446,7 +446,12 @@ def thread_action(request: HttpRequest, thread_id: int) -> HttpResponse:
         )
     if kind in {"archive", "trash", "move"}:
         return HttpResponseRedirect(_mailbox_url(account=mail_thread.account, folder=source))
-    return HttpResponseRedirect(reverse("mail:thread", args=[mail_thread.pk]))
+    return HttpResponseRedirect(_thread_url(mail_thread, folder=source))
+
+
+def _thread_url(mail_thread: Thread, *, folder: str | None) -> str:
+    url = reverse("mail:thread", args=[mail_thread.pk])
+    return f"{url}?{urlencode({'folder': folder})}" if folder else url
 
 
 @require_POST

@@ -75,6 +75,8 @@ EXPECTED_URL_PATTERNS = {
     "mail/",
     "mail/threads/<int:thread_id>/",
     "mail/threads/<int:thread_id>/unread/",
+    "mail/threads/<int:thread_id>/action/",
+    "mail/server-changes/<int:action_id>/undo/",
     "mail/messages/<int:message_id>/",
     "mail/attachments/<int:attachment_id>/download/",
     "mail/accounts/",
