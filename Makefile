@@ -10,7 +10,7 @@ PORT ?= 8000
 
 help:
 	@echo "make run    - set up everything and serve http://$(HOST):$(PORT) (uvicorn + background jobs)"
-	@echo "make test   - ruff, mypy, pytest on SQLite and on PostgreSQL+pgvector"
+	@echo "make test   - ruff, import-linter (layers), mypy, pytest on SQLite and on PostgreSQL+pgvector"
 	@echo "make install / make install-test / make bench / make clean"
 
 $(VENV)/.created:
@@ -40,6 +40,7 @@ run: install
 lint: install-test
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/lint-imports
 
 typecheck: install-test
 	$(VENV)/bin/mypy
@@ -59,4 +60,4 @@ bench: install-test
 	$(PY) bench/orchestration.py
 
 clean:
-	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache .import_linter_cache

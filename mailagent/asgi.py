@@ -25,15 +25,18 @@ from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs the app regi
 from channels.routing import ProtocolTypeRouter, URLRouter  # noqa: E402
 from channels.security.websocket import AllowedHostsOriginValidator  # noqa: E402
 from django.urls import path, re_path  # noqa: E402
+from django.utils.module_loading import import_string  # noqa: E402
 
-from apps.ask.consumers import AskRunConsumer  # noqa: E402
-from apps.ask.warmup import warm_up_in_background  # noqa: E402
-from apps.workspaces.mcp import with_mcp  # noqa: E402
 from mailagent.consumers import NotificationsConsumer, UnknownPathConsumer  # noqa: E402
 from mailagent.crypto import enforce_secret_storage_policy  # noqa: E402
 from mailagent.request_limits import RequestBodyLimitMiddleware  # noqa: E402
 
 enforce_secret_storage_policy()
+
+# The apps are wired by dotted path, as urls.py includes their URLconfs: the project package imports no app.
+AskRunConsumer = import_string("apps.ask.consumers.AskRunConsumer")
+with_mcp = import_string("apps.workspaces.mcp.with_mcp")
+warm_up_in_background = import_string("apps.ask.warmup.warm_up_in_background")
 
 websocket_urlpatterns = [
     path("ws/notifications/", NotificationsConsumer.as_asgi()),

@@ -14,8 +14,11 @@ class OrganizationConfig(AppConfig):
     def ready(self) -> None:
         from apps.accounts.signals import messages_stored
         from apps.organization import receivers
+        from apps.organization.search_kind import FILE_DOCUMENTS
+        from apps.search.kinds import register_document_kind
 
         messages_stored.connect(receivers.save_stored_attachments, dispatch_uid="organization.save_attachments")
+        register_document_kind(FILE_DOCUMENTS)  # library files in search: search imports nothing from here
         # The library watch lives in the background worker (`make run` starts `manage.py qcluster`): one
         # observer per worker host, next to the scheduled scan that catches whatever a watch missed.
         if len(sys.argv) > 1 and sys.argv[1] == "qcluster":

@@ -6,19 +6,19 @@ import datetime as dt
 import json
 import re
 from dataclasses import dataclass, replace
-from pathlib import Path
 from typing import Any
 
 from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
-from apps.accounts.models import MailAccount, MailFolder, Message, MessageLocation
+from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, MessageLocation
 from apps.accounts.selectors import copy_keys
 from apps.search.backends import get_search_backend
 from apps.search.backends.base import MODES, EmbeddingProgress, Mode, SearchFilters, SearchHit
 from apps.search.folding import STOPWORDS, fold_tokens
 from apps.search.gist import get_gist_embedder, gist_progress, gists_enabled
+from apps.search.kinds import DocumentPreview, document_kind
 from apps.search.models import DocumentKind, SearchDocument, SearchGist
 from apps.search.query import Operator, SearchQuery, parse_search
 
@@ -239,12 +239,22 @@ def _like(value: str) -> str:
     return f"%{escaped}%"
 
 
-def _tables() -> tuple[str, str, str]:
-    from apps.accounts.models import Attachment
-    from apps.organization.models import LibraryFile
-
+def _tables() -> tuple[str, str]:
     quote = connection.ops.quote_name
-    return quote(Message._meta.db_table), quote(Attachment._meta.db_table), quote(LibraryFile._meta.db_table)
+    return quote(Message._meta.db_table), quote(Attachment._meta.db_table)
+
+
+def _file_paths_condition(like: str) -> str:
+    """`filename:` over the registered file kind's paths ("" when no app registered one)."""
+    entry = document_kind(FILE_KIND)
+    if entry is None:
+        return ""
+    quote = connection.ops.quote_name
+    table, column = quote(entry.model._meta.db_table), quote(entry.path_column)
+    return (
+        f" OR ({{d}}.kind = 'file' AND {{d}}.object_id IN"  # noqa: S608 (table names; values are params)
+        f" (SELECT f.id FROM {table} f WHERE lower(f.{column}){like}))"
+    )
 
 
 def _location_tables() -> tuple[str, str]:
@@ -254,7 +264,7 @@ def _location_tables() -> tuple[str, str]:
 
 def _condition(op: Operator, account_ids: tuple[int, ...] | None) -> tuple[str, tuple[Any, ...]]:
     """One operator as SQL over search_document "{d}" (documents of messages join the message table)."""
-    messages, attachments, files = _tables()
+    messages, attachments = _tables()
     quote = connection.ops.quote_name
     like = r" LIKE %s ESCAPE '\'"
     value = op.value
@@ -279,11 +289,11 @@ def _condition(op: Operator, account_ids: tuple[int, ...] | None) -> tuple[str, 
             (_like(value), _like(value)),
         )
     if op.name == "filename":
+        files = _file_paths_condition(like)
         return (
             f"({{d}}.message_id IN (SELECT a.message_id FROM {attachments} a WHERE lower(a.filename){like})"  # noqa: S608
-            f" OR ({{d}}.kind = 'file' AND {{d}}.object_id IN"
-            f" (SELECT f.id FROM {files} f WHERE lower(f.path){like})))",
-            (_like(value), _like(value)),
+            f"{files})",
+            (_like(value), _like(value)) if files else (_like(value),),
         )
     if op.name == "is":
         column, wanted = {"unread": ("seen", False), "read": ("seen", True), "starred": ("flagged", True)}[value]
@@ -612,17 +622,14 @@ def _thread_ids(message_ids: list[int]) -> dict[int, int | None]:
 
 def _fill(rows: list[ResultRow], hits: list[SearchHit], text: str, *, prefix_last: bool = False) -> None:
     """Titles, senders, dates and snippets for the shown rows only (a page costs the same at any depth)."""
-    from apps.organization.models import LibraryFile
-
     message_pks = [row.pk for row in rows if row.kind == "mail"]
     file_pks = [row.pk for row in rows if row.kind == "file"]
     messages = Message.objects.filter(pk__in=message_pks).only(
         "id", "message_id", "dedupe_key", "subject", "from_name", "from_address", "date", "account_id", "folder",
         "thread_id", "seen",
     ).in_bulk()  # fmt: skip
-    files = LibraryFile.objects.filter(pk__in=file_pks).only(
-        "id", "path", "mime_type", "digest_kind", "metadata", "created_at", "provenance"
-    ).in_bulk() if file_pks else {}  # fmt: skip
+    file_kind = document_kind(FILE_KIND)
+    files = file_kind.describe(file_pks) if file_pks and file_kind is not None else {}
     best: dict[tuple[str, int], SearchHit] = {}
     for hit in hits:
         key = ("file", hit.object_id) if hit.kind == FILE_KIND else ("mail", hit.message_id or 0)
@@ -639,28 +646,12 @@ def _fill(rows: list[ResultRow], hits: list[SearchHit], text: str, *, prefix_las
             row.message_id = message.message_id or message.dedupe_key
             row.thread_id = message.thread_id
         elif row.kind == "file" and (file := files.get(row.pk)):
-            metadata = file.metadata or {}
-            row.title, row.path, row.folder = file.name, file.path, file.folder
-            row.mime_type, row.is_image = file.mime_type, file.digest_kind == "image"
-            row.sender = str(metadata.get("sender") or (file.provenance or {}).get("sender") or "")
-            row.date = file.created_at
+            row.title, row.path, row.folder = file.title, file.path, file.folder
+            row.mime_type, row.is_image = file.mime_type, file.is_image
+            row.sender, row.date = file.sender, file.date
 
 
-def library_file_for_user(user: Any, file_id: int) -> tuple[Any, Path | None]:
-    """(one of `user`'s library files or None, its on-disk path when it is an image that is there)."""
-    from apps.organization.fsops import LibraryPathError, resolve_inside
-    from apps.organization.models import LibraryFile
-
-    file = (
-        LibraryFile.objects.select_related("library")
-        .filter(pk=file_id, library__owner=user)
-        .exclude(status="missing")
-        .first()
-    )
-    if file is None or file.digest_kind != "image":
-        return file, None
-    try:
-        path = resolve_inside(file.library.root_path, file.path)
-    except LibraryPathError:
-        return file, None
-    return file, path if path.is_file() else None
+def document_preview(user: Any, kind: str, pk: int) -> DocumentPreview | None:
+    """One of `user`'s documents of a registered kind (None: not theirs, gone, or no such kind)."""
+    entry = document_kind(kind)
+    return entry.preview(user, pk) if entry is not None else None

@@ -17,12 +17,13 @@ from django.utils.html import escape
 from apps.search.backends.base import MODES, Mode
 from apps.search.query import OPERATORS
 from apps.search.selectors import (
+    FILE_KIND,
     PER_PAGE,
     ResultRow,
     SearchPage,
+    document_preview,
     embedding_progress,
     gist_embedding_progress,
-    library_file_for_user,
     normalize_mode,
     search_page,
 )
@@ -96,12 +97,12 @@ def file_thumbnail(request: HttpRequest, file_id: int) -> HttpResponse:
     the file's extension. Another user's file is a 404."""
     from PIL import Image, UnidentifiedImageError
 
-    file, path = library_file_for_user(request.user, file_id)
-    if file is None:
+    preview = document_preview(request.user, FILE_KIND, file_id)
+    if preview is None:
         raise Http404("No such file")
-    if path is not None:
+    if preview.image is not None:
         try:
-            with Image.open(path) as image:
+            with Image.open(preview.image) as image:
                 image.thumbnail((THUMBNAIL_PIXELS, THUMBNAIL_PIXELS))
                 output = io.BytesIO()
                 image.convert("RGBA" if image.mode in {"RGBA", "LA", "P"} else "RGB").save(output, format="PNG")
@@ -110,7 +111,7 @@ def file_thumbnail(request: HttpRequest, file_id: int) -> HttpResponse:
             return response
         except (OSError, UnidentifiedImageError):
             pass
-    extension = escape(PurePosixPath(file.path).suffix.lstrip(".").upper()[:5] or "FILE")
+    extension = escape(PurePosixPath(preview.path).suffix.lstrip(".").upper()[:5] or "FILE")
     icon = ICON_SVG.replace("EXT", extension)
     response = HttpResponse(icon, content_type="image/svg+xml")
     response["Cache-Control"] = "private, max-age=300"
