@@ -28,6 +28,7 @@ def forwards(apps, schema_editor):
     fields = ["id", "account_id", "message_id", "date", "from_address", "subject", "to", "cc", "body_text",
               "folder", "provider_id", "seen", "flagged", "dedupe_key"]
     last = 0
+    taken: set[tuple[int, str]] = set()
     while True:
         rows = list(Message.objects.filter(pk__gt=last).order_by("pk").values(*fields)[:BATCH])
         if not rows:
@@ -39,14 +40,13 @@ def forwards(apps, schema_editor):
             "message_id", "filename", "size"
         ):
             attachments.setdefault(message_id, []).append((filename, size))
-        taken: set[tuple[int, str]] = set()
         changed = []
         locations = []
         for row in rows:
             key = dedupe_key_for_row(row, attachments.get(row["id"], []))
-            if (row["account_id"], key) in taken or Message.objects.filter(
-                account_id=row["account_id"], dedupe_key=key
-            ).exclude(pk=row["id"]).exists():
+            # Old keys were unique Message-IDs, so new keys can only meet each other (two stored messages without
+            # a Message-ID whose content is the same): the later one keeps a key of its own, nothing is merged.
+            if (row["account_id"], key) in taken:
                 key = f"{key}~{row['id']}"
             taken.add((row["account_id"], key))
             changed.append(Message(pk=row["id"], dedupe_key=key))
