@@ -1,7 +1,9 @@
 """Push: new mail and server-side changes reach the store within seconds, not at the next fetcher cycle.
 
-One thread per enabled account. IMAP accounts hold IDLE on INBOX (RFC 2177): any untagged response (EXISTS,
-EXPUNGE, FETCH flags) ends the IDLE and runs an incremental sync of the account; IDLE is renewed before the
+One thread per enabled account. IMAP accounts hold IDLE on INBOX (RFC 2177), with NOTIFY (RFC 5465) where
+the server offers it so every folder's changes are reported too: any untagged response (EXISTS, EXPUNGE,
+FETCH flags, STATUS of another folder, a renamed folder) ends the IDLE and runs an incremental sync; IDLE is
+renewed before the
 server's 30-minute limit, and a dropped connection is reopened with exponential backoff. Gmail and Outlook
 have no push without a public URL (Gmail watch needs Pub/Sub, Graph subscriptions an HTTPS endpoint), so they
 are polled with their cheap incremental cursors (history id, delta link) every POLL_SECONDS. Syncs take the
@@ -15,6 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections
@@ -33,8 +36,28 @@ BACKOFF_START = 2.0
 BACKOFF_MAX = 300.0
 
 
+# RFC 5465: changes in every personal folder (not only the selected INBOX) are reported during IDLE as STATUS
+# responses; Dovecot offers it. Without NOTIFY only INBOX is watched and other folders wait for the fetcher.
+NOTIFY_SET = (
+    b"SET (selected (MessageNew MessageExpunge FlagChange))"
+    b" (personal (MessageNew MessageExpunge FlagChange MailboxName))"
+)
+
+
+def _enable_notify(client: Any) -> bool:
+    if not client.has_capability("NOTIFY"):
+        return False
+    try:
+        typ, _data = client._raw_command(b"NOTIFY", [NOTIFY_SET], uid=False)
+    except Exception as exc:  # a server that advertises NOTIFY but refuses this SET: INBOX only
+        logger.info("NOTIFY refused (%s): watching INBOX only", exc)
+        return False
+    return str(typ) == "OK"
+
+
 @dataclass(slots=True)
 class WatchStats:
+    notify: bool = False
     syncs: int = 0
     reconnects: int = 0
     last_error: str = ""
@@ -70,6 +93,7 @@ def watch_imap_account(account_id: int, stop: threading.Event, stats: WatchStats
         client = provider.connect()
         if not client.has_capability("IDLE"):
             raise ProviderError("the IMAP server does not offer IDLE", category="unsupported")
+        stats.notify = _enable_notify(client)
         client.select_folder("INBOX", readonly=True)
         # Changes made while no IDLE was held (startup, a reconnect) are picked up first.
         _sync(account_id, stats)
@@ -86,6 +110,9 @@ def watch_imap_account(account_id: int, stop: threading.Event, stats: WatchStats
             finally:
                 client.idle_done()
             if changed:
+                _sync(account_id, stats)
+                # What changed while that sync ran may have been reported before IDLE resumes: one more
+                # (cheap: CONDSTORE answers "unchanged" per folder) pass catches it.
                 _sync(account_id, stats)
     finally:
         provider.close()

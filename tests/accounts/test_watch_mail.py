@@ -62,6 +62,20 @@ def test_idle_brings_new_mail_and_expunges_without_a_fetcher(imap_mailbox: Mailb
         ), "expunge not pushed"
         print(f"watch_mail: expunge mirrored after {time.monotonic() - started:.1f} s")
         assert_mirrors(box, account)
+
+        # Changes outside INBOX (NOTIFY): a move to Archive, then a flag set there.
+        started = time.monotonic()
+        second = box.uids("INBOX")[-1]
+        box.move("INBOX", [second], "Archive")
+        assert wait_until(
+            lambda: Message.objects.filter(message_id="m2@mirror.test", folder="Archive").exists(), timeout=60
+        ), "move not pushed"
+        box.set_flags("Archive", box.uids("Archive"), [b"\\Flagged"])
+        assert wait_until(
+            lambda: Message.objects.filter(message_id="m2@mirror.test", flagged=True).exists(), timeout=60
+        ), "a flag set in Archive not pushed"
+        print(f"watch_mail: move and a flag in Archive mirrored after {time.monotonic() - started:.1f} s")
+        assert_mirrors(box, account)
     finally:
         watcher.terminate()
         output = watcher.communicate(timeout=30)[0].decode(errors="replace")
