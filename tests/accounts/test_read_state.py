@@ -80,7 +80,7 @@ def test_opening_a_single_message_marks_it_read(logged_in_client: Client, mail: 
     assert message.seen
 
 
-def test_provider_accounts_say_read_state_is_local_only(logged_in_client: Client, user: Any, tmp_path: Path) -> None:
+def test_provider_accounts_say_read_state_is_written_back(logged_in_client: Client, user: Any, tmp_path: Path) -> None:
     account = actions.create_imap_account(
         owner=user,
         name="Work",
@@ -95,7 +95,27 @@ def test_provider_accounts_say_read_state_is_local_only(logged_in_client: Client
     message = Message.objects.get(account=account)
     assert message.thread_id is not None
     page = logged_in_client.get(reverse("mail:thread", args=[message.thread_id])).content.decode()
-    assert "Read and unread are stored in mailagent only: IMAP is not told" in page
+    assert "Read, unread, flags and moves are written back to the IMAP server" in page
+
+
+@pytest.mark.parametrize(
+    ("provider", "scopes", "said"),
+    [
+        ("gmail", ["https://www.googleapis.com/auth/gmail.modify"], "written back to Gmail;"),
+        ("outlook", ["User.Read", "Mail.Read", "Mail.ReadWrite"], "written back to Outlook / Microsoft 365;"),
+        ("outlook", ["https://graph.microsoft.com/Mail.ReadWrite"], "written back to Outlook / Microsoft 365;"),
+        # Connected before write-back existed: read scopes only, and the page says so.
+        ("gmail", ["https://www.googleapis.com/auth/gmail.readonly"], "Gmail is not told until you connect it again"),
+        ("outlook", ["User.Read", "Mail.Read"], "is not told until you connect it again"),
+    ],
+)
+def test_oauth_accounts_say_whether_their_grant_lets_read_state_reach_the_server(
+    user: Any, provider: str, scopes: list[str], said: str
+) -> None:
+    from apps.accounts.views import read_state_note
+
+    account = MailAccount.objects.create(owner=user, name=provider, provider=provider, credentials={"scopes": scopes})
+    assert said in read_state_note(account)
 
 
 def test_read_state_is_per_owner(
