@@ -240,6 +240,14 @@ def test_read_flag_archive_trash_move_and_undo_reach_gmail(
     assert_mirrors(google, account)
     assert Message.objects.filter(account=account).count() == 12  # nothing stored twice
 
+    # Gmail puts no SENT label on a message: refused for good, not retried, and the server is unchanged.
+    message = Message.objects.get(account=account, message_id="g6@mirror.test")
+    with django_capture_on_commit_callbacks(execute=True):
+        (refused,) = request_mail_actions(messages=[message], kind="move", folder="SENT", requested_by=user)
+    refused.refresh_from_db()
+    assert (refused.status, refused.error) == (MailActionStatus.GAVE_UP, "Gmail cannot move mail into SENT")
+    assert labels_of(google, 6) == {"INBOX"}
+
 
 def test_a_grant_without_gmail_modify_fails_the_write_back_and_says_why(
     user: Any, google: FakeGoogleServer, django_capture_on_commit_callbacks: Capture

@@ -126,11 +126,14 @@ def test_every_change_made_in_outlook_is_mirrored(account: MailAccount, graph: F
     assert_mirrors(graph, account)
     assert value_fetches(graph) - fetched == 1
 
-    # An expired delta link after more moves: the folder is read again, nothing is stored twice.
+    # An expired delta link after more moves and a deletion: every folder is read again from scratch (no
+    # '@removed' then), what is no longer listed goes, nothing is stored twice.
     graph.move_message(ids["m1"], graph.folder_id("archive"))
+    graph.move_message(ids["m8"], ids["projects"])
+    graph.delete_message(ids["m6"])
     graph.expire_delta_tokens()
     outcome = synced(account)
-    assert (outcome.created, outcome.deleted) == (0, 0)
+    assert (outcome.created, outcome.deleted) == (0, 1)
     assert_mirrors(graph, account)
     assert value_fetches(graph) - fetched == 1
 

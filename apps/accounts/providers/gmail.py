@@ -459,6 +459,9 @@ class GmailProvider(MailProvider):
             raise ProviderError(f"Unknown write-back {kind!r}", category="unsupported")
         if folder == target:
             return "already there"
+        if kind == "move" and target in ("SENT", "DRAFT", "SPAM"):
+            # Gmail refuses to put these labels on a message (they say what it is, not where it is).
+            raise ProviderError(f"Gmail cannot move mail into {target}", category="unsupported")
         if kind == "trash" or target == "TRASH":
             labels = _execute(messages.trash(userId="me", id=mid)).get("labelIds") or []
             return f"messages.trash → labels {', '.join(labels) or '(none)'}"
