@@ -126,6 +126,64 @@ def folder_places(*, folder: MailFolder) -> dict[str, Place]:
     }
 
 
+def places_of(*, account: MailAccount, provider_ids: Sequence[str]) -> dict[str, list[tuple[str, int]]]:
+    """provider id → [(folder name, location id)] of the server-named locations with these ids."""
+    found: dict[str, list[tuple[str, int]]] = defaultdict(list)
+    for chunk in _chunks(list(dict.fromkeys(provider_ids))):
+        for provider_id, folder, pk in (
+            MessageLocation.objects.filter(account=account, provider_id__in=chunk, provisional=False)
+            .order_by("pk")
+            .values_list("provider_id", "folder__name", "pk")
+        ):
+            found[provider_id].append((folder, pk))
+    return dict(found)
+
+
+def move_global(*, account: MailAccount, moves: dict[str, tuple[MailFolder, bool, bool]]) -> tuple[set[str], list[int]]:
+    """Messages named by a global provider id (Gmail id, Graph immutable id) are now in these folders with these
+    flags, and nowhere else. The message is found by its locations, else by its row (a message whose location
+    went earlier in this sync, or that was marked deleted and came back). Returns (ids naming no stored
+    message, messages whose state changed)."""
+    if not moves:
+        return set(), []
+    with transaction.atomic():
+        message_of: dict[str, int] = {}
+        for chunk in _chunks(list(moves)):
+            message_of.update(
+                MessageLocation.objects.filter(account=account, provider_id__in=chunk)
+                .order_by("pk")
+                .values_list("provider_id", "message_id")
+            )
+        missing = [provider_id for provider_id in moves if provider_id not in message_of]
+        for chunk in _chunks(missing):
+            message_of.update(
+                Message.objects.filter(account=account, provider_id__in=chunk)
+                .order_by("pk")
+                .values_list("provider_id", "pk")
+            )
+        places = [
+            NewPlace(
+                message_id=message_of[provider_id],
+                folder=folder,
+                provider_id=provider_id,
+                seen=seen,
+                flagged=flagged,
+                global_id=True,
+            )
+            for provider_id, (folder, seen, flagged) in moves.items()
+            if provider_id in message_of
+        ]
+        add_places(account=account, places=places)
+        # A place that was already there kept its old flags (the insert skipped it): set them.
+        for place in places:
+            MessageLocation.objects.filter(folder=place.folder, provider_id=place.provider_id).exclude(
+                seen=place.seen, flagged=place.flagged
+            ).update(seen=place.seen, flagged=place.flagged)
+        changed = refresh_messages(account=account, message_ids=[place.message_id for place in places])
+        announce_changed(account_id=account.pk, message_ids=changed)
+    return {provider_id for provider_id in moves if provider_id not in message_of}, changed
+
+
 def refresh_messages(*, account: MailAccount, message_ids: Iterable[int]) -> list[int]:
     """Bring each message's state in line with its locations; returns the ids whose state changed (their
     index work is reopened). Messages without any location are left alone: only `mark_unlocated_deleted`

@@ -34,12 +34,15 @@ from django.urls import NoReverseMatch, reverse
 from apps.accounts.models import ErrorCategory, MailAccount, Provider
 from apps.accounts.oauth_http import HttpSession, RateLimitBackoff, backoff_sleep, parse_retry_after
 from apps.accounts.oauth_settings import (
+    GMAIL_MODIFY_SCOPE,
     GMAIL_REQUIRED_SCOPE,
     GMAIL_SCOPES,
     GMAIL_SEND_SCOPE,
     HTTP_TIMEOUT_SECONDS,
+    OUTLOOK_CONNECT_SCOPES,
     OUTLOOK_SCOPES,
     OUTLOOK_SEND_SCOPE,
+    OUTLOOK_WRITE_SCOPE,
     RATE_LIMIT_MAX_ATTEMPTS,
     RATE_LIMIT_MAX_WAIT_SECONDS,
     REAUTH_CATEGORIES,
@@ -82,12 +85,15 @@ if TYPE_CHECKING:
     from collections.abc import Mapping, MutableMapping
 
 __all__ = [
+    "GMAIL_MODIFY_SCOPE",
     "GMAIL_REQUIRED_SCOPE",
     "GMAIL_SCOPES",
     "GMAIL_SEND_SCOPE",
     "HTTP_TIMEOUT_SECONDS",
+    "OUTLOOK_CONNECT_SCOPES",
     "OUTLOOK_SCOPES",
     "OUTLOOK_SEND_SCOPE",
+    "OUTLOOK_WRITE_SCOPE",
     "RATE_LIMIT_MAX_ATTEMPTS",
     "RATE_LIMIT_MAX_WAIT_SECONDS",
     "REAUTH_CATEGORIES",
@@ -196,6 +202,19 @@ def can_send(account: MailAccount) -> bool:
     wanted = send_scope(account.provider).lower()
     # Microsoft may answer with resource-qualified names (https://graph.microsoft.com/Mail.Send).
     return any(scope.lower() == wanted or scope.lower().endswith("/" + wanted) for scope in granted_scopes(account))
+
+
+def can_write_back(account: MailAccount) -> bool:
+    """Whether the stored grant lets mailagent change mail (gmail.modify / Mail.ReadWrite): an account connected
+    before write-back existed has read scopes only until it is connected again."""
+    if account.provider not in (Provider.GMAIL, Provider.OUTLOOK):
+        return True
+    wanted = (GMAIL_MODIFY_SCOPE if account.provider == Provider.GMAIL else OUTLOOK_WRITE_SCOPE).lower()
+    broader = {"https://mail.google.com/"}
+    return any(
+        scope.lower() == wanted or scope.lower().endswith("/" + wanted) or scope.lower() in broader
+        for scope in granted_scopes(account)
+    )
 
 
 def _unique_account_name(owner: Any, wanted: str) -> str:
@@ -454,7 +473,10 @@ def start_outlook_connect(
     """The Microsoft consent URL; `extra_scopes` (Mail.Send on the first reply) are asked for on top."""
     import msal
 
-    scopes = [*OUTLOOK_SCOPES, *(scope for scope in extra_scopes or [] if scope not in OUTLOOK_SCOPES)]
+    scopes = [
+        *OUTLOOK_CONNECT_SCOPES,
+        *(scope for scope in extra_scopes or [] if scope not in OUTLOOK_CONNECT_SCOPES),
+    ]
     try:
         app = build_outlook_app(msal.SerializableTokenCache())
     except requests.RequestException as exc:

@@ -12,10 +12,13 @@ from django.conf import settings
 
 from apps.accounts.models import ErrorCategory
 
+GMAIL_MODIFY_SCOPE = "https://www.googleapis.com/auth/gmail.modify"
 GMAIL_SCOPES = [
     "https://www.googleapis.com/auth/gmail.readonly",
-    # sendAs.list, for the account's default signature. No send/modify scopes on purpose.
+    # sendAs.list, for the account's default signature. No send scope here: asked for on the first reply.
     "https://www.googleapis.com/auth/gmail.settings.basic",
+    # Write-back: read/unread, star, archive, label, trash (messages.modify/trash). Never permanent deletion.
+    GMAIL_MODIFY_SCOPE,
     # The agents' calendar_read/calendar_add and todo_add tools (events and tasks only, never mail).
     "https://www.googleapis.com/auth/calendar.events",
     "https://www.googleapis.com/auth/tasks",
@@ -25,8 +28,12 @@ GMAIL_REQUIRED_SCOPE = GMAIL_SCOPES[0]
 GMAIL_SEND_SCOPE = "https://www.googleapis.com/auth/gmail.send"
 OUTLOOK_SEND_SCOPE = "Mail.Send"
 # MSAL adds openid/profile/offline_access itself (and refuses them here).
-# Calendars/Tasks: the agents' calendar and to-do tools. Mail stays read-only.
+# Calendars/Tasks: the agents' calendar and to-do tools. Sync reads with these only.
 OUTLOOK_SCOPES = ["User.Read", "Mail.Read", "Calendars.ReadWrite", "Tasks.ReadWrite"]
+# Write-back (isRead, flag, move): asked for at connect, and requested alone for a write, so an account connected
+# before it existed keeps syncing with its old grant (a token for OUTLOOK_SCOPES never asks for more).
+OUTLOOK_WRITE_SCOPE = "Mail.ReadWrite"
+OUTLOOK_CONNECT_SCOPES = [*OUTLOOK_SCOPES, OUTLOOK_WRITE_SCOPE]
 
 HTTP_TIMEOUT_SECONDS = 60.0
 RATE_LIMIT_MAX_ATTEMPTS = 5

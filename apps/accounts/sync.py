@@ -211,6 +211,29 @@ class AccountSink:
         self.totals.located += len(places)
         self.heartbeat()
 
+    def places_of(self, provider_ids: list[str]) -> dict[str, list[tuple[str, int]]]:
+        return locations.places_of(account=self.account, provider_ids=provider_ids)
+
+    def move_places(self, moves: dict[str, tuple[str, bool, bool]]) -> set[str]:
+        if not moves:
+            return set()
+        folders = {
+            name: self.folder_state(name) or self.ensure_folder(FolderInfo(name=name)) for name, _, _ in moves.values()
+        }
+        before = locations.places_of(account=self.account, provider_ids=list(moves))
+        unknown, _ = locations.move_global(
+            account=self.account,
+            moves={pid: (folders[name], seen, flagged) for pid, (name, seen, flagged) in moves.items()},
+        )
+        # Counted as located when the message was not already in that folder (a move, or back from nowhere).
+        self.totals.located += sum(
+            1
+            for pid, (name, _, _) in moves.items()
+            if pid not in unknown and [folder for folder, _ in before.get(pid, [])] != [name]
+        )
+        self.heartbeat()
+        return unknown
+
     def rename_folder(self, old: str, new: FolderInfo, provider_ids: dict[str, str]) -> None:
         locations.rename_folder(
             account=self.account,

@@ -41,7 +41,7 @@ from apps.accounts.providers.base import ProviderError
 from apps.accounts.writeback import MailActionRefused
 
 GMAIL_SETUP_SCOPES = tuple(oauth.GMAIL_SCOPES)
-OUTLOOK_SETUP_SCOPES = (*oauth.OUTLOOK_SCOPES, "offline_access")
+OUTLOOK_SETUP_SCOPES = (*oauth.OUTLOOK_CONNECT_SCOPES, "offline_access")
 
 
 # --- accounts page --------------------------------------------------------------------------------
@@ -478,9 +478,14 @@ def read_state_note(account: MailAccount) -> str:
             f"Read, unread, flags and moves are written back to the {provider} server; a change made there "
             "meanwhile wins at the next sync."
         )
+    if not oauth.can_write_back(account):
+        return (
+            f"Read and unread are stored in mailagent only: this account was connected without permission to "
+            f"change mail, so {provider} is not told until you connect it again."
+        )
     return (
-        f"Read and unread are stored in mailagent only: {provider} is not told yet, and a later sync may set a "
-        f"message back to what {provider} says."
+        f"Read, unread, flags and moves are written back to {provider}; a change made there meanwhile wins at the "
+        "next sync."
     )
 
 

@@ -323,7 +323,7 @@ def test_connect_flow_end_to_end_creates_the_account_with_encrypted_tokens(
     assert query["access_type"] == ["offline"] and query["prompt"] == ["consent"]
     assert query["code_challenge_method"] == ["S256"] and query["code_challenge"][0]
     assert query["redirect_uri"] == ["http://testserver/mail/oauth/gmail/callback/"]
-    assert sorted(query["scope"][0].split()) == sorted(GMAIL_SCOPES)  # no send/modify scopes
+    assert sorted(query["scope"][0].split()) == sorted(GMAIL_SCOPES)  # gmail.modify (write-back), no send
 
     callback = logged_in_client.get(follow_consent(google, response["Location"]))
 

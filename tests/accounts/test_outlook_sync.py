@@ -89,6 +89,7 @@ def test_connect_flow_end_to_end_stores_the_msal_cache_encrypted(
     assert set(query["scope"][0].split()) == {
         "User.Read",
         "Mail.Read",
+        "Mail.ReadWrite",  # write-back (read, flag, move); requested alone when writing
         "Calendars.ReadWrite",
         "Tasks.ReadWrite",
         "offline_access",

@@ -100,6 +100,26 @@ def test_imap_accounts_say_read_state_is_written_back(logged_in_client: Client, 
     assert 'data-testid="server-change"' in page and "Waiting to reach the server" in page
 
 
+@pytest.mark.parametrize(
+    ("provider", "scopes", "said"),
+    [
+        ("gmail", ["https://www.googleapis.com/auth/gmail.modify"], "written back to Gmail;"),
+        ("outlook", ["User.Read", "Mail.Read", "Mail.ReadWrite"], "written back to Outlook / Microsoft 365;"),
+        ("outlook", ["https://graph.microsoft.com/Mail.ReadWrite"], "written back to Outlook / Microsoft 365;"),
+        # Connected before write-back existed: read scopes only, and the page says so.
+        ("gmail", ["https://www.googleapis.com/auth/gmail.readonly"], "Gmail is not told until you connect it again"),
+        ("outlook", ["User.Read", "Mail.Read"], "is not told until you connect it again"),
+    ],
+)
+def test_oauth_accounts_say_whether_their_grant_lets_read_state_reach_the_server(
+    user: Any, provider: str, scopes: list[str], said: str
+) -> None:
+    from apps.accounts.views import read_state_note
+
+    account = MailAccount.objects.create(owner=user, name=provider, provider=provider, credentials={"scopes": scopes})
+    assert said in read_state_note(account)
+
+
 def test_read_state_is_per_owner(
     logged_in_client: Client,
     mail: dict[str, Any],

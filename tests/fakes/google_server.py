@@ -1,10 +1,13 @@
 """A fake Google (OAuth 2.0 + Gmail REST API) on 127.0.0.1 that the real client libraries talk to.
 
-The mailbox lives in memory and the test drives it: `add_message`, `modify_labels`, `expire_history`,
+The mailbox lives in memory and the test drives it: `add_message`, `modify_labels`, `delete_message` (each
+recorded in the history feed as Gmail does: messageAdded, labelAdded/labelRemoved, messageDeleted),
+`state()` (what the mirror must equal), `expire_history`,
 `revoke` (refresh → invalid_grant, existing access tokens → 401), `rate_limit_next` (429 + Retry-After),
 `stop()` (network failure). Tokens carry the scopes they were granted: messages.send answers 403
 insufficientPermissions without gmail.send (and `fail_sends` makes it fail like Gmail's 400 invalid
-argument); what was sent lands in `sent` and in the mailbox with the SENT label.
+argument); what was sent lands in `sent` and in the mailbox with the SENT label. messages.modify, trash and
+untrash need gmail.modify (403 insufficientPermissions otherwise) and change labels like any other client.
 Only the paths mailagent calls are served, including Gmail's multipart batch
 endpoint. `LoopbackServer` is the small threaded HTTP server both fakes are built on.
 """
@@ -27,9 +30,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlencode, urlsplit
 
+GMAIL_MODIFY_SCOPE = "https://www.googleapis.com/auth/gmail.modify"
 GMAIL_SCOPES = [
     "https://www.googleapis.com/auth/gmail.readonly",
     "https://www.googleapis.com/auth/gmail.settings.basic",
+    GMAIL_MODIFY_SCOPE,
     "https://www.googleapis.com/auth/calendar.events",
     "https://www.googleapis.com/auth/tasks",
 ]
@@ -215,7 +220,7 @@ class FakeGmailMessage:
 @dataclass
 class HistoryRecord:
     id: int
-    kind: str  # messageAdded | labelAdded | labelRemoved
+    kind: str  # messageAdded | messageDeleted | labelAdded | labelRemoved
     message_id: str
     thread_id: str
     labels_after: list[str]
@@ -263,6 +268,7 @@ class FakeGoogleServer(LoopbackServer):
         self.token_scopes: dict[str, list[str]] = {}
         self.sent: list[dict[str, Any]] = []  # {"raw": bytes, "threadId": str, "id": str} per messages.send
         self.fail_sends: str = ""  # a message: every messages.send answers 400 with it
+        self.raw_fetches = 0  # messages.get with format=raw: bodies downloaded
         self._ids = itertools.count(0x18F0000000000000)
 
     # --- test controls ---
@@ -307,6 +313,30 @@ class FakeGoogleServer(LoopbackServer):
             message.labels = [label for label in message.labels if label not in removed]
             if removed:
                 self._record("labelRemoved", message, removed)
+
+    def delete_message(self, message_id: str) -> None:
+        """Deleted for good (emptied from Trash, or messages.delete)."""
+        with self.lock:
+            message = self.messages.pop(message_id)
+            self._record("messageDeleted", message, [])
+
+    def state(self) -> dict[str, list[tuple[str, bool, bool]]]:
+        """What the mirror must hold: {folder: sorted (Message-ID, seen, flagged)} of every message but spam, its
+        folder as Gmail shows it (Trash, Spam, Inbox, Sent, Drafts, else the first user label, else All Mail)."""
+        from email import message_from_bytes
+
+        state: dict[str, list[tuple[str, bool, bool]]] = {}
+        with self.lock:
+            for message in self.messages.values():
+                labels = message.labels
+                if "SPAM" in labels:
+                    continue
+                system = [label for label in ("TRASH", "INBOX", "SENT", "DRAFT") if label in labels]
+                users = [label for label in labels if label in self.user_labels]
+                folder: str = (system or users or [""])[0]
+                message_id = str(message_from_bytes(message.raw).get("Message-ID", "")).strip().strip("<>")
+                state.setdefault(folder, []).append((message_id, "UNREAD" not in labels, "STARRED" in labels))
+        return {folder: sorted(rows) for folder, rows in state.items()}
 
     def add_label(self, label_id: str, name: str) -> None:
         self.user_labels[label_id] = name
@@ -511,6 +541,8 @@ class FakeGoogleServer(LoopbackServer):
                 return self._list_messages(request)
             if route == ["messages", "send"] and request.method == "POST":
                 return self._send(request)
+            if len(route) == 3 and route[0] == "messages" and request.method == "POST":
+                return self._change(request, route[1], route[2])
             if len(route) == 2 and route[0] == "messages":
                 return self._get_message(request, route[1])
             if route == ["history"]:
@@ -541,6 +573,30 @@ class FakeGoogleServer(LoopbackServer):
         message = self.messages[message_id]
         self.sent.append({"raw": raw, "threadId": thread_id, "id": message_id})
         return FakeResponse.json({"id": message.id, "threadId": message.thread_id, "labelIds": ["SENT"]})
+
+    def _change(self, request: FakeRequest, message_id: str, verb: str) -> FakeResponse:
+        """messages.modify / trash / untrash: label changes, recorded in the history like any client's."""
+        scopes = self.token_scopes.get(request.bearer(), GMAIL_SCOPES)
+        if not {GMAIL_MODIFY_SCOPE, "https://mail.google.com/"} & set(scopes):
+            return self._error(403, "Request had insufficient authentication scopes.", "insufficientPermissions")
+        message = self.messages.get(message_id)
+        if message is None:
+            return self._error(404, "Requested entity was not found.")
+        if verb == "modify":
+            body = json.loads(request.body or b"{}")
+            add = [str(label) for label in body.get("addLabelIds") or []]
+            remove = [str(label) for label in body.get("removeLabelIds") or []]
+            known = set(SYSTEM_LABELS) | set(self.user_labels)
+            if any(label not in known for label in [*add, *remove]):
+                return self._error(400, "Invalid label: " + ", ".join(sorted(set(add + remove) - known)))
+            self.modify_labels(message_id, add=add, remove=remove)
+        elif verb == "trash":
+            self.modify_labels(message_id, add=["TRASH"])
+        elif verb == "untrash":
+            self.modify_labels(message_id, remove=["TRASH"])
+        else:
+            return self._error(404, "Requested entity was not found.")
+        return FakeResponse.json({"id": message.id, "threadId": message.thread_id, "labelIds": list(message.labels)})
 
     def _labels(self) -> list[dict[str, Any]]:
         labels = [{"id": label, "name": label, "type": "system"} for label in SYSTEM_LABELS]
@@ -577,6 +633,8 @@ class FakeGoogleServer(LoopbackServer):
         newest_first = list(reversed(self.messages.values()))
         if not include_spam_trash:
             newest_first = [m for m in newest_first if not {"SPAM", "TRASH"} & set(m.labels)]
+        for label in request.query.get("labelIds") or []:
+            newest_first = [m for m in newest_first if label in m.labels]
         if request.arg("q"):
             newest_first = [m for m in newest_first if search_matches(request.arg("q"), m.raw)]
         page, following = self._page(newest_first, request, 100)
@@ -603,6 +661,7 @@ class FakeGoogleServer(LoopbackServer):
         fmt = request.arg("format", "full")
         if fmt == "raw":
             body["raw"] = b64url(message.raw)
+            self.raw_fetches += 1
         elif fmt != "minimal":
             return self._error(400, f"format={fmt} is not supported by this fake")
         return FakeResponse.json(body)
@@ -622,6 +681,8 @@ class FakeGoogleServer(LoopbackServer):
             entry: dict[str, Any] = {"id": str(record.id), "messages": [{"id": record.message_id}]}
             if record.kind == "messageAdded":
                 entry["messagesAdded"] = [{"message": message}]
+            elif record.kind == "messageDeleted":
+                entry["messagesDeleted"] = [{"message": message}]
             elif record.kind == "labelAdded":
                 entry["labelsAdded"] = [{"message": message, "labelIds": record.changed}]
             else:

@@ -8,6 +8,10 @@ https://127.0.0.1:<port>; the tests reach them as plain http through tests/fakes
 Graph: /me, mailFolders (+ childFolders, well-known names), per-folder messages/delta with nextLink and
 deltaLink, message MIME ($value), attachments, sendMail (MIME; needs Mail.Send, which a refresh can only get
 once the user consented to it, like AADSTS65001; sent mail lands in `sent` and in Sent Items).
+Mail changes as another client makes them: `update_message` (isRead/flag), `move_message` (the id stays: the
+immutable-id behaviour mailagent asks for; the source folder's delta reports it `@removed`, the target's as
+new), `delete_message` (gone for good: `@removed`); `state()` is what the mirror must equal. PATCH
+/me/messages/{id} and POST /me/messages/{id}/move need Mail.ReadWrite (403 otherwise).
 Test switches: `expire_delta_tokens` (410 Gone
 SyncStateNotFound), `revoke` (invalid_grant), `rate_limit_next` (429 + Retry-After), `stop()`.
 """
@@ -93,6 +97,8 @@ class FakeGraphServer(LoopbackServer):
         self.user_oid = str(uuid.uuid5(uuid.NAMESPACE_URL, address))
         self.folders: dict[str, FakeFolder] = {}
         self.messages: dict[str, FakeGraphMessage] = {}
+        # (folder id, message id, seq): a message left that folder (moved away or deleted) at seq.
+        self.tombstones: list[tuple[str, str, int]] = []
         self.seq = 0
         self.delta_epoch = 1
         self.codes: dict[str, dict[str, str]] = {}
@@ -185,8 +191,34 @@ class FakeGraphServer(LoopbackServer):
     def delete_message(self, message_id: str) -> None:
         with self.lock:
             self.seq += 1
-            self.messages[message_id].removed = True
-            self.messages[message_id].changed_seq = self.seq
+            message = self.messages[message_id]
+            message.removed = True
+            message.changed_seq = self.seq
+            self.tombstones.append((message.folder_id, message_id, self.seq))
+
+    def move_message(self, message_id: str, folder_id: str) -> None:
+        with self.lock:
+            message = self.messages[message_id]
+            if message.folder_id == folder_id:
+                return
+            self.seq += 1
+            self.tombstones.append((message.folder_id, message_id, self.seq))
+            self.seq += 1
+            message.folder_id = folder_id
+            message.changed_seq = self.seq
+
+    def state(self) -> dict[str, list[tuple[str, bool, bool]]]:
+        """{folder id: sorted (Message-ID, isRead, flagged)} of every message there is."""
+        from email import message_from_bytes
+
+        state: dict[str, list[tuple[str, bool, bool]]] = {}
+        with self.lock:
+            for message in self.messages.values():
+                if message.removed:
+                    continue
+                message_id = str(message_from_bytes(message.mime).get("Message-ID", "")).strip().strip("<>")
+                state.setdefault(message.folder_id, []).append((message_id, message.is_read, message.flagged))
+        return {folder: sorted(rows) for folder, rows in state.items()}
 
     def expire_delta_tokens(self) -> None:
         """Every delta/skip token issued so far now answers 410 Gone (SyncStateNotFound)."""
@@ -394,6 +426,8 @@ class FakeGraphServer(LoopbackServer):
                 return self._send_mail(request)
             if route == ["me", "messages"] and request.arg("$search"):
                 return self._search(request)
+            if route[:2] == ["me", "messages"] and len(route) >= 3 and request.method in ("PATCH", "POST"):
+                return self._change_message(request, route[2], route[3:])
             if route[:2] == ["me", "messages"] and len(route) >= 3:
                 return self._message(route[2], route[3:])
             if route[:2] in (["me", "calendarView"], ["me", "events"], ["me", "todo"]):
@@ -507,17 +541,26 @@ class FakeGraphServer(LoopbackServer):
             name, _, value = preference.strip().partition("=")
             if name == "odata.maxpagesize" and value.isdigit():
                 size = max(1, min(int(value), 1000))
-        changed = [
-            m
+        # What changed in this folder, in order: messages there now, and (after the first round) those that left.
+        changed: list[tuple[int, FakeGraphMessage | str]] = [
+            (m.changed_seq, m)
             for m in self.messages.values()
-            if m.folder_id == folder.id and since < m.changed_seq <= snapshot and not (m.removed and since == 0)
+            if m.folder_id == folder.id and not m.removed and since < m.changed_seq <= snapshot
         ]
-        changed.sort(key=lambda m: m.changed_seq)
-        page = changed[offset : offset + size]
+        if since:
+            changed += [(seq, mid) for fid, mid, seq in self.tombstones if fid == folder.id and since < seq <= snapshot]
+        changed.sort(key=lambda entry: entry[0])
+        # Graph reports each item once per round, as it is at the end of it: a message that left and came back
+        # is only "here", one that came and left only "removed".
+        last: dict[str, tuple[int, FakeGraphMessage | str]] = {}
+        for seq, entry in changed:
+            last[entry if isinstance(entry, str) else entry.id] = (seq, entry)
+        changed = sorted(last.values(), key=lambda entry: entry[0])
+        page = [entry for _, entry in changed[offset : offset + size]]
         items: list[dict[str, Any]] = []
         for message in page:
-            if message.removed:
-                items.append({"id": message.id, "@removed": {"reason": "deleted"}})
+            if isinstance(message, str):
+                items.append({"id": message, "@removed": {"reason": "deleted"}})
                 continue
             items.append(
                 {
@@ -548,6 +591,42 @@ class FakeGraphServer(LoopbackServer):
             m for m in self.messages.values() if not m.removed and all(w in searchable_text(m.mime) for w in words)
         ]
         return FakeResponse.json({"value": [{"id": m.id} for m in found[:top]]})
+
+    def _message_json(self, message: FakeGraphMessage) -> dict[str, Any]:
+        return {
+            "id": message.id,
+            "parentFolderId": message.folder_id,
+            "conversationId": message.conversation_id,
+            "isRead": message.is_read,
+            "flag": {"flagStatus": "flagged" if message.flagged else "notFlagged"},
+        }
+
+    def _change_message(self, request: FakeRequest, message_id: str, rest: list[str]) -> FakeResponse:
+        """PATCH /me/messages/{id} (isRead, flag) and POST /me/messages/{id}/move {destinationId}."""
+        if "Mail.ReadWrite" not in self.token_scopes.get(request.bearer(), set()):
+            return self._error(403, "ErrorAccessDenied", "Access is denied. Check credentials and try again.")
+        message = self.messages.get(message_id)
+        if message is None or message.removed:
+            return self._error(404, "ErrorItemNotFound", "The specified object was not found in the store.")
+        body = json.loads(request.body or b"{}")
+        if request.method == "PATCH" and not rest:
+            flag = body.get("flag") if isinstance(body.get("flag"), dict) else {}
+            status = (flag or {}).get("flagStatus")
+            if status not in (None, "flagged", "notFlagged", "complete"):
+                return self._error(400, "ErrorInvalidRequest", f"Invalid flagStatus {status!r}")
+            self.update_message(
+                message_id,
+                is_read=bool(body["isRead"]) if "isRead" in body else None,
+                flagged=None if status is None else status == "flagged",
+            )
+            return FakeResponse.json(self._message_json(message))
+        if request.method == "POST" and rest == ["move"]:
+            target = self._find_folder(str(body.get("destinationId") or ""))
+            if target is None:
+                return self._error(400, "ErrorInvalidIdMalformed", "Id is malformed.")
+            self.move_message(message_id, target.id)
+            return FakeResponse.json(self._message_json(message), status=201)
+        return self._error(405, "ErrorInvalidRequest", "The OData request is not supported.")
 
     def _message(self, message_id: str, rest: list[str]) -> FakeResponse:
         message = self.messages.get(message_id)

@@ -121,6 +121,16 @@ class SyncSink(Protocol):
         """New locations in folder `name` for messages already stored."""
         ...
 
+    def places_of(self, provider_ids: list[str]) -> dict[str, list[tuple[str, int]]]:
+        """provider id → [(folder name, location id)] of the stored, server-named locations with these ids."""
+        ...
+
+    def move_places(self, moves: dict[str, tuple[str, bool, bool]]) -> set[str]:
+        """provider id → (folder name, seen, flagged) for ids that name a message wherever it is (Gmail ids, Graph
+        immutable ids): the stored message is now in that folder, with those flags, and no longer anywhere else.
+        Nothing is downloaded. Returns the ids that name no stored message (the caller downloads them)."""
+        ...
+
     def rename_folder(self, old: str, new: FolderInfo, provider_ids: dict[str, str]) -> None: ...
 
     def delete_folder(self, name: str) -> None: ...

@@ -1,12 +1,19 @@
-"""Gmail through the official API client: full listing once, then the history feed.
+"""Gmail through the official API client: full listing once, then the history feed; labels written back.
 
-- First sync (or after the history id expired): messages.list over all mail (no spam/trash), new ids
-  fetched as `format=raw` in batch requests and stored batch by batch; the profile's historyId, taken
-  *before* listing, becomes the account cursor once everything listed is stored.
-- Incremental: history.list(messageAdded, labelAdded, labelRemoved) since the cursor; added messages are
-  fetched raw, label changes become seen/flagged updates, the feed's historyId is the next cursor.
-  A 404 from history.list means the id is too old: full resync (stored ids are skipped, dedupe covers
-  the rest).
+A Gmail message is in one place here: the folder its labels give (TRASH, SPAM, INBOX, SENT, DRAFT, else its
+first user label, else "" = All Mail, which plays the Archive folder's role), under its Gmail id, which names it
+wherever it is (global_id): a label change that changes that folder moves its location, nothing is downloaded.
+
+- First sync (or after the history id expired): messages.list over all mail (no spam) plus the Trash; new
+  ids fetched as `format=raw` in batch requests and stored batch by batch; known ids get their labels re-read
+  (flags, moves); stored locations no longer listed are removed (deleted, or gone to spam, meanwhile). The
+  profile's historyId, taken *before* listing, becomes the account cursor once everything listed is stored.
+- Incremental: history.list(messageAdded, messageDeleted, labelAdded, labelRemoved) since the cursor; per
+  message the last record wins: deleted (or now spam) → its location goes; labels → moved / flags updated,
+  or fetched raw when no stored message has that id. The feed's historyId is the next cursor. A 404 from
+  history.list means the id is too old: full resync.
+- Write-back (gmail.modify scope): messages.modify for UNREAD / STARRED / INBOX / a label, messages.trash
+  and messages.untrash.
 - 429 / 403 rateLimitExceeded: wait as told by Retry-After (capped, limited attempts), then give up
   with ProviderError(category="rate_limited").
 - Attachments are fetched on demand by re-reading the raw message and picking the MIME part.
@@ -22,7 +29,6 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from apps.accounts import oauth
-from apps.accounts.models import Message
 from apps.accounts.providers.base import (
     Checkpoint,
     FolderInfo,
@@ -30,6 +36,7 @@ from apps.accounts.providers.base import (
     ProviderError,
     RemoteMessage,
     SyncSink,
+    WriteBackPlace,
 )
 
 if TYPE_CHECKING:
@@ -44,7 +51,15 @@ SYSTEM_FOLDER_ROLES = {"INBOX": "inbox", "SENT": "sent", "DRAFT": "drafts", "TRA
 # Labels that are states, not places: never a message's folder.
 STATE_LABELS = {"UNREAD", "STARRED", "IMPORTANT", "CHAT"}
 RATE_LIMIT_REASONS = {"rateLimitExceeded", "userRateLimitExceeded"}
-HISTORY_TYPES = ["messageAdded", "labelAdded", "labelRemoved"]
+HISTORY_TYPES = ["messageAdded", "messageDeleted", "labelAdded", "labelRemoved"]
+# Where a message without any folder label is: All Mail, which is what archiving (removing INBOX) leads to.
+ALL_MAIL = FolderInfo(name="", display_name="All Mail", role="archive")
+FLAG_LABELS = {
+    "read": ([], ["UNREAD"]),
+    "unread": (["UNREAD"], []),
+    "flag": (["STARRED"], []),
+    "unflag": ([], ["STARRED"]),
+}
 
 
 def build_gmail_service(credentials: Credentials) -> Any:
@@ -71,9 +86,8 @@ def fetch_gmail_profile(credentials: Credentials) -> dict[str, Any]:
 
 
 def folder_for_labels(labels: list[str]) -> str:
-    if "INBOX" in labels:
-        return "INBOX"
-    for system in ("SENT", "DRAFT", "SPAM", "TRASH"):
+    # Trash and spam first: a trashed message may keep its other labels, and Gmail shows it only in Trash.
+    for system in ("TRASH", "SPAM", "INBOX", "SENT", "DRAFT"):
         if system in labels:
             return system
     for label in labels:
@@ -93,6 +107,7 @@ def remote_message_from(resource: dict[str, Any]) -> RemoteMessage:
         seen="UNREAD" not in labels,
         flagged="STARRED" in labels,
         provider_thread_id=str(resource.get("threadId") or ""),
+        global_id=True,
     )
 
 
@@ -258,30 +273,43 @@ class GmailProvider(MailProvider):
             pending = collector.throttled
         return found
 
-    def _known_ids(self, ids: list[str]) -> set[str]:
-        known: set[str] = set()
-        for chunk in _chunks(ids, 500):
-            known.update(
-                Message.objects.filter(account=self.account, provider_id__in=chunk).values_list(
-                    "provider_id", flat=True
-                )
-            )
-        return known
-
     def _store_new(self, sink: SyncSink, ids: list[str]) -> None:
         for chunk in _chunks(ids, self.batch_size):
             fetched = self._batch_get(chunk, fmt="raw")
             batch = [remote_message_from(fetched[mid]) for mid in chunk if mid in fetched]
-            batch = [message for message in batch if not {"SPAM", "TRASH"} & set(message.labels)]
+            batch = [message for message in batch if "SPAM" not in message.labels]
             if batch:
                 sink.store_batch(batch)
             else:
                 sink.heartbeat()
 
-    def _refresh_flags(self, sink: SyncSink, ids: list[str]) -> None:
+    def _follow_labels(self, sink: SyncSink, labels_of: dict[str, list[str]]) -> None:
+        """Messages with these current labels: flags where they stay, moves where their folder changed, gone
+        when they are spam now, downloaded when no stored message has the id."""
+        places = sink.places_of(list(labels_of))
+        flags: dict[str, tuple[bool, bool]] = {}
+        moves: dict[str, tuple[str, bool, bool]] = {}
+        gone: list[int] = []
+        for mid, labels in labels_of.items():
+            here = places.get(mid, [])
+            if "SPAM" in labels:  # spam is outside the mirror, as in the full listing
+                gone.extend(location for _, location in here)
+                continue
+            folder = folder_for_labels(labels)
+            if [name for name, _ in here] == [folder]:
+                flags[mid] = _flags(labels)
+            else:
+                moves[mid] = (folder, *_flags(labels))
+        unknown = sink.move_places(moves)
+        self._store_new(sink, [mid for mid in labels_of if mid in unknown])
+        sink.update_flags(flags)
+        if gone:
+            sink.remove_places(gone)
+
+    def _refresh_known(self, sink: SyncSink, ids: list[str]) -> None:
         for chunk in _chunks(ids, self.batch_size):
             fetched = self._batch_get(chunk, fmt="minimal", fields="id,labelIds")
-            sink.update_flags({mid: _flags(item.get("labelIds") or []) for mid, item in fetched.items()})
+            self._follow_labels(sink, {mid: list(item.get("labelIds") or []) for mid, item in fetched.items()})
 
     # --- MailProvider -------------------------------------------------------------------------------
 
@@ -319,33 +347,47 @@ class GmailProvider(MailProvider):
                     role=SYSTEM_FOLDER_ROLES.get(label_id, ""),
                 )
             )
+        sink.ensure_folder(ALL_MAIL)
 
     def _full_sync(self, sink: SyncSink) -> None:
         # Taken before listing: whatever changes while we list is replayed by the next history sync.
         profile = _execute(self._users().getProfile(userId="me"))
         history_id = str(profile["historyId"])
-        page_token: str | None = None
-        while True:
-            response = _execute(
-                self._users()
-                .messages()
-                .list(userId="me", maxResults=self.list_page_size, pageToken=page_token, includeSpamTrash=False)
-            )
-            ids = [str(item["id"]) for item in response.get("messages") or []]
-            known = self._known_ids(ids)
-            self._store_new(sink, [mid for mid in ids if mid not in known])
-            self._refresh_flags(sink, [mid for mid in ids if mid in known])
-            page_token = response.get("nextPageToken")
-            if not page_token:
-                break
+        listed: set[str] = set()
+        # All mail but spam and trash, then the trash (the mirror keeps it; spam stays outside).
+        for options in ({"includeSpamTrash": False}, {"includeSpamTrash": True, "labelIds": ["TRASH"]}):
+            page_token: str | None = None
+            while True:
+                response = _execute(
+                    self._users()
+                    .messages()
+                    .list(userId="me", maxResults=self.list_page_size, pageToken=page_token, **options)
+                )
+                ids = [str(item["id"]) for item in response.get("messages") or []]
+                listed.update(ids)
+                known = sink.places_of(ids)
+                self._store_new(sink, [mid for mid in ids if mid not in known])
+                self._refresh_known(sink, [mid for mid in ids if mid in known])
+                page_token = response.get("nextPageToken")
+                if not page_token:
+                    break
+        # What is stored but no longer listed was deleted (or marked spam) while the history was out of reach.
+        gone = [
+            place.location_id
+            for folder in sink.known_folders()
+            for mid, place in sink.folder_places(folder.name).items()
+            if mid not in listed
+        ]
+        if gone:
+            sink.remove_places(gone)
         sink.store_batch([], Checkpoint(account_cursor=history_id))
 
     def _incremental_sync(self, sink: SyncSink, start: str) -> bool:
         """False when the history id has expired (the caller falls back to a full sync)."""
         from googleapiclient.errors import HttpError
 
-        added: dict[str, list[str]] = {}
-        relabelled: dict[str, list[str]] = {}
+        # Gmail id → its labels after the last change seen, or None once deleted; the feed is in order.
+        latest_state: dict[str, list[str] | None] = {}
         latest = start
         page_token: str | None = None
         while True:
@@ -368,28 +410,80 @@ class GmailProvider(MailProvider):
                     return False
                 raise
             for record in response.get("history") or []:
-                for item in record.get("messagesAdded") or []:
-                    message = item.get("message") or {}
-                    if message.get("id"):
-                        added[str(message["id"])] = list(message.get("labelIds") or [])
-                for key in ("labelsAdded", "labelsRemoved"):
+                for key in ("messagesAdded", "labelsAdded", "labelsRemoved", "messagesDeleted"):
                     for item in record.get(key) or []:
                         message = item.get("message") or {}
-                        if message.get("id"):
-                            relabelled[str(message["id"])] = list(message.get("labelIds") or [])
+                        if not message.get("id"):
+                            continue
+                        mid = str(message["id"])
+                        latest_state.pop(mid, None)  # keep the order of last changes
+                        latest_state[mid] = None if key == "messagesDeleted" else list(message.get("labelIds") or [])
             latest = str(response.get("historyId") or latest)
             page_token = response.get("nextPageToken")
             if not page_token:
                 break
-        candidates = [mid for mid, labels in added.items() if not {"SPAM", "TRASH"} & set(labels)]
-        known = self._known_ids(candidates)
-        fresh = [mid for mid in candidates if mid not in known]
-        self._store_new(sink, fresh)
-        # Freshly fetched messages already carry their current labels; the rest get flag updates.
-        fetched = set(fresh)
-        sink.update_flags({mid: _flags(labels) for mid, labels in relabelled.items() if mid not in fetched})
+        deleted = [mid for mid, labels in latest_state.items() if labels is None]
+        self._follow_labels(sink, {mid: labels for mid, labels in latest_state.items() if labels is not None})
+        gone = [location for places in sink.places_of(deleted).values() for _, location in places]
+        if gone:
+            sink.remove_places(gone)
         sink.store_batch([], Checkpoint(account_cursor=latest))
         return True
+
+    def write_back(self, *, kind: str, places: list[WriteBackPlace], target: str = "") -> str:
+        """messages.modify / trash / untrash per Gmail id. Moves: the target label is added and the label of the
+        folder the message is in removed (archive = remove INBOX, as Gmail's Archive button does)."""
+        from googleapiclient.errors import HttpError
+
+        folder_of: dict[str, str] = {}
+        for place in places:
+            folder_of.setdefault(place.provider_id, place.folder)
+        said: list[str] = []
+        with self._session():
+            messages = self._users().messages()
+            for mid, folder in folder_of.items():
+                try:
+                    said.append(f"{mid}: {self._write_one(messages, mid, kind=kind, folder=folder, target=target)}")
+                except HttpError as exc:
+                    if exc.resp.status == 404:
+                        said.append(f"{mid}: already gone from Gmail")
+                        continue
+                    raise
+        return "\n".join(said) or "nothing to change"
+
+    def _write_one(self, messages: Any, mid: str, *, kind: str, folder: str, target: str) -> str:
+        if kind in FLAG_LABELS:
+            add, remove = FLAG_LABELS[kind]
+            return self._modify(messages, mid, add=add, remove=remove)
+        if kind not in ("move", "archive", "trash"):
+            raise ProviderError(f"Unknown write-back {kind!r}", category="unsupported")
+        if folder == target:
+            return "already there"
+        if kind == "move" and target in ("SENT", "DRAFT", "SPAM"):
+            # Gmail refuses to put these labels on a message (they say what it is, not where it is).
+            raise ProviderError(f"Gmail cannot move mail into {target}", category="unsupported")
+        if kind == "trash" or target == "TRASH":
+            labels = _execute(messages.trash(userId="me", id=mid)).get("labelIds") or []
+            return f"messages.trash → labels {', '.join(labels) or '(none)'}"
+        steps: list[str] = []
+        if folder == "TRASH":
+            _execute(messages.untrash(userId="me", id=mid))
+            steps.append("messages.untrash")
+        if kind == "archive":  # Gmail's Archive: out of the inbox, every other label kept
+            add, remove = [], ["INBOX"]
+        else:
+            add = [target] if target else []
+            # The label that put it in its old folder goes (not Sent/Drafts: those say what it is, not where).
+            remove = [folder] if folder and folder not in ("TRASH", "SENT", "DRAFT") else []
+        if add or remove:
+            steps.append(self._modify(messages, mid, add=add, remove=remove))
+        return "; ".join(steps) or "nothing to change"
+
+    def _modify(self, messages: Any, mid: str, *, add: list[str], remove: list[str]) -> str:
+        body = {"addLabelIds": add, "removeLabelIds": remove}
+        labels = _execute(messages.modify(userId="me", id=mid, body=body)).get("labelIds") or []
+        change = " ".join([*(f"+{label}" for label in add), *(f"-{label}" for label in remove)])
+        return f"messages.modify {change} → labels {', '.join(labels) or '(none)'}"
 
     def fetch_attachment(self, attachment: Attachment) -> bytes:
         from googleapiclient.errors import HttpError
