@@ -23,7 +23,7 @@ from django.contrib.auth import get_user_model
 from django.urls import URLPattern, URLResolver, get_resolver
 
 from apps.accounts.actions import create_local_account
-from apps.accounts.models import Attachment, MailAccount, Message
+from apps.accounts.models import Attachment, MailAccount, MailAction, Message
 from apps.accounts.providers.base import RemoteMessage
 from apps.accounts.store import store_remote_messages
 from apps.ask import actions as ask_actions
@@ -150,6 +150,9 @@ def _tenant(label: str) -> Tenant:
         "draft_id": reply.pk,
         "ask_draft_id": ask_draft.pk,
         "orchestration_run_id": run.pk,
+        "action_id": MailAction.objects.create(
+            account=account, message=message, kind="read", status="done", source_folders=["INBOX"]
+        ).pk,
     }
     for provider in ("gmail", "outlook"):  # the provider-specific connection tests need their kind of account
         ids[f"{provider}_account_id"] = MailAccount.objects.create(
