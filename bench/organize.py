@@ -20,6 +20,7 @@ the .eml + classifier, no LLM); and the time to retrain on 10,000 decisions.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import itertools
 import os
@@ -146,7 +147,7 @@ def replay(
         else:
             result.rejected += 1
             if learn_rejections:
-                rejected = Sample(header=sample.header, body=sample.body, folder=top[0])
+                rejected = dataclasses.replace(sample, folder=top[0])
                 rejections.append(rejected)
                 classifier.add_rejection(rejected)
         if top is not None:

@@ -1,28 +1,49 @@
-"""The learned folder classifier (one per library): TF-IDF word features over the file's text plus character
-n-grams over its name, sender and subject, a logistic-loss linear model (SGD) with class_weight="balanced" (a folder
-with 600 files does not drown one with 12), and temperature scaling fitted on out-of-fold predictions so
-that a confidence of 0.9 means about 90% right. Below the owner's threshold the caller abstains.
+"""The learned folder classifier (one per library): several kinds of evidence per (file, folder), combined by one
+small calibrated model.
+
+Evidence, none of it from word lists:
+- text: word counts of the file's name, sender, subject and body, as a multinomial naive Bayes posterior, as
+  TF-IDF cosine similarity to the folder's centroid, to its nearest filed file, and as the folder's share of
+  the file's nearest filed neighbours (a vote that works for a folder holding two files);
+- metadata, each as a smoothed log-lift log P(folder | key) / P(folder) over the keys the file shares with
+  filed files: the sender, the sender's domain, the recipients, the thread (the subject without reply/forward
+  prefixes, and Message-ID links: a reply to a filed mail finds that mail's folder), the subject's or name's
+  shape (digits folded), attachment and file types;
+- the folder's size (a prior).
+
+The combiner is a conditional logit: one weight per kind of evidence, shared by all folders, softmax over the
+folders. It is fitted on leave-one-out evidence of the library's own files (each filed file scored as if it
+were new, itself left out of every count, centroid and neighbour list), by penalised maximum likelihood pulled
+towards PRIOR_WEIGHTS, the weights pooled over other people's filing (see below). A handful of weights fitted
+by likelihood is what calibration is, and the pull towards the pooled prior keeps the confidence meaningful
+from the first few filed files on, when a per-folder model or a temperature could not be estimated.
 
 Rejections ("not folder X for this file") are a memory next to the model: each rejected file is kept as its
-feature vector with the folder it was rejected for, and a new file's logit for X is lowered by
+TF-IDF vector with the folder it was rejected for, and a new file's logit for X is lowered by
 REJECTION_PENALTY times the summed cosine similarity of its REJECTION_NEIGHBOURS nearest files rejected for X.
-A file like one rejected for X moves away from X; one rejection is a nudge, several rejections of X for the
-same kind of file push X below the threshold (abstain) or below the next folder. The penalty was chosen on
-bench/organize.py's replay with simulated rejections (six eligible Enron users, never the held-out ones):
-at threshold 0.8, penalty 0/1/2/4 gave online accuracy 0.480/0.484/0.495/0.500 and precision
-0.943/0.955/0.961/0.968; at 0.5, penalty 0/2/4 gave 0.650/0.660/0.652 and 0.861/0.902/0.921 (4 abstains
-more); 2 is the middle.
+The penalty (4) is set for this combiner's logit scale so that a few rejections of one kind of file stop the
+suggestion (tests/organization/test_learning.py); it was not tuned on the filing streams.
 
-Pure scikit-learn + numpy: no Django here, so the benchmark and the app share exactly this code."""
+A library with a single folder suggests it for files that share evidence with it, at Laplace's N/(N+1): the
+doubt is only whether the file opens a new folder.
+
+Learning a decision is incremental: the new file's counts, vector and neighbours are added and the vocabulary
+and the weights are kept, until the library has grown by a quarter since the last full fit (or a folder
+appeared or went away); then the next training is a full fit.
+
+Pure scikit-learn + numpy + scipy: no Django here, so the benchmarks and the app share exactly this code."""
 
 from __future__ import annotations
 
 import copy
+import datetime as dt
+import hashlib
 import math
+import re
 import time
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +51,47 @@ import numpy as np
 
 MAX_BODY_CHARS = 6000
 MIN_CALIBRATION_SAMPLES = 30
-REJECTION_PENALTY = 2.0
+REJECTION_PENALTY = 4.0
 REJECTION_NEIGHBOURS = 3
-CALIBRATION_FOLDS = 3
-# An update keeps the vocabulary and the temperature of the last full fit until the library has grown by a
-# quarter since then (or a folder appeared or went away): then the next training is a full fit again.
 FULL_REFIT_GROWTH = 1.25
-FORMAT_VERSION = 4
+FORMAT_VERSION = 5
 WORD_PATTERN = r"(?u)\b\w\w+\b"
+NEIGHBOURS = 7  # the nearest filed files that vote
+NB_ALPHA = 0.1
+LIFT_SMOOTHING = 1.0
+NB_FLOOR = -30.0
+# Leave-one-out rows used to fit the weights: enough for ~12 numbers, bounded so a 10,000-file refit stays fast.
+MAX_CALIBRATION_ROWS = 2500
+SIMILARITY_CHUNK = 256
+SOURCES = ("sender", "domain", "recipients", "thread", "shape", "types")
+# Sources whose shared keys count as evidence on their own (a shared file type or subject shape does not).
+IDENTIFYING_SOURCES = ("sender", "domain", "recipients", "thread")
+FEATURES = ("prior", "naive_bayes", "nearest", "vote", "centroid", "period", *SOURCES)
+TIME_NEIGHBOURS = 10  # the filed files closest in date that vote for the "period" evidence
+# Pooled weights: fitted with `bench/filing_streams.py --fit-prior` on the libraries (the earlier halves
+# only, never the replayed later mail) of the six eligible Enron users.
+PRIOR_WEIGHTS = {
+    "prior": 0.609,
+    "naive_bayes": -0.017,
+    "nearest": 1.267,
+    "vote": 1.206,
+    "centroid": 4.913,
+    "period": 0.888,
+    "sender": 0.537,
+    "domain": -0.127,
+    "recipients": 0.350,
+    "thread": 0.617,
+    "shape": -0.012,
+    "types": -0.037,
+}
+# How strongly the fitted weights are pulled towards PRIOR_WEIGHTS (a Gaussian prior's precision, in units of
+# one filed file's log likelihood).
+PRIOR_STRENGTH = 5.0
+
+# A reply or forward prefix: one to four letters and a colon ("Re:", "FW:", "AW:", "SV:"), repeated; any script.
+_REPLY_PREFIX = re.compile(r"^(?:\s*(?:[^\W\d_]{1,4})(?:\[\d+\])?\s*[:\uff1a]\s*)+")
+_SPACES = re.compile(r"\s+")
+_DIGITS = re.compile(r"\d+")
 
 
 @dataclass(slots=True)
@@ -45,14 +99,22 @@ class Sample:
     header: str  # file name, sender, subject: short, identifying
     body: str
     folder: str = ""
+    sender: str = ""
+    recipients: tuple[str, ...] = ()
+    subject: str = ""  # the subject (mail) or the name's stem (other files)
+    message_id: str = ""
+    references: tuple[str, ...] = ()  # In-Reply-To and References
+    types: tuple[str, ...] = ()  # the file's suffix and its attachments' suffixes
+    date: float = math.nan  # POSIX seconds of the mail's or document's own date, NaN when unknown
 
 
 @dataclass(slots=True)
 class Prediction:
-    ranked: list[tuple[str, float]]  # every folder, most likely first, calibrated probabilities
-    evidence: list[str] = field(default_factory=list)  # the words that pointed to the top folder
+    ranked: list[tuple[str, float]]  # every allowed folder, most likely first, calibrated probabilities
+    evidence: list[str] = field(default_factory=list)  # what pointed to the top folder, strongest first
     known_words: int = 0  # distinct words of the file that occur in the filed files' vocabulary
-    calibrated: bool = False  # a temperature was fitted on held-out folds (enough filed files)
+    known_keys: int = 0  # sender, domain, recipients or thread keys the file shares with filed files
+    calibrated: bool = False  # the weights were fitted on at least MIN_CALIBRATION_SAMPLES of the owner's files
     # Folders lowered because similar files were rejected for them: {folder: summed similarity}.
     rejected_like: dict[str, float] = field(default_factory=dict)
 
@@ -60,119 +122,239 @@ class Prediction:
     def top(self) -> tuple[str, float] | None:
         return self.ranked[0] if self.ranked else None
 
+    @property
+    def has_evidence(self) -> bool:
+        """The file shares words or an identifying key (sender, thread...) with the filed files."""
+        return bool(self.known_words or self.known_keys)
+
+
+def thread_subject(subject: str) -> str:
+    return _SPACES.sub(" ", _REPLY_PREFIX.sub("", subject)).strip().lower()
+
+
+def _suffix(name: str) -> str:
+    suffix = Path(name).suffix.lower()
+    return suffix if 1 < len(suffix) <= 8 else ""
+
 
 def make_sample(*, name: str, text: str, metadata: dict[str, Any], folder: str = "") -> Sample:
+    sender_address = str(metadata.get("sender") or "").lower()
     sender = " ".join(str(metadata.get(key) or "") for key in ("sender", "sender_name")).strip()
     title = str(metadata.get("title") or "")
     stem = Path(name).stem.replace("_", " ").replace("-", " ")
     header = " | ".join(part for part in (stem, Path(name).suffix.lower(), sender, title) if part)
-    return Sample(header=header, body=text[:MAX_BODY_CHARS], folder=folder)
+    is_mail = bool(sender_address or title)
+    attachments = [str(a) for a in metadata.get("attachments") or []]
+    references = [str(r) for r in metadata.get("references") or []]
+    if metadata.get("in_reply_to"):
+        references.append(str(metadata["in_reply_to"]))
+    return Sample(
+        date=_timestamp(metadata.get("date")),
+        header=header,
+        body=text[:MAX_BODY_CHARS],
+        folder=folder,
+        sender=sender_address,
+        recipients=tuple(sorted({str(r).lower() for r in metadata.get("recipients") or [] if r})),
+        subject=title if is_mail else Path(name).stem,
+        message_id=str(metadata.get("message_id") or ""),
+        references=tuple(dict.fromkeys(r for r in references if r)),
+        types=tuple(sorted({t for t in (_suffix(name), *(_suffix(a) for a in attachments)) if t})),
+    )
 
 
-def _softmax(logits: np.ndarray) -> np.ndarray:
-    shifted = logits - logits.max(axis=1, keepdims=True)
-    exp = np.exp(shifted)
-    return exp / exp.sum(axis=1, keepdims=True)
+def _timestamp(value: Any) -> float:
+    try:
+        parsed = dt.datetime.fromisoformat(str(value))
+    except ValueError:
+        return math.nan
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=dt.UTC)
+    return parsed.timestamp()
 
 
-def _logits(model: Any, features: Any) -> np.ndarray:
-    scores = model.decision_function(features)
-    if scores.ndim == 1:  # two classes: sklearn returns one column (the second class's logit vs the first)
-        scores = np.column_stack([np.zeros_like(scores), scores])
-    return np.asarray(scores, dtype=np.float64)
+def _stored_keys(sample: Sample, source: str) -> list[str]:
+    """The keys a filed file contributes to a source's counts."""
+    if source == "thread":
+        keys = [f"m:{sample.message_id}"] if sample.message_id else []
+        subject = thread_subject(sample.subject) if sample.sender else ""
+        return [f"s:{subject}", *keys] if subject else keys
+    return _lookup_keys(sample, source)
 
 
-def fit_temperature(logits: np.ndarray, labels: np.ndarray) -> float:
-    """The temperature T minimising the negative log likelihood of softmax(logits / T) (scalar search)."""
-    from scipy.optimize import minimize_scalar
+def _lookup_keys(sample: Sample, source: str) -> list[str]:
+    """The keys a new file is looked up by (for the thread: its subject and the Message-IDs it refers to)."""
+    if source == "sender":
+        return [sample.sender] if sample.sender else []
+    if source == "domain":
+        domain = sample.sender.rpartition("@")[2]
+        return [domain] if domain else []
+    if source == "recipients":
+        return list(sample.recipients)
+    if source == "thread":
+        subject = thread_subject(sample.subject) if sample.sender else ""
+        return ([f"s:{subject}"] if subject else []) + [f"m:{r}" for r in sample.references]
+    if source == "shape":
+        shape = _DIGITS.sub("#", thread_subject(sample.subject))
+        return [shape] if shape else []
+    if source == "types":
+        return list(sample.types)
+    raise ValueError(source)
+
+
+def sample_key(sample: Sample) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    for part in (sample.folder, sample.header, sample.body, sample.message_id):
+        digest.update(part.encode("utf-8", "surrogatepass"))
+        digest.update(b"\0")
+    return digest.hexdigest()
+
+
+def _light(sample: Sample) -> Sample:
+    return replace(sample, body="")
+
+
+def _log_softmax(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    masked = np.where(mask, scores, -np.inf)
+    top = masked.max(axis=-1, keepdims=True)
+    log_norm = top + np.log(np.exp(masked - top).sum(axis=-1, keepdims=True))
+    return masked - log_norm
+
+
+def fit_weights(
+    features: np.ndarray, mask: np.ndarray, labels: np.ndarray, prior: np.ndarray, strength: float
+) -> np.ndarray:
+    """Conditional logit: P(folder) = softmax over allowed folders of features @ w; maximum likelihood with a
+    Gaussian prior N(prior, 1/strength) on w. features: (rows, folders, dims), mask: (rows, folders)."""
+    from scipy.optimize import minimize
 
     rows = np.arange(len(labels))
 
-    def nll(log_t: float) -> float:
-        probabilities = _softmax(logits / math.exp(log_t))
-        return float(-np.log(np.clip(probabilities[rows, labels], 1e-9, 1.0)).mean())
+    def objective(w: np.ndarray) -> tuple[float, np.ndarray]:
+        scores = features @ w
+        log_p = _log_softmax(scores, mask)
+        p = np.where(mask, np.exp(log_p), 0.0)
+        nll = -float(log_p[rows, labels].sum())
+        expected = np.einsum("rf,rfd->d", p, features)
+        gradient = expected - features[rows, labels].sum(axis=0)
+        difference = w - prior
+        return nll + strength * float(difference @ difference), gradient + 2 * strength * difference
 
-    found = minimize_scalar(nll, bounds=(-3.0, 3.0), method="bounded")
-    return float(math.exp(found.x))
+    if len(labels) == 0:
+        return prior.copy()
+    found = minimize(objective, prior.copy(), jac=True, method="L-BFGS-B")
+    return np.asarray(found.x, dtype=np.float64)
 
 
 class FolderClassifier:
-    def __init__(self, *, alpha: float = 5e-5, seed: int = 0) -> None:
-        self.alpha = alpha
+    def __init__(self, *, seed: int = 0, prior_weights: dict[str, float] | None = None) -> None:
         self.seed = seed
-        self.words: Any = None
-        self.chars: Any = None
-        self.model: Any = None
+        self.prior_weights = dict(prior_weights or PRIOR_WEIGHTS)
+        self.words: Any = None  # CountVectorizer: the vocabulary
+        self.names: Any = None  # the vocabulary's words by column
+        self.idf: Any = None  # TfidfTransformer
         self.folders: list[str] = []
         self.counts: dict[str, int] = {}
-        self.temperature = 1.0
+        self.weights = np.array([self.prior_weights[name] for name in FEATURES])
+        self.temperature = 1.0  # kept for ClassifierState; the weights carry the calibration
         self.calibrated = False
         self.trained_on = 0
-        self.full_fit_size = 0  # samples at the last full fit (vocabulary + calibration)
+        self.full_fit_size = 0
         self.train_seconds = 0.0
-        self.incremental = False  # the last training was an update (warm start), not a full fit
+        self.incremental = False
         self.version = FORMAT_VERSION
-        self.rejected_features: Any = None  # L2-normalised rows, one per rejection
+        self.rejected_features: Any = None  # TF-IDF rows (L2-normalised), one per rejection
         self.rejected_folders: list[str] = []
         self.rejection_penalty = REJECTION_PENALTY
+        # The library as the evidence sees it.
+        self.keys: list[str] = []  # sample_key per row
+        self.labels = np.zeros(0, dtype=np.int64)  # folder index per row
+        self.dates = np.zeros(0)  # the filed files' own dates (NaN: unknown)
+        self.row_samples: list[Sample] = []  # the filed files without their bodies: their metadata keys
+        self.vectors: Any = None  # TF-IDF rows, L2-normalised (rows x vocabulary, CSR)
+        self.term_counts: Any = None  # word counts per row (CSR), for naive Bayes
+        self.folder_terms: Any = None  # word counts per folder (folders x vocabulary, CSR)
+        self.folder_lengths = np.zeros(0)
+        self.folder_sums: Any = None  # summed TF-IDF rows per folder (folders x vocabulary, CSR)
+        self.key_counts: dict[str, dict[str, Counter[int]]] = {}  # source -> key -> folder index -> files
 
     @property
     def ready(self) -> bool:
-        return self.model is not None and len(self.folders) >= 2
+        return self.words is not None and len(self.folders) >= 1
 
-    def _vectorizers(self) -> tuple[Any, Any]:
-        from sklearn.feature_extraction.text import TfidfVectorizer
+    # ---- vectors ------------------------------------------------------------------------------------------
 
-        words = TfidfVectorizer(
-            sublinear_tf=True, min_df=1, max_df=0.9, max_features=100_000, token_pattern=WORD_PATTERN
-        )
-        chars = TfidfVectorizer(analyzer="char_wb", ngram_range=(3, 5), sublinear_tf=True, max_features=60_000)
-        return words, chars
+    @staticmethod
+    def _text(sample: Sample) -> str:
+        return f"{sample.header}\n{sample.body}"
 
-    def _features(self, samples: Sequence[Sample], *, fit: bool = False) -> Any:
-        from scipy.sparse import hstack
+    def _vectorize(self, samples: Sequence[Sample]) -> tuple[Any, Any]:
+        from sklearn.preprocessing import normalize
 
-        headers = [s.header for s in samples]
-        texts = [f"{s.header}\n{s.body}" for s in samples]
-        if fit:
-            self.words, self.chars = self._vectorizers()
-            return hstack([self.words.fit_transform(texts), self.chars.fit_transform(headers)]).tocsr()
-        return hstack([self.words.transform(texts), self.chars.transform(headers)]).tocsr()
+        counts = self.words.transform([self._text(s) for s in samples]).astype(np.float64)
+        return counts, normalize(self.idf.transform(counts))
 
-    def _estimator(self) -> Any:
-        # Logistic loss by stochastic gradient descent, not LogisticRegression's lbfgs: on the Enron filing
-        # streams (bench/organize.py's six eligible users, first half as library, 513 decisions) it was as
-        # accurate (top-1 0.593 vs 0.589; precision at 0.8: 0.793 vs 0.779; calibration error 0.105 vs 0.119)
-        # and fitted 7x faster (8.7 s vs 61.7 s for all six), which is what retraining at 10,000 files needs.
-        from sklearn.linear_model import SGDClassifier
+    def _features(self, samples: Sequence[Sample]) -> Any:
+        """TF-IDF rows (the space of the rejection memory)."""
+        return self._vectorize(samples)[1]
 
-        return SGDClassifier(
-            loss="log_loss", alpha=self.alpha, class_weight="balanced", max_iter=50, tol=1e-3, random_state=self.seed
-        )
+    # ---- fitting ------------------------------------------------------------------------------------------
 
     def fit(self, samples: Sequence[Sample]) -> FolderClassifier:
+        from sklearn.feature_extraction.text import CountVectorizer, TfidfTransformer
+
         started = time.perf_counter()
         labelled = [s for s in samples if s.folder]
         self.counts = dict(Counter(s.folder for s in labelled))
         self.folders = sorted(self.counts)
         self.trained_on = len(labelled)
-        self.temperature = 1.0
         self.calibrated = False
-        self.model = None
-        if len(self.folders) < 2:
+        self.weights = np.array([self.prior_weights[name] for name in FEATURES])
+        self.words = None
+        if not self.folders:
             self.train_seconds = time.perf_counter() - started
             return self
-        index = {folder: i for i, folder in enumerate(self.folders)}
-        labels = np.array([index[s.folder] for s in labelled])
-        features = self._features(labelled, fit=True)
-        if len(labelled) >= MIN_CALIBRATION_SAMPLES:
-            self.temperature = self._calibrate(features, labels)
-            self.calibrated = True
-        self.model = self._estimator().fit(features, labels)
+        self.words = CountVectorizer(
+            token_pattern=WORD_PATTERN,
+            max_df=0.9 if len(labelled) >= 10 else 1.0,
+            max_features=100_000,
+            dtype=np.float64,
+        )
+        counts = self.words.fit_transform([self._text(s) for s in labelled])
+        self.idf = TfidfTransformer(sublinear_tf=True).fit(counts)
+        self.names = self.words.get_feature_names_out()
+        self._index(labelled)
+        self.weights = self._fit_weights()
+        self.calibrated = len(labelled) >= MIN_CALIBRATION_SAMPLES
         self.full_fit_size = len(labelled)
         self.incremental = False
         self.train_seconds = time.perf_counter() - started
         return self
+
+    def _index(self, labelled: Sequence[Sample]) -> None:
+        """Every count, vector and table the evidence reads, from scratch (vocabulary already fitted)."""
+        from scipy.sparse import csr_matrix
+
+        position = {folder: i for i, folder in enumerate(self.folders)}
+        self.keys = [sample_key(s) for s in labelled]
+        self.labels = np.array([position[s.folder] for s in labelled], dtype=np.int64)
+        self.row_samples = [_light(s) for s in labelled]
+        self.dates = np.array([s.date for s in labelled], dtype=np.float64)
+        self.term_counts, self.vectors = self._vectorize(labelled)
+        membership = csr_matrix(
+            (np.ones(len(labelled)), (self.labels, np.arange(len(labelled)))), shape=(len(self.folders), len(labelled))
+        )
+        self.folder_terms = (membership @ self.term_counts).tocsr()
+        self.folder_lengths = np.asarray(self.folder_terms.sum(axis=1)).ravel()
+        self.folder_sums = (membership @ self.vectors).tocsr()
+        self.key_counts = {source: defaultdict(Counter) for source in SOURCES}
+        for sample, label in zip(labelled, self.labels, strict=True):
+            self._count_keys(sample, int(label), +1)
+
+    def _count_keys(self, sample: Sample, label: int, sign: int) -> None:
+        for source in SOURCES:
+            table = self.key_counts[source]
+            for key in set(_stored_keys(sample, source)):
+                table[key][label] += sign
 
     def needs_full_fit(self, samples: Sequence[Sample]) -> bool:
         labelled = [s for s in samples if s.folder]
@@ -183,74 +365,251 @@ class FolderClassifier:
         )
 
     def update(self, samples: Sequence[Sample]) -> FolderClassifier:
-        """A new classifier trained on `samples` (every filed file, the new decisions included), starting
-        from this one's weights: the vocabulary and the temperature are kept, the linear model is refitted
-        from a warm start, so a decision costs a few solver passes instead of a vocabulary fit plus four
-        model fits. Falls back to a full fit when the folders changed or the library grew by a quarter.
+        """A classifier that knows `samples` (every filed file, the new decisions included), built from this one
+        by adding the files it has not seen: the vocabulary and the weights are kept. A full fit instead when
+        the folders changed, the library grew by a quarter since the last full fit, or a file went away.
         This classifier is left untouched (other threads may be predicting with it)."""
+        from scipy.sparse import csr_matrix, vstack
+
         if self.needs_full_fit(samples):
-            return FolderClassifier(alpha=self.alpha, seed=self.seed).fit(samples)
+            return FolderClassifier(seed=self.seed, prior_weights=self.prior_weights).fit(samples)
         started = time.perf_counter()
         labelled = [s for s in samples if s.folder]
+        known = Counter(self.keys)
+        wanted = Counter(sample_key(s) for s in labelled)
+        if known - wanted:  # a filed file left or moved: rebuild the tables (the vocabulary and weights stay)
+            updated = copy.copy(self)
+            updated.counts = dict(Counter(s.folder for s in labelled))
+            updated.trained_on = len(labelled)
+            updated._index(labelled)
+            updated.incremental = True
+            updated.train_seconds = time.perf_counter() - started
+            return updated
+        new: list[Sample] = []
+        for sample in labelled:
+            key = sample_key(sample)
+            if known[key] > 0:
+                known[key] -= 1
+            else:
+                new.append(sample)
         updated = copy.copy(self)
-        updated.model = copy.deepcopy(self.model)
-        updated.model.set_params(warm_start=True)
-        index = {folder: i for i, folder in enumerate(self.folders)}
-        labels = np.array([index[s.folder] for s in labelled])
-        updated.model.fit(self._features(labelled), labels)
+        updated.key_counts = {
+            source: defaultdict(Counter, {k: Counter(v) for k, v in table.items()})
+            for source, table in self.key_counts.items()
+        }
         updated.counts = dict(Counter(s.folder for s in labelled))
         updated.trained_on = len(labelled)
         updated.incremental = True
+        if new:
+            position = {folder: i for i, folder in enumerate(self.folders)}
+            labels = np.array([position[s.folder] for s in new], dtype=np.int64)
+            counts, vectors = self._vectorize(new)
+            membership = csr_matrix(
+                (np.ones(len(new)), (labels, np.arange(len(new)))), shape=(len(self.folders), len(new))
+            )
+            updated.keys = [*self.keys, *(sample_key(s) for s in new)]
+            updated.labels = np.concatenate([self.labels, labels])
+            updated.row_samples = [*self.row_samples, *(_light(s) for s in new)]
+            updated.dates = np.concatenate([self.dates, [s.date for s in new]])
+            updated.term_counts = vstack([self.term_counts, counts]).tocsr()
+            updated.vectors = vstack([self.vectors, vectors]).tocsr()
+            updated.folder_terms = (self.folder_terms + membership @ counts).tocsr()
+            updated.folder_lengths = np.asarray(updated.folder_terms.sum(axis=1)).ravel()
+            updated.folder_sums = (self.folder_sums + membership @ vectors).tocsr()
+            for sample, label in zip(new, labels, strict=True):
+                updated._count_keys(sample, int(label), +1)
         updated.train_seconds = time.perf_counter() - started
         return updated
 
-    def _calibrate(self, features: Any, labels: np.ndarray) -> float:
-        """Out-of-fold logits (each sample scored by a model that never saw it) → one temperature.
-        The vocabulary is the full one (fitted without labels), only the linear model is held out."""
-        from sklearn.model_selection import KFold
+    def _fit_weights(self) -> np.ndarray:
+        """Leave-one-out evidence for (a sample of) the filed files → the combiner's weights."""
+        prior = np.array([self.prior_weights[name] for name in FEATURES])
+        features, mask, labels = self.leave_one_out_evidence()
+        return fit_weights(features, mask, labels, prior, PRIOR_STRENGTH)
 
-        logits = np.full((len(labels), len(self.folders)), -30.0)
-        folds = KFold(n_splits=CALIBRATION_FOLDS, shuffle=True, random_state=self.seed)
-        for train, test in folds.split(features):
-            present = np.unique(labels[train])
-            if len(present) < 2:
+    def leave_one_out_evidence(self, limit: int = MAX_CALIBRATION_ROWS) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(rows, folders, features) evidence for filed files scored as if new, with the mask of folders that
+        still have files once the file is left out, and the true folder of each row. Files alone in their
+        folder are skipped (left out, their folder would not exist)."""
+        sizes = np.bincount(self.labels, minlength=len(self.folders))
+        rows = np.flatnonzero(sizes[self.labels] > 1)
+        if len(rows) > limit:
+            rows = np.sort(np.random.default_rng(self.seed).choice(rows, size=limit, replace=False))
+        if len(rows) == 0:
+            return np.zeros((0, len(self.folders), len(FEATURES))), np.zeros((0, len(self.folders)), bool), rows
+        samples = [self.row_samples[int(i)] for i in rows]
+        features, mask = self._evidence_matrix(self.term_counts[rows], self.vectors[rows], samples, leave_out=rows)
+        return features, mask, self.labels[rows]
+
+    # ---- evidence -----------------------------------------------------------------------------------------
+
+    def _evidence_matrix(
+        self, counts: Any, vectors: Any, samples: Sequence[Sample], *, leave_out: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Evidence (rows, folders, features) for files given as word counts, TF-IDF rows and samples. With
+        leave_out, row r is the filed file leave_out[r] and everything it contributed is taken out first."""
+        n_rows, n_folders = len(samples), len(self.folders)
+        out = np.zeros((n_rows, n_folders, len(FEATURES)))
+        own = self.labels[leave_out] if leave_out is not None else None
+        sizes = np.bincount(self.labels, minlength=n_folders).astype(np.float64)
+        folder_size = np.tile(sizes, (n_rows, 1))
+        if own is not None:
+            folder_size[np.arange(n_rows), own] -= 1
+        mask = folder_size > 0
+        total = folder_size.sum(axis=1, keepdims=True)
+        prior = (folder_size + 0.5) / (total + 0.5 * n_folders)
+        out[..., FEATURES.index("prior")] = np.log(prior)
+        out[..., FEATURES.index("naive_bayes")] = self._naive_bayes(counts, own, mask)
+        nearest, vote, centroid = self._similarities(vectors, leave_out, mask)
+        out[..., FEATURES.index("nearest")] = nearest
+        out[..., FEATURES.index("vote")] = vote
+        out[..., FEATURES.index("centroid")] = centroid
+        out[..., FEATURES.index("period")] = self._period(samples, leave_out, prior)
+        for source in SOURCES:
+            out[..., FEATURES.index(source)] = self._lifts(source, samples, own, prior)
+        out[~mask] = 0.0
+        return out, mask
+
+    def _naive_bayes(self, counts: Any, own: np.ndarray | None, mask: np.ndarray) -> np.ndarray:
+        """Log posterior of multinomial naive Bayes over words (no folder prior: that is its own feature),
+        normalised over the allowed folders and floored."""
+        vocabulary = counts.shape[1]
+        smoothed = self.folder_terms.copy()
+        smoothed.data = np.log1p(smoothed.data / NB_ALPHA)
+        lengths = np.asarray(counts.sum(axis=1)).ravel()
+        scores = np.asarray((counts @ smoothed.T).todense())  # sum_w x_w log(1 + N_fw / alpha)
+        folder_lengths = np.tile(self.folder_lengths, (counts.shape[0], 1))
+        if own is not None:
+            # Take the file's own words out of its folder's counts.
+            for r in range(counts.shape[0]):
+                row = counts.getrow(r)
+                if row.nnz == 0:
+                    continue
+                folder_row = self.folder_terms[int(own[r]), row.indices].toarray().ravel()
+                before = np.log1p(folder_row / NB_ALPHA)
+                after = np.log1p(np.maximum(folder_row - row.data, 0.0) / NB_ALPHA)
+                scores[r, own[r]] += float(row.data @ (after - before))
+                folder_lengths[r, own[r]] -= lengths[r]
+        scores = scores - lengths[:, None] * np.log(folder_lengths + NB_ALPHA * vocabulary)
+        normalised = _log_softmax(scores, mask)
+        return np.where(mask, np.maximum(normalised, NB_FLOOR), 0.0)
+
+    def _similarities(
+        self, vectors: Any, leave_out: np.ndarray | None, mask: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per folder: cosine to its nearest filed file, its share of the NEIGHBOURS nearest files' similarity,
+        and cosine to its centroid (the file itself left out of all three when it is a filed file)."""
+        n_rows, n_folders = vectors.shape[0], len(self.folders)
+        nearest = np.zeros((n_rows, n_folders))
+        vote = np.zeros((n_rows, n_folders))
+        sums_dot = np.asarray((vectors @ self.folder_sums.T).todense())
+        sums_norm2 = np.asarray(self.folder_sums.multiply(self.folder_sums).sum(axis=1)).ravel()
+        norm2 = np.tile(sums_norm2, (n_rows, 1))
+        if leave_out is not None:
+            rows = np.arange(n_rows)
+            own = self.labels[leave_out]
+            self_norm2 = np.asarray(vectors.multiply(vectors).sum(axis=1)).ravel()
+            norm2[rows, own] += self_norm2 - 2.0 * sums_dot[rows, own]
+            sums_dot[rows, own] -= self_norm2
+        order = np.argsort(self.labels, kind="stable")
+        present, starts = np.unique(self.labels[order], return_index=True)
+        centroid = sums_dot / np.sqrt(np.maximum(norm2, 1e-12))
+        centroid[norm2 <= 1e-9] = 0.0
+        for start in range(0, n_rows, SIMILARITY_CHUNK):
+            stop = min(n_rows, start + SIMILARITY_CHUNK)
+            block = np.asarray((vectors[start:stop] @ self.vectors.T).todense())
+            if leave_out is not None:
+                block[np.arange(stop - start), leave_out[start:stop]] = -1.0
+            nearest[start:stop, present] = np.maximum.reduceat(block[:, order], starts, axis=1)
+            k = min(NEIGHBOURS, block.shape[1])
+            top = np.argpartition(-block, k - 1, axis=1)[:, :k]
+            sims = np.maximum(np.take_along_axis(block, top, axis=1), 0.0)
+            labels = self.labels[top]
+            for j in range(k):
+                np.add.at(vote, (np.arange(start, stop), labels[:, j]), sims[:, j])
+            vote[start:stop] /= np.maximum(sims.sum(axis=1, keepdims=True), 1e-9)
+        nearest = np.maximum(nearest, 0.0)
+        return np.where(mask, nearest, 0.0), np.where(mask, vote, 0.0), np.where(mask, centroid, 0.0)
+
+    def _period(self, samples: Sequence[Sample], leave_out: np.ndarray | None, prior: np.ndarray) -> np.ndarray:
+        """Log-lift of the folder among the TIME_NEIGHBOURS filed files closest in date: which folders the owner
+        was filing into around the file's date (folders split by period, projects that start and end)."""
+        out = np.zeros((len(samples), len(self.folders)))
+        known = np.flatnonzero(~np.isnan(self.dates))
+        if len(known) < 2:
+            return out
+        for r, sample in enumerate(samples):
+            if math.isnan(sample.date):
                 continue
-            model = self._estimator().fit(features[train], labels[train])
-            logits[np.ix_(test, model.classes_)] = _logits(model, features[test])
-        return fit_temperature(logits, labels)
+            candidates = known if leave_out is None else known[known != leave_out[r]]
+            k = min(TIME_NEIGHBOURS, len(candidates))
+            distance = np.abs(self.dates[candidates] - sample.date)
+            closest = candidates[np.argpartition(distance, k - 1)[:k]]
+            counts = np.bincount(self.labels[closest], minlength=len(self.folders)).astype(np.float64)
+            posterior = (counts + LIFT_SMOOTHING * prior[r]) / (k + LIFT_SMOOTHING)
+            out[r] = np.log(posterior) - np.log(prior[r])
+        return out
+
+    def _lifts(self, source: str, samples: Sequence[Sample], own: np.ndarray | None, prior: np.ndarray) -> np.ndarray:
+        """Mean over the file's known keys of log(P(folder | key) / P(folder)), smoothed towards the prior."""
+        table = self.key_counts[source]
+        out = np.zeros((len(samples), len(self.folders)))
+        for r, sample in enumerate(samples):
+            stored = set(_stored_keys(sample, source)) if own is not None else set()
+            lifts = []
+            for key in dict.fromkeys(_lookup_keys(sample, source)):
+                per_folder = table.get(key)
+                if not per_folder:
+                    continue
+                counts = np.zeros(len(self.folders))
+                for label, n in per_folder.items():
+                    counts[label] = n
+                if own is not None and key in stored:
+                    counts[own[r]] -= 1
+                total = counts.sum()
+                if total <= 0:
+                    continue
+                posterior = (counts + LIFT_SMOOTHING * prior[r]) / (total + LIFT_SMOOTHING)
+                lifts.append(np.log(posterior) - np.log(prior[r]))
+            if lifts:
+                out[r] = np.mean(lifts, axis=0)
+        return out
+
+    def known_keys(self, sample: Sample) -> int:
+        return sum(
+            1
+            for source in IDENTIFYING_SOURCES
+            for key in _lookup_keys(sample, source)
+            if sum(self.key_counts[source].get(key, Counter()).values()) > 0
+        )
+
+    # ---- rejections ---------------------------------------------------------------------------------------
 
     def set_rejections(self, rejections: Sequence[Sample]) -> FolderClassifier:
         """Remember rejected (file, folder) pairs (`Sample.folder` = the rejected folder) in this classifier's
-        feature space; replaces the previous memory. Called after every (re)training, which may change the
-        vocabulary."""
-        from sklearn.preprocessing import normalize
-
+        TF-IDF space; replaces the previous memory. Called after every (re)training."""
         kept = [s for s in rejections if s.folder in self.folders] if self.ready else []
         self.rejected_folders = [s.folder for s in kept]
-        self.rejected_features = normalize(self._features(kept)) if kept else None
+        self.rejected_features = self._features(kept) if kept else None
         return self
 
     def add_rejection(self, rejection: Sample) -> None:
         """One more rejected (file, folder) pair, without re-vectorising the others."""
         from scipy.sparse import vstack
-        from sklearn.preprocessing import normalize
 
         if not self.ready or rejection.folder not in self.folders:
             return
-        row = normalize(self._features([rejection]))
-        current = getattr(self, "rejected_features", None)
+        row = self._features([rejection])
+        current = self.rejected_features
         self.rejected_features = row if current is None else vstack([current, row]).tocsr()
-        self.rejected_folders = [*getattr(self, "rejected_folders", []), rejection.folder]
+        self.rejected_folders = [*self.rejected_folders, rejection.folder]
 
-    def rejection_pressure(self, features: Any) -> np.ndarray:
+    def rejection_pressure(self, vector: Any) -> np.ndarray:
         """Per folder: the summed cosine similarity of the file to its nearest files rejected for that folder."""
         pressure = np.zeros(len(self.folders))
-        rejected = getattr(self, "rejected_features", None)
-        if rejected is None:
+        if self.rejected_features is None:
             return pressure
-        from sklearn.preprocessing import normalize
-
-        similarities = np.asarray((rejected @ normalize(features).T).todense()).ravel()
+        similarities = np.asarray((self.rejected_features @ vector.T).todense()).ravel()
         by_folder: dict[str, list[float]] = {}
         for folder, similarity in zip(self.rejected_folders, similarities, strict=True):
             if similarity > 0:
@@ -260,59 +619,81 @@ class FolderClassifier:
             pressure[index[folder]] = sum(sorted(values, reverse=True)[:REJECTION_NEIGHBOURS])
         return pressure
 
+    # ---- prediction ---------------------------------------------------------------------------------------
+
     def predict(self, sample: Sample, *, exclude: Sequence[str] = (), only: Sequence[str] = ()) -> Prediction:
         if not self.ready:
             return Prediction(ranked=[])
-        features = self._features([sample])
-        logits = _logits(self.model, features)[0] / self.temperature
-        pressure = self.rejection_pressure(features)
-        logits = logits - getattr(self, "rejection_penalty", REJECTION_PENALTY) * pressure
-        probabilities = _softmax(logits[None, :])[0]
-        allowed = np.ones(len(self.folders), dtype=bool)
+        counts, vector = self._vectorize([sample])
+        evidence, mask = self._evidence_matrix(counts, vector, [sample])
+        contributions = evidence[0] * self.weights
+        logits = contributions.sum(axis=1)
+        pressure = self.rejection_pressure(vector)
+        logits = logits - self.rejection_penalty * pressure
+        allowed = mask[0].copy()
         for i, folder in enumerate(self.folders):
             if folder in exclude or (only and not any(folder == o or folder.startswith(o + "/") for o in only)):
                 allowed[i] = False
         if not allowed.any():
             return Prediction(ranked=[])
-        # Folders that may not be suggested drop out and the rest is renormalised: the remaining mass is
-        # what the model believes among the allowed folders.
-        probabilities = np.where(allowed, probabilities, 0.0)
-        probabilities = probabilities / probabilities.sum()
-        order = np.argsort(-probabilities)
-        ranked = [(self.folders[i], float(probabilities[i])) for i in order if allowed[i]]
-        known = int(self.words.transform([f"{sample.header}\n{sample.body}"]).nnz)
+        # Folders that may not be suggested drop out and the rest is renormalised.
+        probabilities = np.exp(_log_softmax(logits[None, :], allowed[None, :])[0])
+        if len(self.folders) == 1:
+            # One folder: the only doubt is whether the file opens a new one. Laplace's rule of succession over
+            # the filed files (each went into a folder that existed, but for the first).
+            probabilities = probabilities * self.trained_on / (self.trained_on + 1)
+        order = [int(i) for i in np.argsort(-probabilities) if allowed[i]]
+        ranked = [(self.folders[i], float(probabilities[i])) for i in order]
         rejected_like = {
             self.folders[i]: round(float(pressure[i]), 3) for i in np.flatnonzero(pressure > 0) if allowed[i]
         }
         return Prediction(
             ranked=ranked,
-            evidence=self._evidence(features, int(order[0])),
-            known_words=known,
-            calibrated=getattr(self, "calibrated", False),
+            evidence=self._explain(sample, vector, contributions, order[0]),
+            known_words=int(counts.nnz),
+            known_keys=self.known_keys(sample),
+            calibrated=self.calibrated,
             rejected_like=rejected_like,
         )
 
-    def _evidence(self, features: Any, class_index: int, limit: int = 5) -> list[str]:
-        coef = self.model.coef_
-        # Two folders: sklearn keeps one weight row, for the second class.
-        weights = (coef[0] if class_index == 1 else -coef[0]) if coef.shape[0] == 1 else coef[class_index]
-        row = features.getrow(0)
-        contributions = row.data * weights[row.indices]
-        names_words = self.words.get_feature_names_out()
-        offset = len(names_words)
-        evidence: list[str] = []
-        for position in np.argsort(-contributions):
-            if contributions[position] <= 0 or len(evidence) >= limit:
-                break
-            column = int(row.indices[position])
-            if column < offset:
-                term = str(names_words[column])
-            else:
-                term = str(self.chars.get_feature_names_out()[column - offset]).strip()
-                term = f"“{term}” in the name/sender"
-            if term not in evidence:
-                evidence.append(term)
-        return evidence
+    def _explain(
+        self, sample: Sample, vector: Any, contributions: np.ndarray, folder: int, limit: int = 5
+    ) -> list[str]:
+        """Short reasons for `folder`, strongest first: shared metadata, then the words it shares with the folder."""
+        reasons: list[tuple[float, str]] = []
+        # Contribution relative to the average folder: what sets this folder apart.
+        relative = contributions[folder] - contributions.mean(axis=0)
+        for source in SOURCES:
+            strength = float(relative[FEATURES.index(source)])
+            if strength <= 0.05:
+                continue
+            for key in _lookup_keys(sample, source):
+                per_folder = self.key_counts[source].get(key)
+                if per_folder and per_folder.get(folder, 0) > 0:
+                    shown = key.split(":", 1)[1] if source == "thread" else key
+                    if source == "thread" and key.startswith("m:"):
+                        text = "a reply to a mail filed there"
+                    else:
+                        label = {"types": "file type", "shape": "subject pattern"}.get(source, source)
+                        text = f"{label} “{shown}” ({per_folder[folder]} of {sum(per_folder.values())} filed there)"
+                    reasons.append((strength, text))
+                    break
+        text_strength = float(
+            relative[[FEATURES.index(n) for n in ("naive_bayes", "nearest", "vote", "centroid")]].sum()
+        )
+        words: list[str] = []
+        if text_strength > 0 and vector.nnz:
+            centroid = self.folder_sums.getrow(folder)
+            shared = vector.multiply(centroid)
+            if shared.nnz:
+                names = self.names
+                shared = shared.tocoo()
+                for position in np.argsort(-shared.data)[:limit]:
+                    words.append(str(names[shared.col[position]]))
+        evidence = [text for _, text in sorted(reasons, key=lambda item: -item[0])]
+        return [*evidence, *words][: limit + len(evidence)]
+
+    # ---- persistence --------------------------------------------------------------------------------------
 
     def save(self, path: Path) -> None:
         import joblib

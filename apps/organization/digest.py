@@ -74,6 +74,10 @@ def _mail_digest(data: bytes) -> tuple[str, dict[str, Any], str]:
         "recipients": recipients[:50],
         "date": parsed.date.isoformat() if parsed.date else None,
         "attachments": attachments,
+        # The thread: a reply or forward of a filed mail is found through these.
+        "message_id": parsed.message_id,
+        "in_reply_to": parsed.in_reply_to,
+        "references": parsed.references[-20:],
     }
     return "\n".join(header) + "\n\n" + body, metadata, parsed.parse_error
 

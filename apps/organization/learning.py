@@ -105,7 +105,7 @@ def load(library: Library) -> FolderClassifier | None:
 
 
 def predict(library: Library, file: LibraryFile, *, exclude: list[str], only: list[str]) -> Prediction | None:
-    """None when there is no usable classifier yet (fewer than two folders with files)."""
+    """None when there is no usable classifier yet (no folder with files)."""
     classifier = load(library)
     if classifier is None or not classifier.ready:
         return None

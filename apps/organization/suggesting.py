@@ -76,7 +76,7 @@ def classifier_proposal(
         return Proposal(
             folder="",
             confidence=0.0,
-            reasoning="Nothing to learn from yet: file a few files into at least two library folders "
+            reasoning="Nothing to learn from yet: file a few files into a library folder "
             "(or choose folders for inbox files) and suggestions start.",
         )
     alternatives = [{"folder": f, "confidence": round(c, 4)} for f, c in prediction.ranked[:ALTERNATIVES]]
@@ -87,17 +87,20 @@ def classifier_proposal(
     if prediction.rejected_like:
         lowered = ", ".join(sorted(prediction.rejected_like))
         because += f" Ranked lower because you rejected similar files there: {lowered}."
-    if not prediction.known_words:
+    if not prediction.has_evidence:
         # Nothing in the file is like anything filed: a confident number here would only echo the folder sizes.
         reasoning = (
-            "No confident folder: none of this file's words occur in your filed files, so there is nothing to "
-            "compare it with. Choose a folder; the choice is learned."
+            "No confident folder: none of this file's words, senders or threads occur in your filed files, so "
+            "there is nothing to compare it with. Choose a folder; the choice is learned."
         )
         return Proposal(folder="", confidence=confidence, reasoning=reasoning, alternatives=alternatives)
     if prediction.calibrated:
         kind = "calibrated confidence"
     else:
-        kind = f"confidence, not calibrated yet: fewer than {MIN_CALIBRATION_SAMPLES} filed files"
+        kind = (
+            f"confidence calibrated on pooled filing, not yet on yours: fewer than {MIN_CALIBRATION_SAMPLES} "
+            "filed files"
+        )
     if confidence >= settings.suggest_threshold:
         reasoning = f"Most like the {counts.get(folder, 0)} files in {folder} ({confidence:.0%} {kind}).{because}"
         return Proposal(folder=folder, confidence=confidence, reasoning=reasoning, alternatives=alternatives)

@@ -1,15 +1,12 @@
 """Learning: the classifier learns from the owner's choices, abstains instead of forcing the majority folder,
-auto-moves over the threshold (undoably), and is calibrated on a real third-party filing stream."""
+auto-moves over the threshold (undoably). The real filing stream is in test_classifier.py."""
 
 from __future__ import annotations
-
-from pathlib import Path
 
 from apps.organization import actions
 from apps.organization.decisions import respond, undo_move
 from apps.organization.models import FileStatus, Library, Move, Suggestion, SuggestionStatus
 from apps.organization.suggesting import suggest_for_file
-from bench.organize import calibration_table, filing_streams, read_enron, replay
 from tests.organization.conftest import write
 
 
@@ -71,23 +68,6 @@ def test_auto_move_over_the_threshold_is_undoable(seeded_library: Library) -> No
     assert (seeded_library.root_path / "inbox/june.txt").is_file()
     suggestion.file.refresh_from_db()
     assert suggestion.file.status == FileStatus.INBOX
-
-
-def test_calibrated_on_a_real_filing_stream(tmp_path: Path) -> None:
-    """A floor on a small real subset (Enron stepenovitch-j: personal vs work mail, 2000-2001), replayed in
-    date order with the first half as the library. Not a held-out user of the independent evaluation."""
-    streams = filing_streams(read_enron(users={"stepenovitch-j"}))
-    mails = streams["stepenovitch-j"]
-    latencies: list[float] = []
-    result = replay("stepenovitch-j", mails, threshold=0.8, retrain_every=25, workdir=tmp_path, latencies=latencies)
-    answered = result.decisions - result.abstained
-    assert result.decisions >= 100
-    assert answered / result.decisions >= 0.5, "abstains on most files"
-    assert result.confident_correct / answered >= 0.85
-    # Calibration: where the classifier says ≥ 0.8, it is right at least about that often.
-    confident = [ok for conf, ok in result.outcomes if conf >= 0.8]
-    assert sum(confident) / len(confident) >= 0.8
-    assert calibration_table(result.outcomes)
 
 
 def test_repeated_rejections_of_a_folder_for_one_kind_of_file_stop_suggesting_it(seeded_library: Library) -> None:
