@@ -320,6 +320,83 @@ def request_calendar_approval(
     return approval
 
 
+MAIL_ACTION_WORDS = {
+    "read": "mark as read",
+    "unread": "mark as unread",
+    "flag": "flag",
+    "unflag": "remove the flag from",
+    "archive": "archive",
+    "trash": "move to Trash",
+    "move": "move",
+}
+
+
+def mail_approval_summary(*, action: str, subject: str, folder: str = "") -> str:
+    where = f" to {folder}" if action == "move" and folder else ""
+    return f"{MAIL_ACTION_WORDS.get(action, action).capitalize()} “{subject or '(no subject)'}”{where}"[:300]
+
+
+def request_mail_approval(*, run: Run, workspace: Any, message: Any, action: str, folder: str = "") -> Approval:
+    """An agent's proposed change to a mail on the server, unperformed until the user approves it."""
+    from django.urls import reverse
+
+    from apps.workspaces import actions as workspace_actions
+    from apps.workspaces.models import EntrySource
+
+    summary = mail_approval_summary(action=action, subject=message.subject, folder=folder)
+    request = {"action": action, "folder": folder, "message_id": message.pk}
+    with transaction.atomic():
+        approval = Approval.objects.create(
+            owner_id=workspace.owner_id,
+            run=run,
+            account_id=message.account_id,
+            kind="mail_action",
+            provider=message.account.provider,
+            summary=summary,
+            request=request,
+        )
+        link = reverse("runs:approval", args=[approval.pk])
+        entry = workspace_actions.push_inbox_entry(
+            workspace=workspace,
+            comments=(
+                f"**Approval needed:** {summary} in {message.account.name}.\n\n"
+                f"Nothing has changed on the server. [Review, approve or reject]({link})."
+            ),
+            source=EntrySource.DIRECTOR,
+            run_id=run.pk,
+        )
+        approval.inbox_entry_id = entry.pk
+        approval.save(update_fields=["inbox_entry_id"])
+    return approval
+
+
+def _perform_mail_approval(claimed: Approval) -> Approval:
+    """Hand an approved mail change to the accounts' write-back ledger (which does it at the provider)."""
+    from apps.accounts.models import Message
+    from apps.accounts.writeback import MailActionRefused, request_mail_actions
+
+    request = dict(claimed.request or {})
+    message = Message.objects.filter(pk=int(request.get("message_id") or 0), account_id=claimed.account_id).first()
+    try:
+        if message is None:
+            raise MailActionRefused("the email no longer exists here")
+        recorded = request_mail_actions(
+            messages=[message],
+            kind=str(request.get("action")),
+            folder=str(request.get("folder") or ""),
+            requested_by=claimed.owner,
+            origin="approval",
+        )
+    except MailActionRefused as exc:
+        claimed.status, claimed.error = ApprovalStatus.FAILED, str(exc)[:2000]
+        claimed.save(update_fields=["status", "error"])
+        return claimed
+    claimed.status, claimed.error, claimed.performed_at = ApprovalStatus.DONE, "", timezone.now()
+    claimed.result = {"mail_actions": [action.pk for action in recorded]}
+    claimed.save(update_fields=["status", "error", "performed_at", "result"])
+    return claimed
+
+
 def reject_approval(*, approval: Approval) -> Approval:
     with transaction.atomic():
         locked = Approval.objects.select_for_update().get(pk=approval.pk)
@@ -362,6 +439,8 @@ def approve(*, approval: Approval) -> Approval:
     claimed = _claim_approval(approval.pk)
     if claimed is None:
         return Approval.objects.get(pk=approval.pk)
+    if claimed.kind == "mail_action":
+        return _perform_mail_approval(claimed)
     request = dict(claimed.request or {})
     try:
         created = perform_request(claimed.account, request)  # slow I/O, outside any transaction

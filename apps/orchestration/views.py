@@ -190,8 +190,12 @@ def approval_approve(request: HttpRequest, approval_id: int) -> HttpResponse:
     except actions.ApprovalError as exc:
         messages.error(request, f"Not performed: {exc}.")
     else:
-        if done.status == "done":
+        if done.status == "done" and done.kind == "mail_action":
+            messages.success(request, f"Approved: {done.summary} — sent to the mail server (see Server changes).")
+        elif done.status == "done":
             messages.success(request, "Approved: the event was created and the invitations were sent.")
+        elif done.status == "failed" and done.kind == "mail_action":
+            messages.error(request, f"Approved, but it could not be done: {done.error}")
         elif done.status == "failed":
             messages.error(request, f"Approved, but the provider refused: {done.error} You can try again.")
         else:
@@ -207,5 +211,7 @@ def approval_reject(request: HttpRequest, approval_id: int) -> HttpResponse:
     except actions.ApprovalError as exc:
         messages.error(request, f"Not rejected: {exc}.")
     else:
-        messages.success(request, "Rejected: nothing was sent.")
+        messages.success(
+            request, "Rejected: nothing was sent." if approval.kind != "mail_action" else "Rejected: nothing changed."
+        )
     return _back(request, approval)

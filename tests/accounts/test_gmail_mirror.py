@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from apps.accounts.models import MailAccount, MailAction, MailActionStatus, MailFolder, Message, MessageLocation
+from apps.accounts.models import MailAccount, MailAction, MailActionStatus, MailFolder, Message
 from apps.accounts.oauth import connect_oauth_account
 from apps.accounts.providers.gmail import GmailProvider
-from apps.accounts.sync import SyncOutcome, sync_account
 from apps.accounts.writeback import request_mail_actions
+from tests.accounts.mirror import assert_state_mirrors, synced
 from tests.conftest import _serve_fake
 from tests.fakes.google_server import GMAIL_MODIFY_SCOPE, FakeGoogleServer
 
@@ -63,28 +63,8 @@ def raw_fetches(google: FakeGoogleServer) -> int:
         return google.raw_fetches
 
 
-def local_state(account: MailAccount) -> dict[str, list[tuple[str, bool, bool]]]:
-    state: dict[str, list[tuple[str, bool, bool]]] = {}
-    for folder, message_id, seen, flagged in MessageLocation.objects.filter(account=account).values_list(
-        "folder__name", "message__message_id", "seen", "flagged"
-    ):
-        state.setdefault(folder, []).append((message_id, seen, flagged))
-    return {folder: sorted(rows) for folder, rows in state.items()}
-
-
 def assert_mirrors(google: FakeGoogleServer, account: MailAccount) -> None:
-    server = google.state()
-    assert local_state(account) == server
-    live = set(Message.objects.filter(account=account, deleted_at=None).values_list("message_id", flat=True))
-    assert live == {row[0] for rows in server.values() for row in rows}
-    assert not Message.objects.filter(account=account, deleted_at=None, locations__isnull=True).exists()
-    assert not Message.objects.filter(account=account, deleted_at__isnull=False, locations__isnull=False).exists()
-
-
-def synced(account: MailAccount) -> SyncOutcome:
-    outcome = sync_account(account.pk)
-    assert outcome.status == "ok", outcome.error_message
-    return outcome
+    assert_state_mirrors(google.state(), account)
 
 
 def gmail_id(google: FakeGoogleServer, n: int) -> str:

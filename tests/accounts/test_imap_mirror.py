@@ -14,8 +14,8 @@ import pytest
 
 from apps.accounts.actions import create_imap_account, fetch_attachment_bytes
 from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, MessageLocation
-from apps.accounts.sync import SyncOutcome, sync_account
 from apps.search.selectors import search_page
+from tests.accounts.mirror import assert_state_mirrors, synced
 from tests.accounts.test_imap_sync import run_sync_command
 from tests.fakes.dovecot import Mailbox, make_message, wait_until
 from tests.services import shared_path, subprocess_env
@@ -40,29 +40,8 @@ def connect(mailbox: Mailbox, user: Any) -> MailAccount:
     )
 
 
-def local_state(account: MailAccount) -> dict[str, list[tuple[str, bool, bool]]]:
-    state: dict[str, list[tuple[str, bool, bool]]] = {}
-    for folder, message_id, seen, flagged in MessageLocation.objects.filter(account=account).values_list(
-        "folder__name", "message__message_id", "seen", "flagged"
-    ):
-        state.setdefault(folder, []).append((message_id, seen, flagged))
-    return {folder: sorted(rows) for folder, rows in state.items()}
-
-
-def synced(account: MailAccount) -> SyncOutcome:
-    outcome = sync_account(account.pk)
-    assert outcome.status == "ok", outcome.error_message
-    return outcome
-
-
 def assert_mirrors(mailbox: Mailbox, account: MailAccount) -> None:
-    server = mailbox.doveadm_state()
-    assert local_state(account) == server
-    live = set(Message.objects.filter(account=account, deleted_at=None).values_list("message_id", flat=True))
-    assert live == {row[0] for rows in server.values() for row in rows}
-    # Every live message has a place, every deleted one has none.
-    assert not Message.objects.filter(account=account, deleted_at=None, locations__isnull=True).exists()
-    assert not Message.objects.filter(account=account, deleted_at__isnull=False, locations__isnull=False).exists()
+    assert_state_mirrors(mailbox.doveadm_state(), account)
 
 
 def mail(n: int, **extra: Any) -> bytes:

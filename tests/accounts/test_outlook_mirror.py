@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from apps.accounts.models import MailAccount, MailAction, MailActionStatus, MailFolder, Message, MessageLocation
+from apps.accounts.models import MailAccount, MailAction, MailActionStatus, MailFolder, Message
 from apps.accounts.providers.outlook import OutlookProvider
-from apps.accounts.sync import SyncOutcome, sync_account
 from apps.accounts.writeback import request_mail_actions, undo_mail_action
+from tests.accounts.mirror import assert_state_mirrors, synced
 from tests.fakes.graph_server import FakeGraphServer, connect_outlook
 
 pytestmark = pytest.mark.django_db
@@ -49,28 +49,8 @@ def value_fetches(graph: FakeGraphServer) -> int:
         return sum(1 for _, path in graph.log if path.startswith("/v1.0/me/messages/") and path.endswith("/$value"))
 
 
-def local_state(account: MailAccount) -> dict[str, list[tuple[str, bool, bool]]]:
-    state: dict[str, list[tuple[str, bool, bool]]] = {}
-    for folder, message_id, seen, flagged in MessageLocation.objects.filter(account=account).values_list(
-        "folder__name", "message__message_id", "seen", "flagged"
-    ):
-        state.setdefault(folder, []).append((message_id, seen, flagged))
-    return {folder: sorted(rows) for folder, rows in state.items()}
-
-
 def assert_mirrors(graph: FakeGraphServer, account: MailAccount) -> None:
-    server = graph.state()
-    assert local_state(account) == server
-    live = set(Message.objects.filter(account=account, deleted_at=None).values_list("message_id", flat=True))
-    assert live == {row[0] for rows in server.values() for row in rows}
-    assert not Message.objects.filter(account=account, deleted_at=None, locations__isnull=True).exists()
-    assert not Message.objects.filter(account=account, deleted_at__isnull=False, locations__isnull=False).exists()
-
-
-def synced(account: MailAccount) -> SyncOutcome:
-    outcome = sync_account(account.pk)
-    assert outcome.status == "ok", outcome.error_message
-    return outcome
+    assert_state_mirrors(graph.state(), account)
 
 
 def seed(graph: FakeGraphServer) -> dict[str, str]:

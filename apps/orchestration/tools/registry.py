@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from apps.llm import Tool
-from apps.orchestration.tools import calendar, filesystem, inbox, memory, workspace
+from apps.orchestration.tools import calendar, filesystem, inbox, mail, memory, workspace
 from apps.orchestration.tools.context import Actor, RunContext
 from apps.orchestration.tools.schemas import DESCRIPTIONS, LIVE_TOOLS, WORKSPACE_TOOLS
 
@@ -26,6 +26,7 @@ IMPLEMENTATIONS: dict[str, Callable[[RunContext, Actor, Any], Any]] = {
     "calendar_read": calendar.calendar_read,
     "calendar_add": calendar.calendar_add,
     "todo_add": calendar.todo_add,
+    "mail_organize": mail.mail_organize,
 }
 
 
@@ -38,6 +39,8 @@ def available_live_tools(ctx: RunContext) -> list[str]:
             names += ["filesystem_search", "filesystem_retrieve"]
         if calendar.tool_accounts(ctx):
             names += ["calendar_read", "calendar_add", "todo_add"]
+        if mail.can_organize(ctx):
+            names.append("mail_organize")
         ctx.cache["live"] = [name for name in LIVE_TOOLS if name in names]
     return list(ctx.cache["live"])
 

@@ -151,6 +151,13 @@ class TodoAddArgs(Args):
     task: TodoTask
 
 
+class MailOrganizeArgs(Args):
+    action: Literal["read", "unread", "flag", "unflag", "archive", "trash", "move"] = Field(
+        ..., description="What to do with this run's email on the mail server"
+    )
+    folder: str = Field("", max_length=512, description="For move: the folder's name, as the mailbox lists it")
+
+
 DESCRIPTIONS: dict[str, tuple[str, type[Args]]] = {
     "list_agents": ("List the agents you can delegate to, with what each does.", NoArgs),
     "list_tools": ("List the tools available to you right now.", NoArgs),
@@ -181,6 +188,11 @@ DESCRIPTIONS: dict[str, tuple[str, type[Args]]] = {
         CalendarAddArgs,
     ),
     "todo_add": ("Add a task to a mail account's to-do list.", TodoAddArgs),
+    "mail_organize": (
+        "Propose to mark this run's email read/unread, flag it, archive it, move it to a folder or to Trash on "
+        "the mail server. Nothing changes until the user approves it; propose it once.",
+        MailOrganizeArgs,
+    ),
 }
 AGENT_TOOL_DESCRIPTION = "Delegate to the agent “{name}”: {summary}"
 LIVE_TOOLS = (
@@ -192,6 +204,7 @@ LIVE_TOOLS = (
     "calendar_read",
     "calendar_add",
     "todo_add",
+    "mail_organize",
 )
 WORKSPACE_TOOLS = (
     "workspace_add_item",
