@@ -122,6 +122,9 @@ def request_mail_actions(
                 _apply_flags_locally(
                     account=account, kind=kind, places=[p for m in group for p in places.get(m.pk, [])]
                 )
+                # A message whose own state had drifted from its places (they already say so) follows them.
+                changed = locations.refresh_messages(account=account, message_ids=[m.pk for m in group])
+                locations.announce_changed(account_id=account.pk, message_ids=changed)
         ids = [action.pk for action in created]
         transaction.on_commit(lambda: _enqueue(ids))
     return created
