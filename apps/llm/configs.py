@@ -48,6 +48,8 @@ def llm_config(api_config: ApiConfig) -> LLMConfig:
         max_retries=api_config.max_retries,
         backoff_base=float(getattr(settings, "LLM_BACKOFF_BASE_SECONDS", 0.5)),
         name=api_config.name,
+        tool_call_mode=api_config.tool_call_mode,
+        max_output_tokens=api_config.max_output_tokens or None,
     )
 
 

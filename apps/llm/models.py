@@ -9,6 +9,13 @@ from django.utils import timezone
 
 from mailagent.crypto import EncryptedTextField
 
+TOOL_CALL_MODE_CHOICES = [
+    ("auto", "Automatic: the endpoint's tool calls, plus calls written in the text (checked)"),
+    ("native", "The endpoint's tool calls only"),
+    ("json_schema", "Constrained output: replies forced to the tools' JSON schema"),
+    ("text", "Tools described in the prompt, calls parsed from the text (checked)"),
+]
+
 
 class ApiConfig(models.Model):
     """An OpenAI-compatible endpoint: OpenAI, Azure OpenAI (v1), Ollama, vLLM, LM Studio …"""
@@ -27,6 +34,16 @@ class ApiConfig(models.Model):
     max_concurrency = models.PositiveIntegerField(default=4, help_text="Parallel requests per process.")
     timeout_seconds = models.PositiveIntegerField(default=60)
     max_retries = models.PositiveIntegerField(default=4)
+    tool_call_mode = models.CharField(
+        max_length=12,
+        choices=TOOL_CALL_MODE_CHOICES,
+        default="auto",
+        help_text="How tools reach the model. Constrained output suits small local models (llama.cpp, Ollama, "
+        "LM Studio, vLLM).",
+    )
+    max_output_tokens = models.PositiveIntegerField(
+        default=0, help_text="Longest reply in tokens (0 = the endpoint's default); bounds a step on a CPU."
+    )
     # Rough cost estimate on the Runs page (USD per million tokens); 0 = unknown.
     input_cost_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, default=0)
     output_cost_per_mtok = models.DecimalField(max_digits=10, decimal_places=4, default=0)

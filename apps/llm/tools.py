@@ -9,13 +9,34 @@ import functools
 import json
 import logging
 import time
+import uuid
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, Field, ValidationError
 
-from apps.llm.client import ChatResult, EventSink, LLMConfig, ToolCall, chat, parse_arguments
+from apps.llm import toolcalls
+from apps.llm.client import (
+    ChatResult,
+    EventSink,
+    LLMConfig,
+    ProviderEventData,
+    ToolCall,
+    chat,
+    parse_arguments,
+    redact,
+)
+from apps.llm.toolcalls import (
+    FINISH_TOOL,
+    TOOL_CALL_MODES,
+    InvalidCall,
+    ParsedCall,
+    describe_tools,
+    parse_text_call,
+    repair_message,
+    wire_messages,
+)
 
 logger = logging.getLogger(__name__)
 MAX_TOOL_RESULT_CHARS = 20_000
@@ -110,7 +131,25 @@ def tool_message(record: ToolCallRecord) -> dict[str, Any]:
     return {"role": "tool", "tool_call_id": record.id, "content": text}
 
 
-StopReason = Literal["answered", "step_limit"]
+# answered: a plain answer; finished: the `finish` tool before the last step; finished_at_limit: `finish` on
+# the last step, when the model was told to finish; step_limit: the budget ran out without an end;
+# invalid_output: a tool call still invalid after its repair turn.
+StopReason = Literal["answered", "finished", "finished_at_limit", "step_limit", "invalid_output"]
+
+
+MAX_FINISH_ANSWER = 600
+
+
+class FinishArgs(BaseModel):
+    # Bounded: under constrained decoding the grammar enforces it, so a small model cannot ramble forever.
+    answer: str = Field(max_length=MAX_FINISH_ANSWER, description="One or two sentences: what you did, or your answer.")
+
+
+FINISH_DESCRIPTION = "End your work now and say in one or two sentences what you did (or answer)."
+
+
+def finish_tool() -> Tool:
+    return Tool(FINISH_TOOL, FINISH_DESCRIPTION, FinishArgs, lambda args: {"finished": True, "answer": args.answer})
 
 
 @dataclass(slots=True)
@@ -120,6 +159,117 @@ class LoopOutcome:
     steps: int
     records: list[ToolCallRecord] = field(default_factory=list)
     usage: dict[str, int] = field(default_factory=dict)
+    recoveries: int = 0  # calls taken from the text or repaired (each also a "recovery" provider event)
+
+
+LAST_STEP_NOTE = f"This is your last step: call {FINISH_TOOL} now with a short summary of what you did."
+
+
+def _recovery_event(events: EventSink | None, config: LLMConfig, payload: dict[str, Any]) -> None:
+    if events:
+        events(ProviderEventData(kind="recovery", model=config.model, attempt=1, payload=redact(payload)))
+
+
+def _as_tool_call(result: ChatResult, parsed: ParsedCall) -> ChatResult:
+    """The reply with its text-written call turned into a canonical `tool_calls` entry."""
+    call = ToolCall(
+        id=f"call_{uuid.uuid4().hex[:24]}", name=parsed.name, arguments=json.dumps(parsed.arguments, ensure_ascii=False)
+    )
+    message = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+        ],
+    }
+    result.content, result.tool_calls, result.message = None, [call], message
+    return result
+
+
+def _add_usage(result: ChatResult, earlier: ChatResult) -> ChatResult:
+    for name, value in earlier.usage.items():
+        result.usage[name] = result.usage.get(name, 0) + value
+    return result
+
+
+def model_step(
+    config: LLMConfig,
+    messages: list[dict[str, Any]],
+    schemas: Sequence[dict[str, Any]],
+    *,
+    events: EventSink | None,
+    sleep: Callable[[float], None],
+    note: str = "",
+) -> tuple[ChatResult, InvalidCall | None, int]:
+    """One model turn in the config's tool-call mode: (the reply with its tool calls in canonical form, the
+    invalid call left after the repair turn if any, how many recoveries happened). A repair turn's invalid
+    reply and the repair request are appended to `messages` (the transcript shows what happened)."""
+    mode = config.tool_call_mode if config.tool_call_mode in TOOL_CALL_MODES else "auto"
+    constrained = mode == "json_schema" and bool(schemas)
+    native = mode in ("auto", "native") or not schemas
+
+    def ask(transcript: list[dict[str, Any]]) -> ChatResult:
+        extra = [{"role": "system", "content": note}] if note else []
+        if native:
+            return chat(
+                config,
+                [*transcript, *extra],
+                tools=list(schemas) or None,
+                max_tokens=config.max_output_tokens,
+                events=events,
+                sleep=sleep,
+            )
+        wire = wire_messages(transcript, describe_tools(schemas, constrained=constrained))
+        return chat(
+            config,
+            [*wire, *extra],
+            response_format=toolcalls.response_format(schemas) if constrained else None,
+            max_tokens=config.max_output_tokens,
+            events=events,
+            sleep=sleep,
+        )
+
+    result = ask(messages)
+    if result.tool_calls or mode == "native" or not schemas:
+        return result, None, 0
+    found = parse_text_call(result.content, schemas, constrained=constrained)
+    if found is None:
+        return result, None, 0  # a plain answer
+    if isinstance(found, ParsedCall):
+        if found.how != "constrained":
+            _recovery_event(
+                events, config, {"action": "recovered", "how": found.how, "tool": found.name, "text": result.content}
+            )
+        return _as_tool_call(result, found), None, int(found.how != "constrained")
+    _recovery_event(
+        events,
+        config,
+        {
+            "action": "repair",
+            "how": found.how,
+            "tool": found.name,
+            "problems": list(found.problems),
+            "text": result.content,
+        },
+    )
+    messages.append(result.message)
+    messages.append({"role": "user", "content": repair_message(found)})
+    first = result
+    result = _add_usage(ask(messages), first)
+    if result.tool_calls:
+        return result, None, 1
+    again = parse_text_call(result.content, schemas, constrained=constrained)
+    if isinstance(again, ParsedCall):
+        _recovery_event(events, config, {"action": "repaired", "how": again.how, "tool": again.name})
+        return _as_tool_call(result, again), None, 1
+    if again is None:
+        return result, None, 1  # the model answered in plain text instead: a final answer
+    _recovery_event(
+        events,
+        config,
+        {"action": "repair_failed", "tool": again.name, "problems": list(again.problems), "text": result.content},
+    )
+    return result, again, 1
 
 
 def run_tool_loop(
@@ -133,26 +283,50 @@ def run_tool_loop(
     on_tool: Callable[[ToolCallRecord, dict[str, Any]], None] | None = None,
     on_step: Callable[[], None] | None = None,
     sleep: Callable[[float], None] | None = None,
+    finish: bool = False,
 ) -> LoopOutcome:
     """`messages` is extended in place (canonical OpenAI shape). Callbacks let the caller persist as it goes:
     `on_assistant` after each model answer, `on_tool` after each tool call, `on_step` once a step's tool
     calls are all answered, so a crash leaves a transcript up to the last completed step. LLMError
-    propagates: the caller fails the run."""
+    propagates: the caller fails the run.
+
+    With `finish` (and always with constrained output, where a plain answer cannot be written) the model
+    gets a `finish` tool that ends the loop; its last step offers only `finish`, so a run that used its whole
+    budget still ends by the model's own summary, and says so (`finished_at_limit`)."""
+    tools = list(tools)
+    if (finish or config.tool_call_mode == "json_schema") and all(tool.name != FINISH_TOOL for tool in tools):
+        tools.append(finish_tool())
     by_name = {tool.name: tool for tool in tools}
     schemas = [tool.schema() for tool in tools]
+    finish_only = [tool.schema() for tool in tools if tool.name == FINISH_TOOL]
     outcome = LoopOutcome(final=None, reason="step_limit", steps=0)
-    for _step in range(max(1, step_limit)):
-        result = chat(config, messages, tools=schemas or None, events=events, sleep=sleep or time.sleep)
+    limit = max(1, step_limit)
+    for step in range(limit):
+        last = step == limit - 1 and bool(finish_only) and limit > 1
+        result, invalid, recoveries = model_step(
+            config,
+            messages,
+            finish_only if last else schemas,
+            events=events,
+            sleep=sleep or time.sleep,
+            note=LAST_STEP_NOTE if last else "",
+        )
         outcome.steps += 1
+        outcome.recoveries += recoveries
         for name, value in result.usage.items():
             outcome.usage[name] = outcome.usage.get(name, 0) + value
         messages.append(result.message)
         if on_assistant:
             on_assistant(result)
+        if invalid is not None:
+            outcome.final = result.content or ""
+            outcome.reason = "invalid_output"
+            return outcome
         if not result.tool_calls:
             outcome.final = result.content or ""
             outcome.reason = "answered"
             return outcome
+        finished: ToolCallRecord | None = None
         for call in result.tool_calls:
             record = execute_tool_call(by_name, call)
             outcome.records.append(record)
@@ -160,6 +334,12 @@ def run_tool_loop(
             messages.append(message)
             if on_tool:
                 on_tool(record, message)
+            if record.success and record.name == FINISH_TOOL and finished is None:
+                finished = record
         if on_step:
             on_step()  # the assistant's calls and every answer to them are in `messages` now
+        if finished is not None:
+            outcome.final = str(finished.result.get("answer", "")) if isinstance(finished.result, dict) else ""
+            outcome.reason = "finished_at_limit" if last else "finished"
+            return outcome
     return outcome

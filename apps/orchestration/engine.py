@@ -130,6 +130,17 @@ _LIVE_ITEMS = PreparedQuery(
 )
 
 
+def stop_reason(reason: str, step_limit: int) -> str:
+    """What the run page says about how the director's loop ended (nothing when the model ended it)."""
+    if reason == "finished_at_limit":
+        return f"ended at the step limit ({step_limit}): the director was told to finish and did"
+    if reason == "step_limit":
+        return f"stopped at the step limit ({step_limit}) without finishing"
+    if reason == "invalid_output":
+        return "stopped: the model's tool call was still invalid after a repair turn"
+    return ""
+
+
 class RunEngine:
     def __init__(self, run: Run) -> None:
         director = _run_director(run)
@@ -379,6 +390,7 @@ class RunEngine:
                 on_assistant=self._on_assistant(thread, messages, defer_final=True),
                 on_tool=self._tool_logger(thread, messages, None),
                 on_step=lambda: self._persist_turn(thread, messages),
+                finish=True,
             )
         except LLMError as exc:
             # Thread and run close in one transaction: a kill between them left a completed/failed thread on a
@@ -388,7 +400,7 @@ class RunEngine:
                 self._close_agent_sessions(ThreadStatus.FAILED)
                 self.log(Phase.DIRECTOR, detail={"action": "director_failed", "category": exc.category}, error=str(exc))
                 return self._finish(RunStatus.FAILED, error=f"model call failed ({exc.category}): {exc}")
-        reason = "" if outcome.reason == "answered" else f"stopped at the step limit ({director.step_limit})"
+        reason = stop_reason(outcome.reason, director.step_limit)
         with transaction.atomic():
             thread.finalized = True
             thread.status, thread.ended_at = ThreadStatus.COMPLETED, timezone.now()
@@ -396,7 +408,12 @@ class RunEngine:
             self._close_agent_sessions(ThreadStatus.COMPLETED)
             self.log(
                 Phase.RESULT,
-                detail={"action": "director_complete", "steps": outcome.steps, "stop": outcome.reason},
+                detail={
+                    "action": "director_complete",
+                    "steps": outcome.steps,
+                    "stop": outcome.reason,
+                    "recoveries": outcome.recoveries,
+                },
                 result={
                     "final": outcome.final,
                     "workspaceItems": next(iter(_LIVE_ITEMS(workspace_id=self.ctx.workspace.pk)), 0),
@@ -529,7 +546,7 @@ class RunEngine:
             "sessionId": thread.session_id,
             "output": output,
             "toolCalls": [record.summary() for record in outcome.records],
-            "done": outcome.reason == "answered",
+            "done": outcome.reason in ("answered", "finished"),
         }
 
 

@@ -19,7 +19,7 @@ from django_q.tasks import async_task, schedule
 
 from apps.llm import LLMError, run_tool_loop
 from apps.llm.configs import llm_config
-from apps.orchestration.engine import RunEngine
+from apps.orchestration.engine import RunEngine, stop_reason
 from apps.orchestration.models import Conversation, Phase, Run, RunStatus, ThreadKind, ThreadStatus
 from apps.orchestration.tools.context import Actor
 from apps.workspaces.hooks import InboxReply
@@ -146,6 +146,7 @@ class ResumedRun(RunEngine):
                 on_assistant=self._on_assistant(thread, messages),
                 on_tool=self._tool_logger(thread, messages, None),
                 on_step=lambda: self._persist_turn(thread, messages),
+                finish=True,
             )
         except LLMError as exc:
             self._close_thread(thread, ThreadStatus.FAILED)
@@ -155,7 +156,7 @@ class ResumedRun(RunEngine):
         thread.finalized = True
         self._close_thread(thread, ThreadStatus.COMPLETED)
         self._close_agent_sessions(ThreadStatus.COMPLETED)
-        reason = "" if outcome.reason == "answered" else f"stopped at the step limit ({director.step_limit})"
+        reason = stop_reason(outcome.reason, director.step_limit)
         self.log(
             Phase.RESULT,
             detail={"action": "director_complete", "steps": outcome.steps, "stop": outcome.reason, "after": "reply"},

@@ -12,7 +12,14 @@ from django.http import Http404
 from django.utils import timezone
 
 from apps.workspaces.actions import hash_token
-from apps.workspaces.models import InboxEntry, Workspace, WorkspaceItem, WorkspaceItemLog, WorkspaceToken
+from apps.workspaces.models import (
+    EntrySource,
+    InboxEntry,
+    Workspace,
+    WorkspaceItem,
+    WorkspaceItemLog,
+    WorkspaceToken,
+)
 
 
 def access_workspace(*, user: Any, workspace_id: int) -> Workspace:
@@ -24,6 +31,17 @@ def access_workspace(*, user: Any, workspace_id: int) -> Workspace:
 
 def workspace_for_run(*, run_id: int) -> Workspace | None:
     return Workspace.objects.filter(run_id=run_id).first()
+
+
+def unanswered_run_entry(*, run_id: int) -> InboxEntry | None:
+    """The run's own Inbox entry (from its director or agents) that the user has not replied to yet."""
+    return (
+        InboxEntry.objects.filter(
+            run_id=run_id, source__in=(EntrySource.DIRECTOR, EntrySource.AGENT), replied_at__isnull=True
+        )
+        .order_by("-pk")
+        .first()
+    )
 
 
 def list_items(

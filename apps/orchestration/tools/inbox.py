@@ -9,11 +9,21 @@ from typing import Any
 from apps.llm import ToolFailure
 from apps.orchestration.tools.context import Actor, RunContext
 from apps.orchestration.tools.schemas import InboxPushArgs
-from apps.workspaces import actions
+from apps.workspaces import actions, selectors
 from apps.workspaces.models import EntrySource
 
 
 def push(ctx: RunContext, actor: Actor, args: InboxPushArgs) -> dict[str, Any]:
+    # Once per run until the user replies: small models otherwise push after every step (9 runs in 10 pushed
+    # twice or more in the study of issue 39), and each push is a notification in front of the user.
+    earlier = selectors.unanswered_run_entry(run_id=ctx.run.pk)
+    if earlier is not None:
+        raise ToolFailure(
+            "this run already put an entry in the user's Inbox and they have not replied yet: do not push again; "
+            "finish now (their reply, if any, starts a new turn)",
+            reason="already_pushed",
+            entryId=str(earlier.pk),
+        )
     try:
         entry = actions.push_inbox_entry(
             workspace=ctx.workspace,
