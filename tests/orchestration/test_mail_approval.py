@@ -61,6 +61,7 @@ def test_an_agents_archive_waits_for_approval_then_reaches_the_server(
     assert (approval.kind, approval.status) == ("mail_action", ApprovalStatus.PENDING)
     assert server(imap_mailbox, "done-deal@t") == {"INBOX": (False, False)}
     assert not MailAction.objects.exists()
+    assert approval.inbox_entry_id is not None
     entry = InboxEntry.objects.get(pk=approval.inbox_entry_id)
     assert "Archive “done-deal”" in entry.comments and "Nothing has changed on the server" in entry.comments
     page = logged_in_client.get(reverse("runs:approval", args=[approval.pk])).content.decode()
