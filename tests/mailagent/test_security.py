@@ -123,6 +123,7 @@ def test_the_admin_never_shows_an_api_key_and_a_blank_field_keeps_it(
         "max_concurrency": config.max_concurrency,
         "timeout_seconds": config.timeout_seconds,
         "max_retries": config.max_retries,
+        "tool_call_mode": config.tool_call_mode,
     }
     form.update({k: v for k, v in admin_form_defaults(staff_client, url).items() if k not in form})
     response = staff_client.post(url, form)
