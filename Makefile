@@ -10,7 +10,7 @@ PORT ?= 8000
 
 help:
 	@echo "make run    - set up everything and serve http://$(HOST):$(PORT) (uvicorn + background jobs)"
-	@echo "make test   - ruff, import-linter (layers), mypy, pytest on SQLite and on PostgreSQL+pgvector"
+	@echo "make test   - ruff, import-linter (layers), mypy, then pytest on SQLite and on PostgreSQL+pgvector side by side"
 	@echo "make install / make install-test / make bench / make clean"
 
 $(VENV)/.created:
@@ -54,7 +54,11 @@ pytest: install-test
 pytest-postgres: install-test
 	MAILAGENT_TEST_POSTGRES=1 $(VENV)/bin/pytest
 
-test: lint typecheck pytest pytest-postgres
+# The two databases' runs are independent (own DATA_DIR, own servers on free ports), so they run side by side
+# on two cores; each run's output is printed whole when it ends.
+test: lint typecheck
+	@echo "pytest on SQLite and on PostgreSQL+pgvector, side by side (each prints its report when it ends)"
+	@$(MAKE) --no-print-directory -j2 --output-sync=target pytest pytest-postgres
 
 bench: install-test
 	$(PY) bench/ingest.py
