@@ -234,14 +234,14 @@ class AccountSink:
         self.heartbeat()
         return unknown
 
-    def rename_folder(self, old: str, new: FolderInfo, provider_ids: dict[str, str]) -> None:
+    def rename_folder(self, old: str, new: FolderInfo, provider_id_prefix: tuple[str, str]) -> None:
         locations.rename_folder(
             account=self.account,
             old=old,
             new=new.name,
             display_name=new.display_name,
             role=new.role,
-            provider_ids=provider_ids,
+            provider_id_prefix=provider_id_prefix,
         )
         self._folders.pop(old, None)
         self._folders.pop(new.name, None)

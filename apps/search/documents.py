@@ -26,6 +26,8 @@ class IndexDocument:
     account_id: int | None = None
     message_id: int | None = None
     owner_id: int | None = None
+    # A library file's folder. Mail has none here: a message is in every folder it has a location in
+    # (apps.accounts MessageLocation), and filters read those, so moves and renames never touch the index.
     folder: str = ""
     date: dt.datetime | None = None
     from_address: str = ""
@@ -85,7 +87,6 @@ def message_document(message: Message, attachment_names: Sequence[str] = ()) -> 
         body=body,
         account_id=message.account_id,
         message_id=message.pk,
-        folder=message.folder,
         date=message.date,
         from_address=message.from_address.lower(),
         recipients=" ".join(sorted({str(r.get("address", "")).lower() for r in recipients if r.get("address")})),
@@ -102,7 +103,6 @@ def attachment_document(attachment: Attachment, parent: IndexDocument) -> IndexD
         body=(attachment.extracted_text or "")[:MAX_BODY_CHARS],
         account_id=parent.account_id,
         message_id=parent.message_id,
-        folder=parent.folder,
         date=parent.date,
         from_address=parent.from_address,
         recipients=parent.recipients,
@@ -113,7 +113,6 @@ def attachment_document(attachment: Attachment, parent: IndexDocument) -> IndexD
 MESSAGE_FIELDS = (
     "id",
     "account_id",
-    "folder",
     "from_name",
     "from_address",
     "to",

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from apps.accounts.actions import create_imap_account, fetch_attachment_bytes
-from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, MessageLocation
-from apps.search.selectors import search_page
+from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, MessageLocation, MessageOutbox
+from apps.search.models import SearchDocument
+from apps.search.selectors import build_filters, search_page
 from tests.accounts.mirror import assert_state_mirrors, synced
 from tests.accounts.test_imap_sync import run_sync_command
 from tests.fakes.dovecot import Mailbox, make_message, wait_until
@@ -106,12 +107,22 @@ def test_every_server_side_change_is_mirrored(imap_mailbox: Mailbox, user: Any) 
     synced(account)
     assert_mirrors(box, account)
 
-    # Rename: the folder keeps its messages (nothing downloaded), the attachment is still fetched.
+    # Rename: the folder keeps its messages (nothing downloaded, nothing re-indexed: the index reads folders
+    # from the locations), found under the new name only; the attachment is still fetched.
+    in_projects = search_ids(account, f'in:"{PROJECTS}"')
+    documents_before = set(SearchDocument.objects.values_list("id", "content_hash", "embedded_with"))
     box.rename_folder(PROJECTS, RENAMED)
     outcome = synced(account)
     assert (outcome.created, outcome.removed, outcome.deleted) == (0, 0, 0)
     assert_mirrors(box, account)
     assert not MailFolder.objects.filter(account=account, name=PROJECTS).exists()
+    assert set(SearchDocument.objects.values_list("id", "content_hash", "embedded_with")) == documents_before
+    assert not MessageOutbox.objects.filter(message__account=account, indexed_at=None).exists()
+    assert search_ids(account, f'in:"{RENAMED}"') == in_projects
+    assert search_ids(account, f'in:"{PROJECTS}"') == set()
+    by_folder = build_filters(account_ids=None, folder=RENAMED)  # the API's and the command's --folder
+    filtered = search_page("message", user=user, mode="keyword", per_page=100, group=False, base=by_folder)
+    assert {row.message_id for row in filtered.rows} == in_projects
     attachment = Attachment.objects.get(message__account=account, filename="plan.pdf")
     assert fetch_attachment_bytes(attachment=attachment) == PDF
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from apps.accounts.actions import create_local_account
-from apps.accounts.models import Attachment, MailAccount, Message
+from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, MessageLocation
 from apps.search import actions
 from apps.search.backends import get_search_backend
 from apps.search.backends.base import BaseSearchBackend, forget_term_statistics
@@ -82,6 +82,11 @@ def make_message(account: MailAccount) -> MakeMessage:
             body_text=body,
             snippet=body[:200],
             has_attachments=bool(attachments),
+        )
+        # Where it is, as every stored message has (the index's folder filters read locations).
+        place, _ = MailFolder.objects.get_or_create(account=message.account, name=folder)
+        MessageLocation.objects.create(
+            account=message.account, message=message, folder=place, provider_id=message.provider_id
         )
         for filename, text in attachments or []:
             Attachment.objects.create(

@@ -395,13 +395,10 @@ class ImapProvider(MailProvider):
             if len(candidates) == 1 and self._holds_same_messages(client, candidates[0].name, places):
                 new = candidates[0]
                 uidvalidity = int(old.uidvalidity or 0)
-                mapping = {
-                    provider_id: ImapMessageRef(new.name, uidvalidity, place.uid).provider_id
-                    for provider_id, place in places.items()
-                    if place.uid is not None
-                }
+                # ImapMessageRef.provider_id: "<folder>:<uidvalidity>:<uid>", the same UIDs under the new name.
+                prefixes = (f"{old.name}:{uidvalidity}:", f"{new.name}:{uidvalidity}:")
                 logger.info("account %s: folder %r was renamed to %r", self.account.pk, old.name, new.name)
-                sink.rename_folder(old.name, new, mapping)
+                sink.rename_folder(old.name, new, prefixes)
                 by_uidvalidity[uidvalidity] = []
             else:
                 logger.info("account %s: folder %r is gone from the server", self.account.pk, old.name)

@@ -21,6 +21,7 @@ from django.core.checks import CheckMessage
 from django.db import connection, transaction
 from django.db.models.functions import Substr
 
+from apps.accounts.models import MailFolder, MessageLocation
 from apps.search.documents import IndexDocument, chunk_texts
 from apps.search.embedders import Embedder, embed_query_cached, get_embedder
 from apps.search.folding import SNIPPET_SCAN_CHARS, ParsedQuery, QueryTerm, fold_tokens, highlight, parse_query
@@ -81,8 +82,14 @@ class SearchFilters:
             clauses.append(f"{alias}.kind IN ({', '.join(['%s'] * len(self.kinds))})")
             params.extend(self.kinds)
         if self.folder:
-            clauses.append(f"{alias}.folder = %s")
-            params.append(self.folder)
+            # A file by its folder; mail by any of its locations (a copy in two folders is in both).
+            located = connection.ops.quote_name(MessageLocation._meta.db_table)
+            folders = connection.ops.quote_name(MailFolder._meta.db_table)
+            clauses.append(
+                f"(({alias}.kind = 'file' AND {alias}.folder = %s) OR {alias}.message_id IN "  # noqa: S608
+                f"(SELECT l.message_id FROM {located} l JOIN {folders} f ON f.id = l.folder_id WHERE f.name = %s))"
+            )
+            params.extend([self.folder, self.folder])
         if self.date_from is not None:
             clauses.append(f"{alias}.date >= %s")
             params.append(ops.adapt_datetimefield_value(self.date_from))
