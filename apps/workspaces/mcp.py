@@ -20,6 +20,7 @@ own DNS-rebinding check is switched off so it does not answer 421 for hosts Djan
 from __future__ import annotations
 
 import asyncio
+import importlib.metadata
 import json
 import logging
 import re
@@ -34,6 +35,8 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS, CallToolResult, InputRequiredResult
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from apps.workspaces import actions, selectors
@@ -49,6 +52,8 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 PATH_RE = re.compile(r"^/mcp/(?P<workspace_id>[0-9]{1,18})/?$")
 PRINCIPAL_KEY = "mailagent.mcp_principal"
+METADATA_PREFIX = "/.well-known/oauth-protected-resource"
+JSON_TYPES = ("application/json",)
 # A 5 MB item as base64 inside JSON-RPC, with room for the envelope.
 MAX_BODY_BYTES = actions.MAX_ITEM_BYTES * 4 // 3 + 256 * 1024
 LIST_LIMIT = 200
@@ -203,8 +208,9 @@ def _call(fn: Callable[..., Any], *args: Any) -> Awaitable[Any]:
 
 
 def build_server() -> MCPServer:
-    server: MCPServer = MCPServer(
+    server: MCPServer = StrictMCPServer(
         "mailagent-workspace",
+        version=server_version(),
         instructions=(
             "A mailagent workspace: keep your work products here as items (give the ones you want to show the "
             "user a path), and use inbox_push to put finished work or a question in front of the user."
@@ -283,15 +289,34 @@ def build_server() -> MCPServer:
     return server
 
 
+def server_version() -> str:
+    try:
+        return importlib.metadata.version("mailagent")
+    except importlib.metadata.PackageNotFoundError:  # run from a checkout without `pip install -e .`
+        return "0.0.0"
+
+
+class StrictMCPServer(MCPServer):
+    """MCPServer that answers an unknown tool name with JSON-RPC -32602 (invalid params), as the MCP spec
+    asks, instead of a tool result with isError."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        if self._tool_manager.get_tool(name) is None:
+            raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}", data={"tool": name[:100]})
+        return await super().call_tool(name, arguments, context)
+
+
 class _LoopRunner:
     """One MCP server and its session manager, running for the life of one event loop."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self.server = build_server()
+    def __init__(self, loop: asyncio.AbstractEventLoop, build: Callable[[], MCPServer], max_body: int) -> None:
+        self.server = build()
         self.server.streamable_http_app(
             stateless_http=True,
             json_response=True,
-            max_request_body_size=MAX_BODY_BYTES,
+            max_request_body_size=max_body,
             # Host/Origin are checked by McpEndpoint with Django's ALLOWED_HOSTS semantics.
             transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         )
@@ -359,17 +384,49 @@ def _origin_allowed(origin: str | None, host: str) -> bool:
     return scheme in ("http", "https") and rest == host
 
 
+def base_url(scope: Scope) -> str:
+    """The URL the client reached us at (scheme from the server or a trusted proxy's header, Host as sent)."""
+    scheme = str(scope.get("scheme") or "http")
+    forwarded = _header(scope, b"x-forwarded-proto")
+    if forwarded and getattr(settings, "SECURE_PROXY_SSL_HEADER", None):
+        scheme = forwarded.split(",")[0].strip() or scheme
+    return f"{scheme}://{_header(scope, b'host') or 'localhost'}"
+
+
 class McpEndpoint:
-    """The ASGI app for /mcp/<workspace_id>/: host/origin checks, bearer-token auth, then the SDK."""
+    """An MCP endpoint on the SDK: host/origin checks, bearer-token auth, method and Content-Type checks
+    (a stateless server has no event stream to GET and no session to DELETE: 405; a POST that is not JSON:
+    415), then the SDK. RFC 9728 protected-resource metadata is served for it under
+    /.well-known/oauth-protected-resource/<its path>, and every 401 points there (`resource_metadata`), so a
+    client reports a bad token instead of starting an OAuth login. Subclasses say which paths are theirs,
+    how a token becomes a principal, and which server to build."""
+
+    path_re: re.Pattern[str] = PATH_RE
+    max_body = MAX_BODY_BYTES
+    resource_name = "mailagent workspace"
+    missing_token_text = "A workspace token is required (Authorization: Bearer)"  # noqa: S105 -- a message
+    bad_token_text = "The token is unknown, revoked, or was issued for another workspace"  # noqa: S105
 
     def __init__(self) -> None:
         self._runners: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopRunner] = weakref.WeakKeyDictionary()
+
+    def build_server(self) -> MCPServer:
+        return build_server()
+
+    def authenticate(self, raw: str, match: re.Match[str]) -> Any:
+        """The principal for `raw` at the matched path, or None (sync: runs in a database thread)."""
+        return _authenticate(raw, int(match["workspace_id"]))
+
+    def handles(self, path: str) -> bool:
+        if path.startswith(METADATA_PREFIX):
+            path = path[len(METADATA_PREFIX) :]
+        return self.path_re.match(path) is not None
 
     async def _manager(self) -> StreamableHTTPSessionManager:
         loop = asyncio.get_running_loop()
         runner = self._runners.get(loop)
         if runner is None:
-            runner = self._runners[loop] = _LoopRunner(loop)
+            runner = self._runners[loop] = _LoopRunner(loop, self.build_server, self.max_body)
         await runner.ready.wait()
         if runner.failure is not None:
             del self._runners[loop]
@@ -377,7 +434,11 @@ class McpEndpoint:
         return runner.manager
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        match = PATH_RE.match(scope.get("path", ""))
+        path = str(scope.get("path", ""))
+        if path.startswith(METADATA_PREFIX):
+            await self._metadata(scope, send, path[len(METADATA_PREFIX) :])
+            return
+        match = self.path_re.match(path)
         if match is None:
             await _respond(send, 404, {"error": "not_found", "error_description": "Endpoints are /mcp/<workspace id>/"})
             return
@@ -388,16 +449,32 @@ class McpEndpoint:
         if not _origin_allowed(_header(scope, b"origin"), host or ""):
             await _respond(send, 403, {"error": "forbidden", "error_description": "Origin is not allowed"})
             return
-        workspace_id = int(match["workspace_id"])
         authorization = _header(scope, b"authorization") or ""
         scheme, _, raw = authorization.partition(" ")
         if scheme.lower() != "bearer" or not raw.strip():
-            await self._unauthorized(send, "invalid_request", "A workspace token is required (Authorization: Bearer)")
+            await self._unauthorized(scope, send, "invalid_request", self.missing_token_text)
             return
-        principal = await database_sync_to_async(_authenticate)(raw.strip(), workspace_id)
+        principal = await database_sync_to_async(self.authenticate)(raw.strip(), match)
         if principal is None:
-            await self._unauthorized(
-                send, "invalid_token", "The token is unknown, revoked, or was issued for another workspace"
+            await self._unauthorized(scope, send, "invalid_token", self.bad_token_text)
+            return
+        method = str(scope.get("method", "")).upper()
+        if method != "POST":
+            # Stateless: no server-to-client stream to GET, no session to DELETE.
+            await _respond(
+                send,
+                405,
+                {"error": "method_not_allowed", "error_description": "This endpoint is stateless: POST JSON-RPC"},
+                [(b"allow", b"POST")],
+            )
+            return
+        content_type = (_header(scope, b"content-type") or "").split(";")[0].strip().lower()
+        if content_type not in JSON_TYPES:
+            await _respond(
+                send,
+                415,
+                {"error": "unsupported_media_type", "error_description": "Send JSON-RPC as application/json"},
+                [(b"accept-post", b"application/json")],
             )
             return
         scope = dict(scope)
@@ -405,9 +482,37 @@ class McpEndpoint:
         manager = await self._manager()
         await manager.handle_request(scope, receive, send)
 
-    @staticmethod
-    async def _unauthorized(send: Send, error: str, description: str) -> None:
-        challenge = f'Bearer realm="mailagent", error="{error}", error_description="{description}"'
+    def _metadata_url(self, scope: Scope) -> str:
+        return f"{base_url(scope)}{METADATA_PREFIX}{scope.get('path', '')}"
+
+    async def _metadata(self, scope: Scope, send: Send, resource_path: str) -> None:
+        if self.path_re.match(resource_path) is None:
+            await _respond(send, 404, {"error": "not_found", "error_description": "No such MCP endpoint"})
+            return
+        if str(scope.get("method", "")).upper() not in ("GET", "HEAD"):
+            await _respond(send, 405, {"error": "method_not_allowed"}, [(b"allow", b"GET")])
+            return
+        # No authorization server: tokens are made by the user in Settings (or manage.py mcp_token), not by
+        # an OAuth flow, so a client with a bad token has nothing to log in to and reports the error.
+        await _respond(
+            send,
+            200,
+            {
+                "resource": f"{base_url(scope)}{resource_path}",
+                "resource_name": self.resource_name,
+                "authorization_servers": [],
+                "bearer_methods_supported": ["header"],
+                "resource_documentation": f"{base_url(scope)}/settings/mcp/",
+            },
+            [(b"cache-control", b"max-age=3600")],
+        )
+
+    async def _unauthorized(self, scope: Scope, send: Send, error: str, description: str) -> None:
+        metadata = f"{base_url(scope)}{METADATA_PREFIX}{scope.get('path', '')}"
+        challenge = (
+            f'Bearer realm="mailagent", error="{error}", error_description="{description}", '
+            f'resource_metadata="{metadata}"'
+        )
         await _respond(
             send, 401, {"error": error, "error_description": description}, [(b"www-authenticate", challenge.encode())]
         )
@@ -420,14 +525,25 @@ def _authenticate(raw: str, workspace_id: int) -> selectors.McpPrincipal | None:
     return principal
 
 
-def with_mcp(app: Callable[[Any, Any, Any], Awaitable[None]]) -> ASGIApp:
-    """HTTP requests under /mcp/ go to the MCP endpoint, everything else to `app` (Django)."""
-    endpoint = McpEndpoint()
+def route_mcp(app: Callable[[Any, Any, Any], Awaitable[None]], *endpoints: McpEndpoint) -> ASGIApp:
+    """HTTP requests for an endpoint's paths (and its /.well-known metadata) go to it, everything else to
+    `app` (Django)."""
 
     async def route(scope: Scope, receive: Receive, send: Send) -> None:
-        if scope.get("type") == "http" and str(scope.get("path", "")).startswith("/mcp/"):
-            await endpoint(scope, receive, send)
-        else:
-            await app(scope, receive, send)
+        if scope.get("type") == "http":
+            path = str(scope.get("path", ""))
+            if path.startswith(("/mcp/", METADATA_PREFIX + "/mcp/")):
+                for endpoint in endpoints:
+                    if endpoint.handles(path):
+                        await endpoint(scope, receive, send)
+                        return
+                await _respond(send, 404, {"error": "not_found", "error_description": "No such MCP endpoint"})
+                return
+        await app(scope, receive, send)
 
     return route
+
+
+def with_mcp(app: Callable[[Any, Any, Any], Awaitable[None]]) -> ASGIApp:
+    """HTTP requests under /mcp/<workspace id>/ go to the workspace endpoint, everything else to `app`."""
+    return route_mcp(app, McpEndpoint())
