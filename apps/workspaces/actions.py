@@ -8,9 +8,11 @@ import binascii
 import datetime as dt
 import hashlib
 import secrets
+import time
 from collections.abc import Mapping
 from typing import Any
 
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -389,6 +391,7 @@ def touch_token(*, token_id: int) -> None:
 MAILBOX_TOKEN_PREFIX = "mcpmb_"  # noqa: S105 -- a label, not a secret
 MAX_TOKEN_NAME_CHARS = 100
 MAX_TOKEN_DAYS = 3650
+MAX_CALLS_PER_MINUTE = 6000
 
 
 class TokenError(ValueError):
@@ -408,7 +411,7 @@ def clean_scopes(scopes: Any) -> list[str]:
 
 
 def issue_mailbox_token(
-    *, owner: Any, name: str, scopes: Any, expires_at: dt.datetime | None = None
+    *, owner: Any, name: str, scopes: Any, expires_at: dt.datetime | None = None, calls_per_minute: int = 120
 ) -> tuple[MailboxToken, str]:
     """A new bearer token for /mcp/mailbox/: the raw token is returned once, only its hash kept. Its own
     workspace heads the Inbox entries of the approvals it asks for ("<name> (mailbox MCP)")."""
@@ -418,6 +421,8 @@ def issue_mailbox_token(
     if len(name) > MAX_TOKEN_NAME_CHARS:
         raise TokenError(f"the name is longer than {MAX_TOKEN_NAME_CHARS} characters")
     cleaned = clean_scopes(scopes)
+    if not 1 <= calls_per_minute <= MAX_CALLS_PER_MINUTE:
+        raise TokenError(f"calls per minute must be between 1 and {MAX_CALLS_PER_MINUTE}")
     now = timezone.now()
     if expires_at is not None and (expires_at <= now or expires_at > now + dt.timedelta(days=MAX_TOKEN_DAYS)):
         raise TokenError(f"the expiry must be in the future and within {MAX_TOKEN_DAYS} days")
@@ -432,6 +437,7 @@ def issue_mailbox_token(
             prefix=raw[:12],
             scopes=cleaned,
             expires_at=expires_at,
+            calls_per_minute=calls_per_minute,
         )
     return token, raw
 
@@ -449,6 +455,24 @@ def touch_mailbox_token(*, token_id: int) -> None:
     MailboxToken.objects.filter(pk=token_id).filter(
         Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - dt.timedelta(minutes=1))
     ).update(last_used_at=now)
+
+
+def take_call_slot(*, token_id: int, calls_per_minute: int, now: float | None = None) -> int:
+    """Count a call against the token's budget for this minute: 0 when it may proceed, else the seconds until
+    the next minute (the Retry-After). Counted in the cache: shared by every process with REDIS_URL, per
+    process without."""
+    moment = time.time() if now is None else now
+    window = int(moment // 60)
+    key = f"mcp-calls:{token_id}:{window}"
+    cache.add(key, 0, timeout=120)
+    try:
+        used = cache.incr(key)
+    except ValueError:  # evicted between add and incr
+        cache.set(key, 1, timeout=120)
+        used = 1
+    if used <= calls_per_minute:
+        return 0
+    return max(1, int((window + 1) * 60 - moment + 0.999))
 
 
 def record_mcp_call(

@@ -154,6 +154,7 @@ class MailboxToken(models.Model):
     scopes = models.JSONField(default=list)  # McpScope values
     created_at = models.DateTimeField(default=timezone.now)
     expires_at = models.DateTimeField(null=True, blank=True)
+    calls_per_minute = models.PositiveIntegerField(default=120, help_text="More calls in a minute are refused.")
     last_used_at = models.DateTimeField(null=True, blank=True)
     revoked_at = models.DateTimeField(null=True, blank=True)
 

@@ -156,6 +156,7 @@ class MailboxPrincipal:
     token_id: int
     scopes: frozenset[str]
     workspace_id: int | None
+    calls_per_minute: int
 
 
 def authenticate_mailbox_token(*, raw: str) -> MailboxPrincipal | None:
@@ -167,7 +168,11 @@ def authenticate_mailbox_token(*, raw: str) -> MailboxPrincipal | None:
     if token is None or not token.is_active():
         return None
     return MailboxPrincipal(
-        owner_id=token.owner_id, token_id=token.pk, scopes=frozenset(token.scopes), workspace_id=token.workspace_id
+        owner_id=token.owner_id,
+        token_id=token.pk,
+        scopes=frozenset(token.scopes),
+        workspace_id=token.workspace_id,
+        calls_per_minute=token.calls_per_minute,
     )
 
 
