@@ -369,12 +369,18 @@ def test_scopes_other_users_bad_arguments_and_tokens(live_server_url: str, user:
     assert McpCall.objects.filter(tool="list_folders", ok=False, error__startswith="429").exists()
 
 
-def test_request_send_waits_for_approval_in_the_inbox_then_the_smtp_sink_receives_it(
+def server_flags(box: Mailbox) -> dict[str, tuple[str, bool]]:
+    """{Message-ID: (folder, seen)} as Dovecot has it."""
+    return {mid: (folder, seen) for folder, rows in box.doveadm_state().items() for mid, seen, _flagged in rows}
+
+
+def test_sends_and_changes_wait_for_approval_then_reach_the_smtp_sink_and_dovecot(
     live_server_url: str,
     user: Any,
+    imap_mailbox: Mailbox,
     smtp_server: Any,  # noqa: F811
 ) -> None:
-    mail = seed(user, smtp_port=smtp_server.port)
+    mail = seed(user, imap_mailbox, smtp_port=smtp_server.port)
     raw = token(user, "read,draft,act")
     thread_id = mail["question"].thread_id
 
@@ -382,56 +388,64 @@ def test_request_send_waits_for_approval_in_the_inbox_then_the_smtp_sink_receive
         live_server_url, raw, [("create_draft", {"thread_id": thread_id, "body": "Hi Alice,\n\nAttached soon."})]
     )
     draft_id = data(created)["draft_id"]
-    requested, archive = call_all(
+    requested, mark_read, archive = call_all(
         live_server_url,
         raw,
         [
             ("request_send", {"draft_id": draft_id}),
             ("request_action", {"kind": "read", "message_ids": [mail["lunch"].pk, mail["question"].pk]}),
+            ("request_action", {"kind": "archive", "message_ids": [mail["lunch"].pk]}),
         ],
     )
     approval = data(requested)
     assert approval["status"] == "pending" and approval["kind"] == "reply_send"
     assert "alice@example.com" in approval["summary"]
-    (action,) = data(archive)["approvals"]
-    assert action["kind"] == "mail_action" and action["status"] == "pending"
-    assert smtp_server.received == []  # nothing left before the user approved
-    assert MailAction.objects.count() == 0
-    assert not Message.objects.get(pk=mail["lunch"].pk).seen
+    (read_approval,) = data(mark_read)["approvals"]
+    (archive_approval,) = data(archive)["approvals"]
+    assert read_approval["kind"] == "mail_action" and read_approval["status"] == "pending"
+    # Nothing reached anyone before the user decided.
+    assert smtp_server.received == [] and MailAction.objects.count() == 0
+    before = server_flags(imap_mailbox)
+    assert before["lunch@example.com"] == ("INBOX", False) and before["q3@example.com"] == ("INBOX", False)
 
-    # Both wait in the owner's Inbox, under the token's workspace.
+    # All three wait in the owner's Inbox, under the token's workspace.
     entries = list(InboxEntry.objects.filter(owner=user).order_by("created"))
-    assert len(entries) == 2 and all(e.workspace_label == "test read,draft,act (mailbox MCP)" for e in entries)
+    assert len(entries) == 3 and all(e.workspace_label == "test read,draft,act (mailbox MCP)" for e in entries)
     assert f"/runs/approvals/{approval['approval_id']}/" in entries[0].comments
 
     browser = DjangoClient()
     browser.force_login(user)
     page = browser.get(f"/runs/approvals/{approval['approval_id']}/").content.decode()
-    assert "Hi Alice," in page and "alice@example.com" in page
-    approved = browser.post(f"/runs/approvals/{approval['approval_id']}/approve/")
-    assert approved.status_code == 302
+    assert "Hi Alice," in page and "alice@example.com" in page and 'data-testid="approve"' in page
+    assert browser.post(f"/runs/approvals/{approval['approval_id']}/approve/").status_code == 302
     (received,) = smtp_server.received
     assert received["to"] == ["alice@example.com"]
     sent = email.message_from_bytes(received["data"], policy=policy.default)
     assert sent["Subject"] == "Re: Quarterly numbers" and sent["In-Reply-To"] == "<q3-reply@example.com>"
     assert "Attached soon." in sent.get_body(("plain",)).get_content()
 
-    rejected = browser.post(f"/runs/approvals/{action['approval_id']}/reject/")
-    assert rejected.status_code == 302
-    status_send, status_action, again = call_all(
+    assert browser.post(f"/runs/approvals/{read_approval['approval_id']}/approve/").status_code == 302
+    assert browser.post(f"/runs/approvals/{archive_approval['approval_id']}/reject/").status_code == 302
+    after = server_flags(imap_mailbox)
+    assert after["lunch@example.com"] == ("INBOX", True) and after["q3@example.com"] == ("INBOX", True)  # \Seen
+    assert after["q3-reply@example.com"] == ("INBOX", False)
+
+    status_send, status_read, status_archive, again = call_all(
         live_server_url,
         raw,
         [
             ("approval_status", {"approval_id": approval["approval_id"]}),
-            ("approval_status", {"approval_id": action["approval_id"]}),
+            ("approval_status", {"approval_id": read_approval["approval_id"]}),
+            ("approval_status", {"approval_id": archive_approval["approval_id"]}),
             ("request_send", {"draft_id": draft_id}),
         ],
     )
     assert data(status_send)["status"] == "done" and data(status_send)["performed"]
-    assert data(status_action)["status"] == "rejected"
+    assert data(status_read)["status"] == "done"
+    assert data(status_archive)["status"] == "rejected"
     assert again.is_error and "already sent" in tool_text(again)
-    assert MailAction.objects.count() == 0 and len(smtp_server.received) == 1
-    assert ReplyDraft.objects.get(pk=draft_id).status == "sent"
+    assert len(smtp_server.received) == 1 and ReplyDraft.objects.get(pk=draft_id).status == "sent"
+    assert sorted(MailAction.objects.values_list("kind", flat=True)) == ["read", "read"]
 
 
 def test_manage_py_mcp_token_makes_a_scoped_mailbox_token(user: Any) -> None:
