@@ -73,6 +73,9 @@ comments is markdown, your voice to the user (at most 64 KB). Give at least one 
 The workspace is the one this endpoint belongs to; there is no workspace argument."""
 
 
+MAX_DATA_CHARS_PATCH = actions.MAX_ITEM_BYTES * 4 // 3 + 4
+
+
 class DocPointer(BaseModel):
     model_config = ConfigDict(extra="forbid")
     path: StrictStr = Field(..., description="Path of a live item of this workspace, e.g. reports/summary.md")
@@ -80,13 +83,13 @@ class DocPointer(BaseModel):
 
 class ItemPatch(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    label: StrictStr | None = None
-    description: StrictStr | None = None
-    mimeType: StrictStr | None = None
-    encoding: Literal["utf8", "base64"] | None = None
-    data: StrictStr | None = None
-    tags: list[StrictStr] | None = None
-    path: StrictStr | None = Field(None, description="New path; empty string removes it")
+    label: StrictStr | None = Field(None, max_length=300, description="New label")
+    description: StrictStr | None = Field(None, description="New description")
+    mimeType: StrictStr | None = Field(None, max_length=255, description="New MIME type")
+    encoding: Literal["utf8", "base64"] | None = Field(None, description="The encoding of the new data")
+    data: StrictStr | None = Field(None, max_length=MAX_DATA_CHARS_PATCH, description="New content (at most 5 MB)")
+    tags: list[StrictStr] | None = Field(None, description="New tags (replace the old ones)")
+    path: StrictStr | None = Field(None, max_length=500, description="New path; empty string removes it")
 
 
 def _principal(ctx: Context) -> selectors.McpPrincipal:
@@ -207,6 +210,53 @@ def _call(fn: Callable[..., Any], *args: Any) -> Awaitable[Any]:
     return database_sync_to_async(fn)(*args)
 
 
+class ItemOut(BaseModel):
+    """An item as the tools return it (the spec's WorkspaceItem)."""
+
+    id: str = Field(description="The item's id (a number, as a string)")
+    label: str
+    description: str
+    mimeType: str
+    encoding: Literal["utf8", "base64"]
+    tags: list[str]
+    created: str = Field(description="ISO 8601")
+    updated: str = Field(description="ISO 8601")
+    revision: int = Field(description="Bumped on every change; pass it as expectedRevision to update safely")
+    deleted: bool
+    context: dict[str, Any] = Field(description="Who made it and from where")
+    path: str | None = Field(description="Where inbox_push docs find it")
+    data: str | None = Field(None, description="The content (workspace_get_item only)")
+    size: int | None = Field(None, description="Characters of data (lists leave the data out)")
+
+
+class ItemResult(BaseModel):
+    item: ItemOut
+
+
+class ItemsResult(BaseModel):
+    items: list[ItemOut] = Field(description=f"At most {LIST_LIMIT}, newest first")
+
+
+class RemovedResult(BaseModel):
+    removed: bool
+
+
+class PushedResult(BaseModel):
+    entryId: str = Field(description="The Inbox entry's id")
+    ts: int = Field(description="Its time, milliseconds since the epoch")
+    workspaceLabel: str = Field(description="The heading the user sees on the entry")
+
+
+ItemId = Annotated[
+    StrictStr | None, Field(max_length=20, description="The item's id (from workspace_list_items); or give path")
+]
+ItemPath = Annotated[
+    StrictStr | None,
+    Field(max_length=actions.MAX_PATH_CHARS, description="The item's path, e.g. reports/summary.md; or give id"),
+]
+MAX_DATA_CHARS = actions.MAX_ITEM_BYTES * 4 // 3 + 4  # 5 MB decoded, as base64
+
+
 def build_server() -> MCPServer:
     server: MCPServer = StrictMCPServer(
         "mailagent-workspace",
@@ -221,18 +271,27 @@ def build_server() -> MCPServer:
     @server.tool(name="workspace_add_item", description="Add an item (a document, note, image…) to this workspace.")
     async def workspace_add_item(
         ctx: Context,
-        data: Annotated[StrictStr, Field(description="The content; base64 when encoding is base64")] = "",
-        label: Annotated[StrictStr, Field(max_length=300)] = "",
-        description: StrictStr = "",
-        mimeType: Annotated[StrictStr, Field(description="text/markdown, text/plain, application/json, image/png…")] = (
-            "text/markdown"
-        ),
-        encoding: Literal["utf8", "base64"] = "utf8",
-        tags: list[StrictStr] | None = None,
+        data: Annotated[
+            StrictStr,
+            Field(max_length=MAX_DATA_CHARS, description="The content (at most 5 MB); base64 when encoding is base64"),
+        ] = "",
+        label: Annotated[StrictStr, Field(max_length=300, description="A short title the user sees")] = "",
+        description: Annotated[StrictStr, Field(description="What the item is, for the user")] = "",
+        mimeType: Annotated[
+            StrictStr, Field(max_length=255, description="text/markdown, text/plain, application/json, image/png…")
+        ] = "text/markdown",
+        encoding: Annotated[
+            Literal["utf8", "base64"], Field(description="utf8 for text, base64 for binary data")
+        ] = "utf8",
+        tags: Annotated[list[StrictStr] | None, Field(description="Free-form tags, e.g. ['draft', 'q3']")] = None,
         path: Annotated[
-            StrictStr | None, Field(description="Where inbox_push docs find it, e.g. reports/summary.md (unique)")
+            StrictStr | None,
+            Field(
+                max_length=actions.MAX_PATH_CHARS,
+                description="Where inbox_push docs find it, e.g. reports/summary.md (unique)",
+            ),
         ] = None,
-    ) -> dict[str, Any]:
+    ) -> ItemResult:
         fields = {
             "data": data,
             "label": label,
@@ -242,20 +301,22 @@ def build_server() -> MCPServer:
             "tags": tags or [],
             "path": path,
         }
-        return await _call(_add_item, _principal(ctx), fields)
+        return ItemResult.model_validate(await _call(_add_item, _principal(ctx), fields))
 
     @server.tool(name="workspace_list_items", description="List this workspace's items (without their data).")
     async def workspace_list_items(
         ctx: Context,
-        mimeType: Annotated[StrictStr | None, Field(description="e.g. text/markdown or image/*")] = None,
-        tag: StrictStr | None = None,
-        includeDeleted: bool = False,
-    ) -> dict[str, Any]:
-        return await _call(_list_items, _principal(ctx), mimeType, tag, includeDeleted)
+        mimeType: Annotated[
+            StrictStr | None, Field(max_length=255, description="Only this type, e.g. text/markdown or image/*")
+        ] = None,
+        tag: Annotated[StrictStr | None, Field(max_length=100, description="Only items with this tag")] = None,
+        includeDeleted: Annotated[bool, Field(description="Also list soft-deleted items")] = False,
+    ) -> ItemsResult:
+        return ItemsResult.model_validate(await _call(_list_items, _principal(ctx), mimeType, tag, includeDeleted))
 
     @server.tool(name="workspace_get_item", description="Read one item with its data, by id or by path.")
-    async def workspace_get_item(ctx: Context, id: StrictStr | None = None, path: StrictStr | None = None) -> Any:
-        return await _call(_get_item, _principal(ctx), id, path)
+    async def workspace_get_item(ctx: Context, id: ItemId = None, path: ItemPath = None) -> ItemResult:
+        return ItemResult.model_validate(await _call(_get_item, _principal(ctx), id, path))
 
     @server.tool(
         name="workspace_update_item",
@@ -263,28 +324,40 @@ def build_server() -> MCPServer:
     )
     async def workspace_update_item(
         ctx: Context,
-        patch: ItemPatch,
-        id: StrictStr | None = None,
-        path: StrictStr | None = None,
-        expectedRevision: int | None = None,
-    ) -> dict[str, Any]:
-        return await _call(_update_item, _principal(ctx), id, path, patch, expectedRevision)
+        patch: Annotated[ItemPatch, Field(description="The fields to change; the others stay")],
+        id: ItemId = None,
+        path: ItemPath = None,
+        expectedRevision: Annotated[
+            int | None, Field(ge=1, description="Fail (and change nothing) unless the item is at this revision")
+        ] = None,
+    ) -> ItemResult:
+        return ItemResult.model_validate(await _call(_update_item, _principal(ctx), id, path, patch, expectedRevision))
 
     @server.tool(name="workspace_remove_item", description="Remove an item (soft unless hardDelete), by id or path.")
     async def workspace_remove_item(
-        ctx: Context, id: StrictStr | None = None, path: StrictStr | None = None, hardDelete: bool = False
-    ) -> dict[str, Any]:
-        return await _call(_remove_item, _principal(ctx), id, path, hardDelete)
+        ctx: Context,
+        id: ItemId = None,
+        path: ItemPath = None,
+        hardDelete: Annotated[bool, Field(description="Delete for good instead of marking it deleted")] = False,
+    ) -> RemovedResult:
+        return RemovedResult.model_validate(await _call(_remove_item, _principal(ctx), id, path, hardDelete))
 
     @server.tool(name="inbox_push", description=INBOX_PUSH_DESCRIPTION)
     async def inbox_push(
         ctx: Context,
         docs: Annotated[
-            list[DocPointer] | None, Field(description="Pointers to items of this workspace: [{path}]")
+            list[DocPointer] | None,
+            Field(max_length=actions.MAX_DOCS, description="Pointers to items of this workspace: [{path}], at most 50"),
         ] = None,
-        comments: Annotated[StrictStr, Field(description="Markdown: what you did or what you ask")] = "",
-    ) -> dict[str, Any]:
-        return await _call(_inbox_push, _principal(ctx), docs, comments)
+        comments: Annotated[
+            StrictStr,
+            Field(
+                max_length=actions.MAX_COMMENT_BYTES,
+                description="Markdown: what you did or what you ask (at most 64 KB)",
+            ),
+        ] = "",
+    ) -> PushedResult:
+        return PushedResult.model_validate(await _call(_inbox_push, _principal(ctx), docs, comments))
 
     return server
 
