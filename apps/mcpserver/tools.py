@@ -306,11 +306,11 @@ def ask(principal: MailboxPrincipal, question: str, conversation_id: str | None)
                 by_rfc.setdefault(key, (pk, thread_id))
     evidence = []
     for row in shown["evidence"]:
-        pk, thread_id = by_rfc.get(str(row.get("message_id") or ""), (None, None))
+        found = by_rfc.get(str(row.get("message_id") or ""))
         evidence.append(
             schemas.Evidence(
-                message_id=pk,
-                thread_id=thread_id,
+                message_id=found[0] if found else None,
+                thread_id=found[1] if found else None,
                 subject=str(row.get("subject") or ""),
                 sender=str(row.get("from") or ""),
                 date=str(row["date"]) if row.get("date") else None,
@@ -423,7 +423,9 @@ def _approval_out(approval: Approval) -> schemas.ApprovalOut:
 
 
 def _workspace(principal: MailboxPrincipal) -> Workspace:
-    workspace = Workspace.objects.filter(pk=principal.workspace_id, owner_id=principal.owner_id).first()
+    workspace = None
+    if principal.workspace_id is not None:
+        workspace = Workspace.objects.filter(pk=principal.workspace_id, owner_id=principal.owner_id).first()
     if workspace is None:
         raise ToolError("this token's Inbox workspace was deleted: create a new token in Settings → MCP tokens")
     return workspace

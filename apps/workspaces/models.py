@@ -137,9 +137,9 @@ class WorkspaceToken(models.Model):
 
 
 class McpScope(models.TextChoices):
-    READ = "read", "Read mail, files and answers"
-    DRAFT = "draft", "Write drafts (never sent by themselves)"
-    ACT = "act", "Ask for sends and mail changes (each waits for your approval)"
+    READ = "read", "read: search and read mail and files, ask questions"
+    DRAFT = "draft", "draft: write drafts (never sent by themselves)"
+    ACT = "act", "act: ask to send drafts or change mail (each waits for your approval)"
 
 
 class MailboxToken(models.Model):

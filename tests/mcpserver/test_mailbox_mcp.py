@@ -422,7 +422,8 @@ def test_sends_and_changes_wait_for_approval_then_reach_the_smtp_sink_and_doveco
     assert received["to"] == ["alice@example.com"]
     sent = email.message_from_bytes(received["data"], policy=policy.default)
     assert sent["Subject"] == "Re: Quarterly numbers" and sent["In-Reply-To"] == "<q3-reply@example.com>"
-    assert "Attached soon." in sent.get_body(("plain",)).get_content()
+    body = sent.get_body(("plain",))
+    assert body is not None and "Attached soon." in body.get_content()
 
     assert browser.post(f"/runs/approvals/{read_approval['approval_id']}/approve/").status_code == 302
     assert browser.post(f"/runs/approvals/{archive_approval['approval_id']}/reject/").status_code == 302
