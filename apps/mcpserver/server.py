@@ -22,6 +22,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, InputRequiredResult
 from pydantic import Field, StrictInt, StrictStr
 
+from apps.ask.runner import run_on_loop
 from apps.mcpserver import schemas, tools
 from apps.workspaces import actions as workspace_actions
 from apps.workspaces import selectors as workspace_selectors
@@ -141,7 +142,9 @@ class MailboxServer(StrictMCPServer):
 
 
 async def _run[T](ctx: Context[Any, Any], fn: Callable[..., T], *args: Any) -> T:
-    result: T = await database_sync_to_async(fn)(principal_of(ctx), *args)
+    # Not thread-sensitive: calls of several clients run side by side instead of queueing on the one thread
+    # Django's sync views share (each thread has its own database connection, closed after the call).
+    result: T = await database_sync_to_async(fn, thread_sensitive=False)(principal_of(ctx), *args)
     return result
 
 
@@ -233,7 +236,9 @@ def build_server() -> MCPServer:
             Field(max_length=64, description="conversation_id of an earlier answer, to ask a follow-up"),
         ] = None,
     ) -> schemas.AskResult:
-        return await _run(ctx, tools.ask, question, conversation_id)
+        run_id = await _run(ctx, tools.start_ask, question, conversation_id)
+        await run_on_loop(run_id)  # the Ask runner: its concurrency bound, progress on the run's websocket group
+        return await _run(ctx, tools.ask_result, run_id)
 
     @server.tool(
         name="create_draft",

@@ -279,7 +279,8 @@ def read_file_text(principal: MailboxPrincipal, file_id: int) -> schemas.FileTex
     )
 
 
-def ask(principal: MailboxPrincipal, question: str, conversation_id: str | None) -> schemas.AskResult:
+def start_ask(principal: MailboxPrincipal, question: str, conversation_id: str | None) -> str:
+    """A pending Ask run (the server then runs it on the Ask runner, which bounds concurrent runs)."""
     user = owner(principal)
     conversation = None
     if conversation_id:
@@ -291,7 +292,12 @@ def ask(principal: MailboxPrincipal, question: str, conversation_id: str | None)
         run = ask_actions.create_ask_run(owner=user, question=question, conversation=conversation)
     except ask_actions.AskInputError as exc:
         raise ToolError(str(exc)) from None
-    done = ask_actions.execute_ask_run(run_id=run.pk) or run
+    return str(run.pk)
+
+
+def ask_result(principal: MailboxPrincipal, run_id: str) -> schemas.AskResult:
+    user = owner(principal)
+    done = ask_selectors.access_run(user=user, run_id=run_id)
     shown = ask_selectors.run_json(done)
     rfc_ids = [str(row.get("message_id") or "") for row in shown["evidence"] if row.get("message_id")]
     by_rfc: dict[str, tuple[int, int | None]] = {}

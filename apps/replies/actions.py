@@ -29,7 +29,7 @@ from apps.accounts.sending import PartiallySent, SendPermissionMissing, SentMess
 from apps.accounts.store import store_remote_messages
 from apps.ask.models import Draft as AskDraft
 from apps.orchestration.actions import ApprovalError, request_approval
-from apps.orchestration.models import Approval
+from apps.orchestration.models import Approval, ApprovalStatus
 from apps.replies import compose, selectors
 from apps.replies.models import BodyFormat, DraftSource, DraftStatus, ReplyAttachment, ReplyDraft, ReplyMode
 from apps.workspaces.models import Encoding, WorkspaceItem
@@ -187,6 +187,9 @@ def request_send_approval(*, draft: ReplyDraft, workspace: Any) -> Approval:
         problems.append(readiness.problem)
     if problems:
         raise SendRefused("It cannot be sent as it is: " + " ".join(problems))
+    for waiting in Approval.objects.filter(owner_id=draft.owner_id, kind=REPLY_SEND, status=ApprovalStatus.PENDING):
+        if (waiting.request or {}).get("draft_id") == draft.pk and waiting.request.get("revision") == draft.revision:
+            return waiting  # asked twice: one approval waits, not two
     recipients = ", ".join(person["address"] for person in [*draft.to, *draft.cc])
     subject = draft.subject or "(no subject)"
     request = {

@@ -388,10 +388,11 @@ def test_sends_and_changes_wait_for_approval_then_reach_the_smtp_sink_and_doveco
         live_server_url, raw, [("create_draft", {"thread_id": thread_id, "body": "Hi Alice,\n\nAttached soon."})]
     )
     draft_id = data(created)["draft_id"]
-    requested, mark_read, archive = call_all(
+    requested, twice, mark_read, archive = call_all(
         live_server_url,
         raw,
         [
+            ("request_send", {"draft_id": draft_id}),
             ("request_send", {"draft_id": draft_id}),
             ("request_action", {"kind": "read", "message_ids": [mail["lunch"].pk, mail["question"].pk]}),
             ("request_action", {"kind": "archive", "message_ids": [mail["lunch"].pk]}),
@@ -399,6 +400,7 @@ def test_sends_and_changes_wait_for_approval_then_reach_the_smtp_sink_and_doveco
     )
     approval = data(requested)
     assert approval["status"] == "pending" and approval["kind"] == "reply_send"
+    assert data(twice)["approval_id"] == approval["approval_id"]  # asked twice: one approval waits
     assert "alice@example.com" in approval["summary"]
     (read_approval,) = data(mark_read)["approvals"]
     (archive_approval,) = data(archive)["approvals"]

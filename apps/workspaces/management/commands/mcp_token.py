@@ -27,6 +27,7 @@ class Command(BaseCommand):
         parser.add_argument("--scope", default="read", help="mailbox scopes, comma separated: read,draft,act")
         parser.add_argument("--user", default="", help="the owner (username or email); default: the only user")
         parser.add_argument("--expires-days", type=int, default=None, help="the mailbox token expires after D days")
+        parser.add_argument("--calls-per-minute", type=int, default=120, help="the mailbox token's rate limit")
         parser.add_argument("--name", default="", help="what the token is for (e.g. Claude Desktop)")
         parser.add_argument("--json", action="store_true", help='print {"token": ...}')
         parser.add_argument("--revoke", type=int, metavar="TOKEN_ID", help="revoke this token instead")
@@ -109,7 +110,11 @@ class Command(BaseCommand):
         expires = timezone.now() + dt.timedelta(days=days) if days is not None else None
         try:
             token, raw = actions.issue_mailbox_token(
-                owner=owner, name=options["name"] or "manage.py mcp_token", scopes=options["scope"], expires_at=expires
+                owner=owner,
+                name=options["name"] or "manage.py mcp_token",
+                scopes=options["scope"],
+                expires_at=expires,
+                calls_per_minute=options["calls_per_minute"],
             )
         except actions.TokenError as exc:
             raise CommandError(str(exc)) from None
