@@ -15,6 +15,9 @@ so the SDK's session manager (its task group) is started lazily, once per event 
 request. Host and Origin are checked here against Django's ALLOWED_HOSTS / CSRF_TRUSTED_ORIGINS with
 Django's own matcher (it understands ".example.com" and "*", the SDK's list does not), and the SDK's
 own DNS-rebinding check is switched off so it does not answer 421 for hosts Django allows.
+
+`McpEndpoint` and `route_mcp` are the machinery every MCP endpoint shares (the mailbox endpoint,
+apps/mcpserver, subclasses it); mailagent/asgi.py mounts both through apps.mcpserver.server.with_mcp.
 """
 
 from __future__ import annotations
@@ -615,8 +618,3 @@ def route_mcp(app: Callable[[Any, Any, Any], Awaitable[None]], *endpoints: McpEn
         await app(scope, receive, send)
 
     return route
-
-
-def with_mcp(app: Callable[[Any, Any, Any], Awaitable[None]]) -> ASGIApp:
-    """HTTP requests under /mcp/<workspace id>/ go to the workspace endpoint, everything else to `app`."""
-    return route_mcp(app, McpEndpoint())
