@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import io
 import itertools
+import logging
 import sys
 import tempfile
 import time
@@ -22,9 +23,12 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# Run as a script, this file's directory comes first on sys.path and this file would shadow the `mcp` SDK.
+HERE = Path(__file__).resolve().parent
+sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != HERE]
+sys.path.insert(0, str(HERE.parent))
 
-from bench.inbox import percentile, setup_django, start_server
+from bench.inbox import percentile, setup_django, start_server  # noqa: E402
 
 QUERIES = ["invoice", "meeting tomorrow", "from:demo is:unread", '"project update"', "budget report", "travel"]
 
@@ -56,6 +60,7 @@ def main() -> None:
 
     workdir = Path(tempfile.mkdtemp(prefix="bench-mcp-"))
     setup_django(workdir)
+    logging.getLogger("httpx2").setLevel(logging.WARNING)  # one INFO line per request otherwise
     import httpx2
     from django.contrib.auth import get_user_model
     from django.test import Client

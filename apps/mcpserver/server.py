@@ -142,8 +142,8 @@ class MailboxServer(StrictMCPServer):
 
 
 async def _run[T](ctx: Context[Any, Any], fn: Callable[..., T], *args: Any) -> T:
-    # Not thread-sensitive: calls of several clients run side by side instead of queueing on the one thread
-    # Django's sync views share (each thread has its own database connection, closed after the call).
+    # Not thread-sensitive: concurrent clients' reads and Ask runs go side by side instead of queueing on the
+    # one thread Django's sync code shares (each worker thread opens its own database connection).
     result: T = await database_sync_to_async(fn, thread_sensitive=False)(principal_of(ctx), *args)
     return result
 
