@@ -1,7 +1,8 @@
 """The mailbox MCP endpoint (/mcp/mailbox/) through the official `mcp` SDK client (streamable HTTP) against
 the production web server in a subprocess: every tool, scopes, other users' ids, bad arguments, tokens that
 are revoked, expired or for a workspace, the protocol's edges (-32602, 405, 415, RFC 9728 metadata, 401
-challenges, rate limit), the audit ledger, and an approval round trip that ends in the SMTP sink."""
+challenges, rate limit), the audit ledger, an approval round trip that ends in the SMTP sink and Dovecot, and
+the official TypeScript SDK as a second client."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import asyncio
 import datetime as dt
 import email
 import json
+import shutil
+import subprocess
 from email import policy
 from email.message import EmailMessage
 from pathlib import Path
@@ -32,6 +35,7 @@ from apps.workspaces import actions as workspace_actions
 from apps.workspaces.models import InboxEntry, McpCall
 from tests.fakes.dovecot import Mailbox
 from tests.replies.conftest import smtp_server  # noqa: F401 -- the SMTP sink fixture
+from tests.services import missing_service
 from tests.workspaces.mcp_client import mailbox_client, tool_text
 
 pytestmark = [
@@ -449,6 +453,36 @@ def test_sends_and_changes_wait_for_approval_then_reach_the_smtp_sink_and_doveco
     assert again.is_error and "already sent" in tool_text(again)
     assert len(smtp_server.received) == 1 and ReplyDraft.objects.get(pk=draft_id).status == "sent"
     assert sorted(MailAction.objects.values_list("kind", flat=True)) == ["read", "read"]
+
+
+TS_CLIENT_DIR = Path(__file__).resolve().parent / "ts"  # the official TypeScript SDK: make install-test
+
+
+def test_the_typescript_sdk_lists_searches_reads_drafts_and_is_refused_what_its_scope_lacks(
+    live_server_url: str, user: Any, imap_mailbox: Mailbox
+) -> None:
+    node = shutil.which("node")
+    if node is None or not (TS_CLIENT_DIR / "node_modules" / "@modelcontextprotocol" / "sdk").is_dir():
+        missing_service("node and the MCP TypeScript SDK are not installed (make install-test)")
+    mail = seed(user, imap_mailbox)
+    thread_id = mail["question"].thread_id
+    done = subprocess.run(
+        [str(node), "client.mjs", f"{live_server_url}/mcp/mailbox/", token(user, "read,draft"), str(thread_id)],
+        cwd=TS_CLIENT_DIR,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    seen = json.loads(done.stdout.strip().splitlines()[-1])
+    assert seen["server"]["name"] == "mailagent-mailbox" and seen["server"]["version"]
+    assert set(seen["tools"]) == TOOLS
+    assert [hit["thread_id"] for hit in seen["search"]["results"]] == [thread_id]
+    assert [m["message_id"] for m in seen["thread"]["messages"]] == [mail["question"].pk, mail["reply"].pk]
+    assert seen["draft"]["status"] == "draft" and seen["draft"]["to"][0]["address"] == "alice@example.com"
+    assert seen["refused"]["isError"] and "does not have the 'act' scope" in seen["refused"]["text"]
+    assert seen["unknown"]["code"] == -32602
 
 
 def test_manage_py_mcp_token_makes_a_scoped_mailbox_token(user: Any) -> None:
