@@ -49,6 +49,11 @@ def owner(principal: MailboxPrincipal) -> Any:
     return user
 
 
+def in_reach(principal: MailboxPrincipal, account_id: int | None) -> bool:
+    """Whether the token may see mail of this account (a token restricted to one account sees only it)."""
+    return principal.account_id is None or account_id == principal.account_id
+
+
 def _plain(snippet: str) -> str:
     return html.unescape(_TAGS.sub("", snippet or ""))
 
@@ -91,14 +96,19 @@ def _cursor(cursor: str | None) -> int:
 MAIL_KINDS = (DocumentKind.MESSAGE.value, DocumentKind.ATTACHMENT.value)
 
 
-def _page(user: Any, query: str, kinds: tuple[str, ...], limit: int, cursor: str | None) -> Any:
+def _page(
+    user: Any, query: str, kinds: tuple[str, ...], limit: int, cursor: str | None, account_id: int | None = None
+) -> Any:
+    base = replace(build_filters(account_ids=None), kinds=kinds)
+    if account_id is not None:  # the token's one account (search narrows it further by account: operators)
+        base = replace(base, account_ids=(account_id,))
     try:
         return search_page(
             query,
             user=user,
             page=_cursor(cursor),
             per_page=limit,
-            base=replace(build_filters(account_ids=None), kinds=kinds),
+            base=base,
         )
     except ValueError as exc:  # an unknown operator or account: the message says what to write instead
         raise ToolError(str(exc)) from None
@@ -106,10 +116,14 @@ def _page(user: Any, query: str, kinds: tuple[str, ...], limit: int, cursor: str
 
 def search_mail(principal: MailboxPrincipal, query: str, limit: int, cursor: str | None) -> schemas.SearchMailResult:
     user = owner(principal)
-    page = _page(user, query, MAIL_KINDS, limit, cursor)
+    page = _page(user, query, MAIL_KINDS, limit, cursor, principal.account_id)
     rows = [row for row in page.rows if row.kind == "mail"]
     ids = [row.pk for row in rows]
-    messages = {m.pk: m for m in Message.objects.filter(pk__in=ids, account__owner=user).select_related("account")}
+    messages = {
+        m.pk: m
+        for m in Message.objects.filter(pk__in=ids, account__owner=user).select_related("account")
+        if in_reach(principal, m.account_id)
+    }
     folders = _folders(ids)
     results = []
     for row in rows:
@@ -176,7 +190,9 @@ def read_message(principal: MailboxPrincipal, message_id: int) -> schemas.Messag
     try:
         message = account_selectors.access_message(user=owner(principal), message_id=message_id)
     except Http404:
-        raise ToolError(f"no message {message_id} in your mailbox") from None
+        message = None
+    if message is None or not in_reach(principal, message.account_id):
+        raise ToolError(f"no message {message_id} in your mailbox")
     return _message_out(message, _folders([message.pk])[message.pk])
 
 
@@ -184,7 +200,9 @@ def read_thread(principal: MailboxPrincipal, thread_id: int) -> schemas.ThreadOu
     try:
         thread = account_selectors.access_thread(user=owner(principal), thread_id=thread_id)
     except Http404:
-        raise ToolError(f"no thread {thread_id} in your mailbox") from None
+        thread = None
+    if thread is None or not in_reach(principal, thread.account_id):
+        raise ToolError(f"no thread {thread_id} in your mailbox")
     messages = account_selectors.thread_messages(thread=thread)
     folders = _folders([m.pk for m in messages])
     out: list[schemas.MessageOut] = []
@@ -207,7 +225,7 @@ def read_thread(principal: MailboxPrincipal, thread_id: int) -> schemas.ThreadOu
 
 
 def list_folders(principal: MailboxPrincipal) -> schemas.FoldersResult:
-    accounts = list(account_selectors.list_accounts_for_user(user=owner(principal)))
+    accounts = [a for a in account_selectors.list_accounts_for_user(user=owner(principal)) if in_reach(principal, a.pk)]
     return schemas.FoldersResult(
         accounts=[
             schemas.AccountFolders(
@@ -228,7 +246,11 @@ def get_attachment_text(principal: MailboxPrincipal, message_id: int, attachment
         attachment = account_selectors.access_attachment(user=owner(principal), attachment_id=attachment_id)
     except Http404:
         attachment = None
-    if attachment is None or attachment.message_id != message_id:
+    if (
+        attachment is None
+        or attachment.message_id != message_id
+        or not in_reach(principal, attachment.message.account_id)
+    ):
         raise ToolError(f"no attachment {attachment_id} on message {message_id} in your mailbox")
     error = ""
     if attachment.extracted_text is None:  # not extracted yet: extract and cache it now (Ask does the same)
@@ -289,7 +311,12 @@ def start_ask(principal: MailboxPrincipal, question: str, conversation_id: str |
         except Http404:
             raise ToolError(f"no conversation {conversation_id}: omit conversation_id to start one") from None
     try:
-        run = ask_actions.create_ask_run(owner=user, question=question, conversation=conversation)
+        account_name = ""
+        if principal.account_id is not None:  # Ask reads only the token's account
+            account_name = MailAccount.objects.get(pk=principal.account_id, owner=user).name
+        run = ask_actions.create_ask_run(
+            owner=user, question=question, conversation=conversation, account_name=account_name
+        )
     except ask_actions.AskInputError as exc:
         raise ToolError(str(exc)) from None
     return str(run.pk)
@@ -359,8 +386,8 @@ def _addresses(values: list[str], field: str) -> list[dict[str, str]]:
     return people
 
 
-def _account(user: Any, name: str | None) -> MailAccount:
-    accounts = list(account_selectors.list_accounts_for_user(user=user))
+def _account(principal: MailboxPrincipal, user: Any, name: str | None) -> MailAccount:
+    accounts = [a for a in account_selectors.list_accounts_for_user(user=user) if in_reach(principal, a.pk)]
     if name:
         found = [a for a in accounts if a.name == name or a.address.lower() == name.lower()]
         if not found:
@@ -386,14 +413,16 @@ def create_draft(
         try:
             thread = account_selectors.access_thread(user=user, thread_id=thread_id)
         except Http404:
-            raise ToolError(f"no thread {thread_id} in your mailbox") from None
+            thread = None
+        if thread is None or not in_reach(principal, thread.account_id):
+            raise ToolError(f"no thread {thread_id} in your mailbox")
         messages = account_selectors.thread_messages(thread=thread)
         if not messages:
             raise ToolError(f"thread {thread_id} has no messages left to reply to")
         original = messages[-1]
         sending = thread.account
     else:
-        sending = _account(user, account)
+        sending = _account(principal, user, account)
     try:
         draft = reply_actions.create_outside_draft(
             owner=user,
@@ -411,7 +440,8 @@ def create_draft(
 
 def list_drafts(principal: MailboxPrincipal, limit: int) -> schemas.DraftsResult:
     groups = reply_selectors.list_drafts(user=owner(principal))
-    return schemas.DraftsResult(drafts=[_draft_out(d) for d in [*groups["open"], *groups["sent"]][:limit]])
+    drafts = [d for d in [*groups["open"], *groups["sent"]] if in_reach(principal, d.account_id)]
+    return schemas.DraftsResult(drafts=[_draft_out(d) for d in drafts[:limit]])
 
 
 def _approval_out(approval: Approval) -> schemas.ApprovalOut:
@@ -442,7 +472,9 @@ def request_send(principal: MailboxPrincipal, draft_id: int) -> schemas.Approval
     try:
         draft = reply_selectors.access_draft(user=user, draft_id=draft_id)
     except Http404:
-        raise ToolError(f"no draft {draft_id}: list_drafts shows yours") from None
+        draft = None
+    if draft is None or not in_reach(principal, draft.account_id):
+        raise ToolError(f"no draft {draft_id}: list_drafts shows yours")
     try:
         approval = reply_actions.request_send_approval(draft=draft, workspace=_workspace(principal))
     except (reply_actions.SendRefused, ApprovalError) as exc:
@@ -455,7 +487,11 @@ def request_action(
 ) -> schemas.ActionRequested:
     user = owner(principal)
     wanted = list(dict.fromkeys(message_ids))
-    found = {m.pk: m for m in Message.objects.filter(pk__in=wanted, account__owner=user).select_related("account")}
+    found = {
+        m.pk: m
+        for m in Message.objects.filter(pk__in=wanted, account__owner=user).select_related("account")
+        if in_reach(principal, m.account_id)
+    }
     missing = [str(pk) for pk in wanted if pk not in found]
     if missing:
         raise ToolError(f"no message {', '.join(missing)} in your mailbox; nothing was requested")
@@ -500,5 +536,7 @@ def approval_status(principal: MailboxPrincipal, approval_id: int) -> schemas.Ap
     try:
         approval = orchestration_selectors.access_approval(user=owner(principal), approval_id=approval_id)
     except Http404:
-        raise ToolError(f"no approval {approval_id}") from None
+        approval = None
+    if approval is None or not in_reach(principal, approval.account_id):
+        raise ToolError(f"no approval {approval_id}")
     return _approval_out(approval)

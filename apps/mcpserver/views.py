@@ -22,7 +22,7 @@ def _page(
     tokens = list(workspace_selectors.mailbox_tokens(user=request.user))
     now = timezone.now()
     context = {
-        "form": form or MailboxTokenForm(),
+        "form": form or MailboxTokenForm(user=request.user),
         "tokens": [
             {"token": t, "active": t.is_active(now), "expired": t.revoked_at is None and not t.is_active(now)}
             for t in tokens
@@ -41,7 +41,7 @@ def _page(
 def tokens(request: HttpRequest) -> HttpResponse:
     if request.method == "GET":
         return _page(request)
-    form = MailboxTokenForm(request.POST)
+    form = MailboxTokenForm(request.POST, user=request.user)
     if not form.is_valid():
         return _page(request, form, status=400)
     days = form.cleaned_data["expires"]
@@ -51,6 +51,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
             name=form.cleaned_data["name"],
             scopes=form.cleaned_data["scopes"],
             expires_at=timezone.now() + dt.timedelta(days=days) if days else None,
+            account=form.cleaned_data["account"],
         )
     except workspace_actions.TokenError as exc:
         form.add_error(None, str(exc))

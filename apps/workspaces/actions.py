@@ -411,7 +411,13 @@ def clean_scopes(scopes: Any) -> list[str]:
 
 
 def issue_mailbox_token(
-    *, owner: Any, name: str, scopes: Any, expires_at: dt.datetime | None = None, calls_per_minute: int = 120
+    *,
+    owner: Any,
+    name: str,
+    scopes: Any,
+    expires_at: dt.datetime | None = None,
+    calls_per_minute: int = 120,
+    account: Any = None,
 ) -> tuple[MailboxToken, str]:
     """A new bearer token for /mcp/mailbox/: the raw token is returned once, only its hash kept. Its own
     workspace heads the Inbox entries of the approvals it asks for ("<name> (mailbox MCP)")."""
@@ -421,6 +427,8 @@ def issue_mailbox_token(
     if len(name) > MAX_TOKEN_NAME_CHARS:
         raise TokenError(f"the name is longer than {MAX_TOKEN_NAME_CHARS} characters")
     cleaned = clean_scopes(scopes)
+    if account is not None and account.owner_id != owner.pk:
+        raise TokenError("that account is not yours")
     if not 1 <= calls_per_minute <= MAX_CALLS_PER_MINUTE:
         raise TokenError(f"calls per minute must be between 1 and {MAX_CALLS_PER_MINUTE}")
     now = timezone.now()
@@ -438,6 +446,7 @@ def issue_mailbox_token(
             scopes=cleaned,
             expires_at=expires_at,
             calls_per_minute=calls_per_minute,
+            account=account,
         )
     return token, raw
 

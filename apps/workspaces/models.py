@@ -148,6 +148,9 @@ class MailboxToken(models.Model):
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="mailbox_tokens")
     workspace = models.ForeignKey(Workspace, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    # Only this account's mail (None: all the owner's accounts). Deleting the account deletes the token, so a
+    # restricted token never widens to every account.
+    account = models.ForeignKey("mail.MailAccount", on_delete=models.CASCADE, null=True, blank=True, related_name="+")
     name = models.CharField(max_length=100)
     token_hash = models.CharField(max_length=64, unique=True)
     prefix = models.CharField(max_length=16, help_text="The token's first characters, to tell tokens apart.")

@@ -157,6 +157,7 @@ class MailboxPrincipal:
     scopes: frozenset[str]
     workspace_id: int | None
     calls_per_minute: int
+    account_id: int | None = None  # only this account's mail; None: all the owner's accounts
 
 
 def authenticate_mailbox_token(*, raw: str) -> MailboxPrincipal | None:
@@ -173,11 +174,12 @@ def authenticate_mailbox_token(*, raw: str) -> MailboxPrincipal | None:
         scopes=frozenset(token.scopes),
         workspace_id=token.workspace_id,
         calls_per_minute=token.calls_per_minute,
+        account_id=token.account_id,
     )
 
 
 def mailbox_tokens(*, user: Any) -> QuerySet[MailboxToken]:
-    return MailboxToken.objects.filter(owner=user).order_by("-created_at", "-pk")
+    return MailboxToken.objects.filter(owner=user).select_related("account").order_by("-created_at", "-pk")
 
 
 def access_mailbox_token(*, user: Any, token_id: int) -> MailboxToken:

@@ -323,6 +323,41 @@ def test_scopes_other_users_bad_arguments_and_tokens(live_server_url: str, user:
     assert "no approval 123456" in texts[6]
     assert ReplyDraft.objects.count() == 0 and Approval.objects.count() == 0 and MailAction.objects.count() == 0
 
+    # A token restricted to one account sees nothing of the user's other account.
+    private = create_imap_account(
+        owner=user, name="private", address="me@private.example", display_name="", host="127.0.0.1", port=1,
+        security="none", username="me", password="p",
+    )  # fmt: skip
+    stored = store_remote_messages(
+        account=private,
+        messages=[RemoteMessage(provider_id="INBOX:1:1", folder="INBOX",
+                                raw=raw_mail(subject="Quarterly diary", body="Private.\n", message_id="diary@x"))],
+    )  # fmt: skip
+    diary = Message.objects.get(pk=stored.created_ids[0])
+    _work_only, work_only = workspace_actions.issue_mailbox_token(
+        owner=user, name="work only", scopes="read,draft", account=mail["account"]
+    )
+    narrowed = call_all(
+        live_server_url,
+        work_only,
+        [
+            ("read_message", {"message_id": diary.pk}),
+            ("read_thread", {"thread_id": diary.thread_id}),
+            ("search_mail", {"query": "quarterly"}),
+            ("search_mail", {"query": "quarterly account:private"}),
+            ("list_folders", {}),
+            ("create_draft", {"thread_id": diary.thread_id, "body": "hi"}),
+            ("read_message", {"message_id": mail["lunch"].pk}),
+        ],
+    )
+    assert tool_text(narrowed[0]).endswith(f"no message {diary.pk} in your mailbox")
+    assert tool_text(narrowed[1]).endswith(f"no thread {diary.thread_id} in your mailbox")
+    assert diary.pk not in [hit["message_id"] for hit in data(narrowed[2])["results"]]
+    assert data(narrowed[2])["results"] and data(narrowed[3])["results"] == []
+    assert [a["account"] for a in data(narrowed[4])["accounts"]] == ["work"]
+    assert narrowed[5].is_error and data(narrowed[6])["message_id"] == mail["lunch"].pk
+    assert ReplyDraft.objects.count() == 0
+
     # The protocol's edges.
     listing = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}}
     unknown = post(live_server_url, read, {"jsonrpc": "2.0", "id": 2, "method": "tools/call",

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 
+from apps.accounts.actions import create_local_account
 from apps.workspaces import actions as workspace_actions
 from apps.workspaces.models import MailboxToken
 from tests.browser import console_errors, horizontal_overflow, login, screenshot
@@ -25,13 +26,16 @@ def test_create_shows_the_token_once_lists_revokes_and_shows_calls(logged_in_cli
     refused = logged_in_client.post("/settings/mcp/", {"name": "", "scopes": []})
     assert refused.status_code == 400 and MailboxToken.objects.count() == 0
 
+    account = create_local_account(owner=user, name="inbox", address="owner@example.com")
     made = logged_in_client.post(
-        "/settings/mcp/", {"name": "Claude Desktop", "scopes": ["read", "draft"], "expires": "30"}
+        "/settings/mcp/",
+        {"name": "Claude Desktop", "scopes": ["read", "draft"], "expires": "30", "account": str(account.pk)},
     )
     assert made.status_code == 200 and made["Cache-Control"] == "no-store"
     (raw,) = set(TOKEN_RE.findall(made.content.decode()))
     token = MailboxToken.objects.get()
     assert token.scopes == ["read", "draft"] and token.expires_at is not None and token.name == "Claude Desktop"
+    assert token.account_id == account.pk
     assert workspace_actions.hash_token(raw) == token.token_hash
 
     workspace_actions.record_mcp_call(
@@ -40,6 +44,7 @@ def test_create_shows_the_token_once_lists_revokes_and_shows_calls(logged_in_cli
     )  # fmt: skip
     listed = logged_in_client.get("/settings/mcp/").content.decode()
     assert not TOKEN_RE.search(listed)  # shown only that once
+    assert "inbox only" in listed
     assert "Claude Desktop" in listed and token.prefix in listed and "thread_id=7" in listed and "read_thread" in listed
 
     other = get_user_model().objects.create_user(username="other", email="o@example.com", password="x" * 20)

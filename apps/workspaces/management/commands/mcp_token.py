@@ -14,6 +14,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
+from apps.accounts.models import MailAccount
 from apps.workspaces import actions, selectors
 from apps.workspaces.models import MailboxToken, Workspace, WorkspaceToken
 
@@ -28,6 +29,7 @@ class Command(BaseCommand):
         parser.add_argument("--user", default="", help="the owner (username or email); default: the only user")
         parser.add_argument("--expires-days", type=int, default=None, help="the mailbox token expires after D days")
         parser.add_argument("--calls-per-minute", type=int, default=120, help="the mailbox token's rate limit")
+        parser.add_argument("--account", default="", help="restrict the mailbox token to this account (by name)")
         parser.add_argument("--name", default="", help="what the token is for (e.g. Claude Desktop)")
         parser.add_argument("--json", action="store_true", help='print {"token": ...}')
         parser.add_argument("--revoke", type=int, metavar="TOKEN_ID", help="revoke this token instead")
@@ -90,6 +92,7 @@ class Command(BaseCommand):
                     "name": t.name,
                     "prefix": t.prefix,
                     "scopes": t.scopes,
+                    "account": t.account.name if t.account else None,
                     "created": t.created_at.isoformat(),
                     "expires": t.expires_at.isoformat() if t.expires_at else None,
                     "lastUsed": t.last_used_at.isoformat() if t.last_used_at else None,
@@ -106,6 +109,11 @@ class Command(BaseCommand):
             actions.revoke_mailbox_token(token=token)
             self.stdout.write(json.dumps({"revoked": token.pk}) if options["json"] else f"Token {token.pk} revoked.")
             return
+        account = None
+        if options["account"]:
+            account = MailAccount.objects.filter(owner=owner, name=options["account"]).first()
+            if account is None:
+                raise CommandError(f"{owner} has no account {options['account']!r}")
         days = options["expires_days"]
         expires = timezone.now() + dt.timedelta(days=days) if days is not None else None
         try:
@@ -115,6 +123,7 @@ class Command(BaseCommand):
                 scopes=options["scope"],
                 expires_at=expires,
                 calls_per_minute=options["calls_per_minute"],
+                account=account,
             )
         except actions.TokenError as exc:
             raise CommandError(str(exc)) from None
