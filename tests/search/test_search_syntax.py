@@ -80,7 +80,12 @@ def test_each_operator_on_the_demo_mailbox(logged_in_client: Any, demo: Any) -> 
     with_pdf = Attachment.objects.filter(filename__icontains=".pdf").values("message_id")
     expected: dict[str, Any] = {
         "from:lena": demo.filter(lena),
-        "to:marco@bianchi-ux.example": demo.filter(to__icontains="marco@bianchi-ux.example"),
+        # to: is every recipient (To, Cc and Bcc), as in notmuch and Gmail.
+        "to:marco@bianchi-ux.example": demo.filter(
+            Q(to__icontains="marco@bianchi-ux.example")
+            | Q(cc__icontains="marco@bianchi-ux.example")
+            | Q(bcc__icontains="marco@bianchi-ux.example")
+        ),
         "cc:sofia": demo.filter(pk__in=[m.pk for m in demo if any("sofia" in str(r).lower() for r in m.cc)]),
         'subject:"kick-off"': demo.filter(subject__icontains="kick-off"),
         "has:attachment": demo.filter(has_attachments=True),
