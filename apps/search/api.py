@@ -60,7 +60,7 @@ class SearchParams(Schema):
     q: str = Field(
         min_length=1,
         max_length=1000,
-        description='Words, "phrases", -excluded words and operators: from: to: cc: subject: has:attachment'
+        description='Words, "phrases", -excluded words and operators: from: to: cc: bcc: subject: has:attachment'
         " filename: is:unread|read|starred in: account: before: after: date: kind:mail|file",
     )
     mode: Literal["keyword", "semantic", "hybrid"] = "hybrid"

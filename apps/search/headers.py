@@ -93,7 +93,9 @@ def message_header_terms(*, from_name: str, from_address: str, to: Any, cc: Any,
 
 # has:attachment means what it means to notmuch: the message has a part sent with `Content-Disposition:
 # attachment`, other than the signature of a signed message (or a part of an encrypted one). Not an inline
-# image, nor a text/calendar invitation or a vCard without that disposition. Parts stored before the
+# image, nor a text/calendar invitation or a vCard without that disposition. A forwarded message (message/rfc822)
+# is not one by itself: notmuch reads it as part of the message and counts the attachments inside it, which the
+# store does not keep apart (so a forwarded message's own attachments are not counted here). Parts stored before the
 # disposition was recorded (apps.accounts Attachment.disposition NULL) are judged by what is left of it: a
 # real file name (the parser names nameless parts "attachment-<part>.<ext>"), not inline, not a signature.
 SIGNATURE_TYPES = frozenset(
@@ -105,7 +107,7 @@ NAMELESS_PART_RE = re.compile(r"attachment-\d+(?:\.\d+)*\.[a-z0-9]+")
 def counts_as_attachment(
     *, disposition: str | None, is_crypto_part: bool, is_inline: bool, mime_type: str, filename: str
 ) -> bool:
-    if is_crypto_part:
+    if is_crypto_part or mime_type.lower().startswith("message/"):
         return False
     if disposition is not None:
         return disposition == "attachment"
