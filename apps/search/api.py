@@ -16,6 +16,13 @@ from apps.search.selectors import account_ids_for_user, build_filters, search_pa
 router = Router(tags=["search"])
 
 
+class CopyOut(Schema):
+    id: int
+    message_id: str
+    account_id: int
+    folder: str
+
+
 class SearchResultOut(Schema):
     kind: Literal["mail", "file"]
     score: float
@@ -39,6 +46,11 @@ class SearchResultOut(Schema):
         None,
         description="Copies of this mail in other folders or accounts, folded into this row (same sender, "
         "subject, date and text)",
+    )
+    id: int | None = Field(None, description="The best matching message's id (a mail row)")
+    account_id: int | None = None
+    copy_messages: list[CopyOut] | None = Field(
+        None, description="The copies folded into this row: their ids, Message-IDs, accounts and folders"
     )
     file_id: int | None = None
     path: str | None = Field(None, description="A library file's path inside the library")

@@ -24,6 +24,7 @@ from django.db.models.functions import Substr
 from apps.search.documents import IndexDocument, chunk_texts
 from apps.search.embedders import Embedder, embed_query_cached, get_embedder
 from apps.search.folding import SNIPPET_SCAN_CHARS, ParsedQuery, QueryTerm, fold_tokens, highlight, parse_query
+from apps.search.headers import write_header_rows
 from apps.search.models import DocumentKind, SearchChunk, SearchDocument, SearchHeaders, SearchIndexState
 from mailagent.bulk import insert_values
 
@@ -324,15 +325,8 @@ class BaseSearchBackend:
                 )
             )
             rows += [(pk, doc) for pk, doc in unchanged if pk not in have]
-        headers = []
-        for pk, doc in rows:
-            terms = doc.header_terms()
-            headers.append(
-                SearchHeaders(
-                    document_id=pk, sender=terms.sender, to=terms.to, cc=terms.cc, bcc=terms.bcc, subject=terms.subject
-                )
-            )
-        SearchHeaders.objects.bulk_create(headers, batch_size=500)
+        with connection.cursor() as cursor:
+            write_header_rows(cursor, [(pk, doc.header_terms()) for pk, doc in rows], quote=connection.ops.quote_name)
 
     @classmethod
     def _row(cls, doc: IndexDocument, content_hash: str) -> SearchDocument:

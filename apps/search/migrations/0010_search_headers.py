@@ -11,14 +11,19 @@ rewrites it once.
 import django.db.models.deletion
 from django.db import migrations, models
 
-from apps.search.headers import counts_as_attachment, message_header_terms, text_terms
+from apps.search.headers import (
+    HeaderTerms,
+    counts_as_attachment,
+    message_header_terms,
+    text_terms,
+    write_header_rows,
+)
 
 BATCH = 1000
 
 
 def backfill(apps, schema_editor):  # type: ignore[no-untyped-def]
     SearchDocument = apps.get_model("search", "SearchDocument")
-    SearchHeaders = apps.get_model("search", "SearchHeaders")
     Message = apps.get_model("mail", "Message")
     Attachment = apps.get_model("mail", "Attachment")
     last = 0
@@ -46,31 +51,23 @@ def backfill(apps, schema_editor):  # type: ignore[no-untyped-def]
                 disposition=disposition, is_crypto_part=crypto, is_inline=inline, mime_type=mime_type, filename=filename
             ):
                 counted.add(message_id)
-        headers = []
+        headers: list[tuple[int, HeaderTerms]] = []
         flips: dict[bool, list[int]] = {True: [], False: []}
         for pk, kind, message_id, title, has_attachments in docs:
             message = messages.get(message_id) if message_id is not None else None
             if message is None:
-                headers.append(SearchHeaders(document_id=pk, subject=text_terms(title)))
+                headers.append((pk, HeaderTerms(subject=text_terms(title))))
                 continue
             _, from_name, from_address, to, cc, bcc, subject = message
             terms = message_header_terms(
                 from_name=from_name, from_address=from_address, to=to, cc=cc, bcc=bcc, subject=subject
             )
-            headers.append(
-                SearchHeaders(
-                    document_id=pk,
-                    sender=terms.sender,
-                    to=terms.to,
-                    cc=terms.cc,
-                    bcc=terms.bcc,
-                    subject=terms.subject,
-                )
-            )
+            headers.append((pk, terms))
             wanted = message_id in counted
             if wanted != has_attachments:
                 flips[wanted].append(pk)
-        SearchHeaders.objects.bulk_create(headers, batch_size=500, ignore_conflicts=True)
+        with schema_editor.connection.cursor() as cursor:
+            write_header_rows(cursor, headers, quote=schema_editor.connection.ops.quote_name)
         for value, ids in flips.items():
             if ids:
                 SearchDocument.objects.filter(pk__in=ids).update(has_attachments=value)
