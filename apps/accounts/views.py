@@ -166,26 +166,42 @@ def account_import(request: HttpRequest) -> HttpResponse:
 
 @csrf_protect
 def _account_import(request: HttpRequest) -> HttpResponse:
-    from apps.accounts.importers import MailImportError, import_path
+    from apps.accounts.importers import MailImportError, contains_mail, import_path
 
     form = ImportUploadForm(request.POST, request.FILES, owner=request.user)
     if not form.is_valid():
         return _render_accounts_page(request, import_form=form)
     account: MailAccount | None = form.cleaned_data["account"]
-    try:
-        if account is None:
-            account = actions.get_or_create_local_account(
-                owner=request.user, name=form.cleaned_data["new_account_name"]
-            )
-    except actions.AccountNameTaken as exc:
-        form.add_error("new_account_name", str(exc))
-        return _render_accounts_page(request, import_form=form)
+    upload_name = Path((form.cleaned_data["file"].name or "the upload").replace("\\", "/")).name
     path = _save_upload(form.cleaned_data["file"])
     try:
-        summary = import_path(account, path, route_through_filters=form.cleaned_data["route_through_filters"])
-    except MailImportError as exc:
-        messages.error(request, f"Import into “{account.name}” failed: {exc}")
-        return _after_import(request)
+        try:
+            # Before any account is made: a zip of pictures or random bytes named .eml holds no mail.
+            found, scanned = contains_mail(path)
+        except MailImportError as exc:
+            messages.error(request, f"Import of {upload_name} failed: {exc}")
+            return _after_import(request)
+        if not found:
+            reasons = "; ".join(scanned.errors[:3]) or "no file in it starts like an email"
+            messages.error(
+                request,
+                f"No messages found in {upload_name}: {reasons}. Nothing was imported"
+                + (" and no account was created." if account is None else "."),
+            )
+            return _after_import(request)
+        try:
+            if account is None:
+                account = actions.get_or_create_local_account(
+                    owner=request.user, name=form.cleaned_data["new_account_name"]
+                )
+        except actions.AccountNameTaken as exc:
+            form.add_error("new_account_name", str(exc))
+            return _render_accounts_page(request, import_form=form)
+        try:
+            summary = import_path(account, path, route_through_filters=form.cleaned_data["route_through_filters"])
+        except MailImportError as exc:
+            messages.error(request, f"Import into “{account.name}” failed: {exc}")
+            return _after_import(request)
     finally:
         shutil.rmtree(path.parent, ignore_errors=True)
     text = (
