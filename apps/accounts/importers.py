@@ -11,7 +11,7 @@ import re
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
@@ -319,7 +319,7 @@ def _folder_name(relative: str) -> str:
     return "" if cleaned in {"", "."} else cleaned
 
 
-def iter_sources(path: Path, summary: ImportSummary) -> Iterator[_Source]:
+def iter_sources(path: Path, summary: ImportSummary) -> Generator[_Source]:
     if not path.exists():
         raise MailImportError(f"{path} does not exist")
     if path.is_file():
@@ -353,8 +353,14 @@ def contains_mail(path: Path | str) -> tuple[bool, ImportSummary]:
 
 
 def count_files(path: Path) -> int:
-    """A cheap total for progress bars: regular files under path (1 for a single file)."""
+    """A cheap total for progress bars: regular files under path (a zip's members; 1 for another file)."""
     if path.is_file():
+        if zipfile.is_zipfile(path):
+            try:
+                with zipfile.ZipFile(path) as archive:
+                    return sum(1 for member in archive.infolist() if not member.is_dir())
+            except (zipfile.BadZipFile, OSError):
+                return 1
         return 1
     total = 0
     for _current, dirnames, filenames in os.walk(path):

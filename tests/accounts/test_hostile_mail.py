@@ -274,8 +274,11 @@ def test_zip_members_outside_the_archives_folders_are_counted_and_named(user: An
 
 
 @pytest.mark.django_db
-def test_an_upload_without_mail_creates_no_account_and_says_so(logged_in_client: Any, user: Any) -> None:
-    """A zip of pictures, or random bytes named .eml, reported success and left an empty account."""
+def test_an_upload_without_mail_creates_no_account_and_says_so(
+    logged_in_client: Any, user: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    """A zip of pictures, or random bytes named .eml, reported success and left an empty account. (The
+    import job runs inline here: tests run django-q2 in sync mode; test_import_jobs.py uses the worker.)"""
     from django.core.files.uploadedfile import SimpleUploadedFile
     from django.urls import reverse
 
@@ -287,11 +290,12 @@ def test_an_upload_without_mail_creates_no_account_and_says_so(logged_in_client:
         handle.writestr("holiday/sunset.png", b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40)
     random_bytes = bytes((index * 7919) % 251 for index in range(20000))
     for name, content in (("pictures.zip", pictures.getvalue()), ("message.eml", random_bytes)):
-        response = logged_in_client.post(
-            reverse("mail:account_import"),
-            {"file": SimpleUploadedFile(name, content), "new_account_name": "Not mail"},
-            follow=True,
-        )
+        with django_capture_on_commit_callbacks(execute=True):
+            logged_in_client.post(
+                reverse("mail:account_import"),
+                {"file": SimpleUploadedFile(name, content), "new_account_name": "Not mail"},
+            )
+        response = logged_in_client.get(reverse("mail:accounts"))
         page = response.content.decode()
         assert response.status_code == 200
         assert f"No messages found in {name}:" in page, page[:3000]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -24,7 +25,8 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from apps.accounts.models import MailAccount, Message
+from apps.accounts import import_jobs
+from apps.accounts.models import Message
 from mailagent.server import web_server_command
 from tests.services import REPO_ROOT, asgi_request, free_port, subprocess_env, wait_for_port
 
@@ -196,9 +198,12 @@ def test_logged_in_upload_streams_to_disk(server: Server, user: Any) -> None:
     print(f"logged-in 40 MB upload: RSS +{growth} MB")
     assert status == 302, body[:2000]
     assert growth <= RSS_GROWTH_ALLOWED_MB
-    # The 40 MB of "a" is not mail: the import says so and stores nothing, but it did reach the importer.
-    assert MailAccount.objects.filter(owner=user, name="Uploads").exists()
+    # The 40 MB reached the disk as a queued import job (the worker imports it: tests/accounts/test_import_jobs.py)
+    (job,) = import_jobs.jobs_for_user(owner=user)
+    assert job.status == "queued" and job.upload_name == "a.mbox"
+    assert (Path(settings.DATA_DIR) / "uploads" / job.id / job.file_name).stat().st_size == size
     assert not Message.objects.exists()
+    shutil.rmtree(Path(settings.DATA_DIR) / "uploads" / job.id)
 
 
 def test_logged_in_upload_over_the_limit_is_refused_before_reading(server: Server, user: Any) -> None:
