@@ -106,7 +106,9 @@ def test_a_stored_key_is_only_sent_to_its_own_configs_url(
     config = ApiConfig.objects.create(
         owner=user, name="Saved", base_url=fake_llm.base_url, api_key="sk-stored", model="m"
     )
-    with FakeOpenAI() as elsewhere:
+    elsewhere = FakeOpenAI()
+    elsewhere.start()
+    try:
         response = logged_in_client.post(
             reverse("settings:model_test"), model_form(base_url=elsewhere.base_url, api_key="", config_id=config.pk)
         )
@@ -124,6 +126,8 @@ def test_a_stored_key_is_only_sent_to_its_own_configs_url(
             )
             assert refused.status_code == 404
         assert elsewhere.api_keys == []
+    finally:
+        elsewhere.stop()
 
 
 @pytest.mark.django_db
