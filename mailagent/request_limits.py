@@ -6,8 +6,10 @@ middleware sits in front of Django and decides from the headers:
 
 - anonymous requests (login, signup, password reset, ...) may send at most
   `MAILAGENT_MAX_ANONYMOUS_REQUEST_BYTES`;
-- requests from a logged-in session, or carrying a bearer token (outside agents, MCP; the token itself is
-  checked by the app later), may send `MAILAGENT_MAX_REQUEST_BYTES`;
+- requests from a logged-in session may send `MAILAGENT_MAX_REQUEST_BYTES`; so may a request whose bearer
+  token the app behind checked (the MCP endpoint calls grant_authenticated_limit after authenticating it,
+  before it reads the body). An `Authorization: Bearer` header alone lifts nothing: a request carrying one
+  has its declared length checked when the app first reads the body, after the token was checked;
 - upload endpoints (`MAILAGENT_UPLOAD_URL_NAMES`) accept `MAILAGENT_MAX_UPLOAD_BYTES` plus form overhead,
   but only from a logged-in session, checked here against the session store before the body is read.
 
@@ -87,6 +89,17 @@ def _has_bearer_token(scope: Scope) -> bool:
     return value[:7].lower() == b"bearer " and len(value.strip()) > 7
 
 
+LIMIT_SCOPE_KEY = "mailagent.body_limit"
+
+
+def grant_authenticated_limit(scope: Scope) -> None:
+    """For the app behind the middleware: this request's credentials (a bearer token) were checked, so its
+    body may be as large as a logged-in user's. Call it before reading the body."""
+    limit = scope.get(LIMIT_SCOPE_KEY)
+    if isinstance(limit, _Limit):
+        limit.grant()
+
+
 def _session_key(scope: Scope) -> str:
     raw = _header(scope, b"cookie")
     if not raw:
@@ -124,6 +137,11 @@ class _Limit:
         self._decided: int | None = None
         self.reason = "anonymous"
 
+    def grant(self) -> None:
+        if not self.is_upload:
+            self._decided = authenticated_limit()
+            self.reason = "authenticated"
+
     async def for_size(self, size: int) -> int:
         if size <= anonymous_limit():
             return anonymous_limit()
@@ -137,13 +155,13 @@ class _Limit:
                 self.reason = "upload"
                 return upload_limit()
             return anonymous_limit()
-        if _has_bearer_token(self.scope) or await session_user_is_authenticated(self.scope):
+        if await session_user_is_authenticated(self.scope):
             self.reason = "authenticated"
             return authenticated_limit()
         return anonymous_limit()
 
 
-def _too_large_message(limit: int, reason: str, size: int | None) -> str:
+def too_large_message(limit: int, reason: str, size: int | None) -> str:
     sent = f"The request body is {filesizeformat(size)}; " if size is not None else "The request body is too large; "
     if reason == "upload":
         what = f"uploads here may be at most {filesizeformat(limit - UPLOAD_FORM_OVERHEAD_BYTES)}"
@@ -158,7 +176,7 @@ def _too_large_message(limit: int, reason: str, size: int | None) -> str:
 
 
 async def send_too_large(scope: Scope, send: Send, *, limit: int, reason: str, size: int | None) -> None:
-    message = _too_large_message(limit, reason, size)
+    message = too_large_message(limit, reason, size)
     accept = (_header(scope, b"accept") or b"").lower()
     if scope.get("path", "").startswith("/api/") or (b"json" in accept and b"html" not in accept):
         body = json.dumps({"error": message}).encode()
@@ -197,8 +215,12 @@ class RequestBodyLimitMiddleware:
             await self.app(scope, receive, send)
             return
         limit = _Limit(scope)
+        scope[LIMIT_SCOPE_KEY] = limit
         declared = _declared_length(scope)
-        if declared is not None:
+        # With a bearer token the app may vouch for it (grant_authenticated_limit) before it reads the body:
+        # the declared length is then checked at the first read, against the limit decided by then.
+        declared_unchecked = declared is not None and _has_bearer_token(scope)
+        if declared is not None and not declared_unchecked:
             allowed = await limit.for_size(declared)
             if declared > allowed:
                 await send_too_large(scope, send, limit=allowed, reason=limit.reason, size=declared)
@@ -209,9 +231,17 @@ class RequestBodyLimitMiddleware:
         response_started = False
 
         async def counted_receive() -> Message:
-            nonlocal received, cut_off
+            nonlocal received, cut_off, declared_unchecked
             if cut_off:
                 return {"type": "http.disconnect"}
+            if declared_unchecked and declared is not None:
+                declared_unchecked = False
+                allowed = await limit.for_size(declared)
+                if declared > allowed:
+                    cut_off = True
+                    if not response_started:
+                        await send_too_large(scope, send, limit=allowed, reason=limit.reason, size=declared)
+                    return {"type": "http.disconnect"}
             message = await receive()
             if message["type"] != "http.request":
                 return message

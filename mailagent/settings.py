@@ -324,11 +324,14 @@ MAILAGENT_SYNC_BATCH = env_int("MAILAGENT_SYNC_BATCH", 200)
 MAILAGENT_WATCH_POLL_SECONDS = env_int("MAILAGENT_WATCH_POLL_SECONDS", 60)
 MAILAGENT_SYNC_LOCK_SECONDS = env_int("MAILAGENT_SYNC_LOCK_SECONDS", 600)
 MAILAGENT_MAX_UPLOAD_BYTES = env_int("MAILAGENT_MAX_UPLOAD_BYTES", 512 * 1024 * 1024)
-DATA_UPLOAD_MAX_MEMORY_SIZE = 10 * 1024 * 1024
 # Request bodies are bounded before Django reads them (mailagent/request_limits.py): anonymous requests,
-# logged-in (or bearer-token) requests, and the upload endpoints below (logged-in only, MAX_UPLOAD_BYTES).
+# logged-in requests (or a token the MCP endpoint checked), and the upload endpoints below (logged-in only,
+# MAX_UPLOAD_BYTES).
 MAILAGENT_MAX_ANONYMOUS_REQUEST_BYTES = env_int("MAILAGENT_MAX_ANONYMOUS_REQUEST_BYTES", 256 * 1024)
 MAILAGENT_MAX_REQUEST_BYTES = env_int("MAILAGENT_MAX_REQUEST_BYTES", 16 * 1024 * 1024)
+# Django's own cap on a body it reads into memory (JSON, form fields) is the same: a body the limit above let
+# through is never refused again by Django (a 10-16 MB JSON body answered 500 with DEBUG on, 400 without).
+DATA_UPLOAD_MAX_MEMORY_SIZE = MAILAGENT_MAX_REQUEST_BYTES
 MAILAGENT_UPLOAD_URL_NAMES = ["mail:account_import"]
 
 # Routing: time limit of one filter search and of all filters on one message (catastrophic patterns are

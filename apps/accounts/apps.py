@@ -5,6 +5,8 @@ from django.apps import AppConfig
 OUTBOX_SCHEDULE_NAME = "mail: outbox sweeper"
 OUTBOX_SWEEP_MINUTES = 1
 WRITEBACK_SCHEDULE_NAME = "mail: write-back retries"
+IMPORT_SWEEP_SCHEDULE_NAME = "mail: import upload sweeper"
+IMPORT_SWEEP_MINUTES = 10
 WRITEBACK_RETRY_MINUTES = 1
 
 
@@ -32,5 +34,10 @@ class AccountsConfig(AppConfig):
             name=WRITEBACK_SCHEDULE_NAME,
             func="apps.accounts.tasks.retry_mail_actions_task",
             minutes=WRITEBACK_RETRY_MINUTES,
+        )
+        register_maintenance(
+            name=IMPORT_SWEEP_SCHEDULE_NAME,
+            func="apps.accounts.tasks.sweep_import_uploads_task",
+            minutes=IMPORT_SWEEP_MINUTES,
         )
         post_migrate.connect(ensure_maintenance_schedules, sender=self, dispatch_uid="mailagent.maintenance_schedules")

@@ -11,7 +11,7 @@ import re
 import tempfile
 import zipfile
 import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import IO
@@ -32,9 +32,12 @@ IMPORT_BATCH_BYTES = 64 * 1024 * 1024
 # Files are sniffed from their first bytes; only single messages are ever read whole (up to the parser's cap).
 SNIFF_BYTES = 64 * 1024
 # Zip archives are unpacked member by member, streaming; an mbox member goes to a temporary file. The caps
-# bound what a small archive can make us unpack (a 917 KB zip can hold a 900 MB member).
+# bound what a small archive can make us unpack (a 917 KB zip can hold a 900 MB member; a 3.4 MB zip of one
+# mbox of 20 x 50 MB messages wrote 1 GB): per member, and in total at most DEFAULT_ZIP_RATIO times the
+# archive's own size and never more than the absolute cap. Mail compresses 3-10x; more is a bomb.
 DEFAULT_ZIP_MEMBER_BYTES = 4 * 1024 * 1024 * 1024
-DEFAULT_ZIP_TOTAL_BYTES = 16 * 1024 * 1024 * 1024
+DEFAULT_ZIP_TOTAL_BYTES = 4 * 1024 * 1024 * 1024
+DEFAULT_ZIP_RATIO = 20
 ZIP_CHUNK_BYTES = 1024 * 1024
 
 
@@ -199,17 +202,29 @@ def zip_total_limit() -> int:
     return int(getattr(settings, "MAILAGENT_IMPORT_ZIP_TOTAL_BYTES", DEFAULT_ZIP_TOTAL_BYTES))
 
 
-class _ZipBudget:
-    """Uncompressed bytes read from one archive: per member and in total (zip bombs stop at the cap)."""
+def zip_ratio_limit() -> int:
+    return int(getattr(settings, "MAILAGENT_IMPORT_ZIP_RATIO", DEFAULT_ZIP_RATIO))
 
-    def __init__(self) -> None:
+
+class _ZipBudget:
+    """Uncompressed bytes read from one archive: per member and in total (zip bombs stop at the cap), the
+    total being the smaller of the absolute cap and zip_ratio_limit() times the archive's size."""
+
+    def __init__(self, archive_bytes: int) -> None:
         self.total = 0
         self.exhausted = False
+        by_ratio = max(archive_bytes, 1) * zip_ratio_limit()
+        self.limit = min(zip_total_limit(), by_ratio)
+        self.why = (
+            f"{zip_ratio_limit()} times the archive's {archive_bytes} bytes"
+            if by_ratio < zip_total_limit()
+            else "the most any archive may unpack (MAILAGENT_IMPORT_ZIP_TOTAL_BYTES)"
+        )
 
     def read(self, handle: IO[bytes], size: int) -> bytes:
-        data = handle.read(min(size, zip_total_limit() - self.total + 1))
+        data = handle.read(min(size, self.limit - self.total + 1))
         self.total += len(data)
-        if self.total > zip_total_limit():
+        if self.total > self.limit:
             self.exhausted = True
         return data
 
@@ -219,12 +234,18 @@ def _iter_zip(path: Path, summary: ImportSummary) -> Iterator[_Source]:
         archive = zipfile.ZipFile(path)
     except zipfile.BadZipFile as exc:
         raise MailImportError(f"{path.name} is not a readable zip file: {exc}") from exc
-    budget = _ZipBudget()
+    budget = _ZipBudget(path.stat().st_size)
+    reported = False
     with archive:
         for member in archive.infolist():
-            name = PurePosixPath(member.filename)
-            if member.is_dir() or any(part.startswith(".") or part == "__MACOSX" for part in name.parts):
+            raw_parts = member.filename.replace("\\", "/").split("/")
+            name = PurePosixPath(*raw_parts)  # (pathlib drops "." parts, so they are checked on the raw name)
+            if any(part in {".", ".."} for part in raw_parts) or (raw_parts[0] == "" and len(raw_parts) > 1):
+                summary.skipped += 1
+                summary.errors.append(f"{member.filename}: a path outside the archive's own folders; skipped")
                 continue
+            if member.is_dir() or any(part.startswith(".") or part == "__MACOSX" for part in name.parts):
+                continue  # folders, and the hidden files and resource forks archivers add
             if name.parent.name == "tmp":
                 continue
             if budget.exhausted:
@@ -242,9 +263,11 @@ def _iter_zip(path: Path, summary: ImportSummary) -> Iterator[_Source]:
             except (zipfile.BadZipFile, zlib.error, OSError, EOFError, NotImplementedError) as exc:
                 summary.skipped += 1
                 summary.errors.append(f"{member.filename}: unreadable in the zip ({exc}); skipped")
-            if budget.exhausted:
+            if budget.exhausted and not reported:
+                reported = True
                 summary.errors.append(
-                    f"{path.name}: stopped after {zip_total_limit()} unpacked bytes; the rest of the zip was skipped"
+                    f"{path.name}: stopped after {budget.limit} unpacked bytes ({budget.why}); the rest of the zip "
+                    "was skipped. Unpack it and import the files, or raise the limit"
                 )
 
 
@@ -296,7 +319,7 @@ def _folder_name(relative: str) -> str:
     return "" if cleaned in {"", "."} else cleaned
 
 
-def iter_sources(path: Path, summary: ImportSummary) -> Iterator[_Source]:
+def iter_sources(path: Path, summary: ImportSummary) -> Generator[_Source]:
     if not path.exists():
         raise MailImportError(f"{path} does not exist")
     if path.is_file():
@@ -316,9 +339,28 @@ def iter_sources(path: Path, summary: ImportSummary) -> Iterator[_Source]:
             yield from _iter_file(here / filename, relative or path.name, summary)
 
 
+def contains_mail(path: Path | str) -> tuple[bool, ImportSummary]:
+    """Whether the file or tree holds at least one message, reading only up to the first one (a zip of
+    pictures is read to its end, within the zip caps); the summary says what was skipped and why."""
+    summary = ImportSummary()
+    sources = iter_sources(Path(path), summary)
+    try:
+        for _source in sources:
+            return True, summary
+    finally:
+        sources.close()
+    return False, summary
+
+
 def count_files(path: Path) -> int:
-    """A cheap total for progress bars: regular files under path (1 for a single file)."""
+    """A cheap total for progress bars: regular files under path (a zip's members; 1 for another file)."""
     if path.is_file():
+        if zipfile.is_zipfile(path):
+            try:
+                with zipfile.ZipFile(path) as archive:
+                    return sum(1 for member in archive.infolist() if not member.is_dir())
+            except (zipfile.BadZipFile, OSError):
+                return 1
         return 1
     total = 0
     for _current, dirnames, filenames in os.walk(path):

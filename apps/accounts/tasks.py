@@ -8,7 +8,7 @@ from typing import Any
 
 from django.db import close_old_connections
 
-from apps.accounts import writeback
+from apps.accounts import import_jobs, writeback
 from apps.accounts.models import MailAccount
 from apps.accounts.sync import sync_account
 from mailagent.events import notify_user
@@ -74,3 +74,17 @@ def sweep_outbox_task() -> dict[str, int]:
     from apps.accounts.outbox import sweep_outbox
 
     return sweep_outbox().announced
+
+
+def import_upload_task(job_id: str) -> dict[str, Any]:
+    """Queued by the import form (apps/accounts/import_jobs.py): import one uploaded archive (the Accounts
+    page polls its progress)."""
+    job = import_jobs.run_import(job_id)
+    if job is None:
+        return {"job": job_id, "status": "gone"}
+    return {"job": job_id, "status": job.status, "message": job.message}
+
+
+def sweep_import_uploads_task() -> dict[str, int]:
+    """Scheduled ("mail: import upload sweeper"): uploads and spool files a crashed import left behind."""
+    return import_jobs.sweep_import_uploads()

@@ -19,6 +19,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("accounts/", views.accounts, name="accounts"),
     path("accounts/add-imap/", views.account_add_imap, name="account_add_imap"),
     path("accounts/import/", views.account_import, name="account_import"),
+    path("accounts/imports/", views.import_jobs_partial, name="import_jobs"),
     path("accounts/<int:account_id>/", views.account_detail, name="account_detail"),
     path("accounts/<int:account_id>/sync/", views.account_sync, name="account_sync"),
     path("accounts/<int:account_id>/signature/", views.account_signature, name="account_signature"),

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import tempfile
 import unicodedata
 from pathlib import Path
 from typing import Any
@@ -27,7 +25,7 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.middleware import HtmxDetails
 
-from apps.accounts import actions, oauth, removal, selectors
+from apps.accounts import actions, import_jobs, oauth, removal, selectors
 from apps.accounts.forms import (
     EnabledForm,
     ImapAccountForm,
@@ -79,6 +77,7 @@ def _render_accounts_page(
         "open_imap_form": imap_form is not None,
         "open_import_form": import_form is not None,
         "error_labels": _error_labels(),
+        "import_jobs": import_jobs.jobs_for_user(owner=request.user),
         **_oauth_setup(request),
     }
     return render(request, "accounts/pages/accounts.html", context, status=status)
@@ -136,9 +135,7 @@ def _stored_upload_name(upload: UploadedFile) -> str:
 
 
 def _save_upload(upload: UploadedFile) -> Path:
-    uploads = Path(settings.DATA_DIR) / "uploads"
-    uploads.mkdir(parents=True, exist_ok=True)
-    directory = Path(tempfile.mkdtemp(prefix="import-", dir=uploads))
+    directory = import_jobs.new_upload_dir()
     target = directory / _stored_upload_name(upload)
     if isinstance(upload, TemporaryUploadedFile):
         # Already on disk next to us (FILE_UPLOAD_TEMP_DIR): move it instead of writing a second copy.
@@ -166,40 +163,40 @@ def account_import(request: HttpRequest) -> HttpResponse:
 
 @csrf_protect
 def _account_import(request: HttpRequest) -> HttpResponse:
-    from apps.accounts.importers import MailImportError, import_path
-
+    """Save the upload and queue its import (apps/accounts/import_jobs.py); the worker imports it and the
+    Accounts page shows its progress and outcome."""
     form = ImportUploadForm(request.POST, request.FILES, owner=request.user)
     if not form.is_valid():
         return _render_accounts_page(request, import_form=form)
     account: MailAccount | None = form.cleaned_data["account"]
-    try:
-        if account is None:
-            account = actions.get_or_create_local_account(
-                owner=request.user, name=form.cleaned_data["new_account_name"]
-            )
-    except actions.AccountNameTaken as exc:
-        form.add_error("new_account_name", str(exc))
-        return _render_accounts_page(request, import_form=form)
-    path = _save_upload(form.cleaned_data["file"])
-    try:
-        summary = import_path(account, path, route_through_filters=form.cleaned_data["route_through_filters"])
-    except MailImportError as exc:
-        messages.error(request, f"Import into “{account.name}” failed: {exc}")
-        return _after_import(request)
-    finally:
-        shutil.rmtree(path.parent, ignore_errors=True)
-    text = (
-        f"Imported into “{account.name}”: {summary.imported} new, {summary.duplicates} duplicates, "
-        f"{summary.parse_errors} with parse errors, from {summary.files} file(s)."
+    upload = form.cleaned_data["file"]
+    upload_name = Path((upload.name or "the upload").replace("\\", "/")).name
+    path = _save_upload(upload)
+    import_jobs.start_import(
+        owner=request.user,
+        upload_dir=path.parent,
+        file_name=path.name,
+        upload_name=upload_name,
+        account=account,
+        new_account_name=form.cleaned_data["new_account_name"],
+        route_through_filters=form.cleaned_data["route_through_filters"],
     )
-    if summary.skipped:
-        text += f" {summary.skipped} item(s) skipped."
-    if form.cleaned_data["route_through_filters"] and summary.imported:
-        text += " The new mail goes through your filters (see Runs)."
-    (messages.warning if summary.skipped or summary.parse_errors else messages.success)(request, text)
-    for error in summary.errors[:5]:
-        messages.warning(request, error)
+    target = account.name if account is not None else form.cleaned_data["new_account_name"]
+    messages.info(
+        request, f"Importing {upload_name} into “{target}” in the background: see Imports on the Accounts page."
+    )
     return _after_import(request)
+
+
+@require_GET
+def import_jobs_partial(request: HttpRequest) -> HttpResponse:
+    """The user's recent imports with their progress (the Accounts page polls it while one runs)."""
+    then = request.GET.get("then", "")
+    jobs = import_jobs.jobs_for_user(owner=request.user, limit=1 if then else 5)
+    response = render(request, "accounts/partials/import_jobs.html", {"import_jobs": jobs, "then": then})
+    if then and not any(job.active for job in jobs) and url_has_allowed_host_and_scheme(then, {request.get_host()}):
+        response["HX-Redirect"] = then  # the page that asked (the setup wizard) moves on once the import is done
+    return response
 
 
 def _after_import(request: HttpRequest) -> HttpResponse:

@@ -12,6 +12,7 @@ import json
 from typing import Any
 
 from django.contrib import messages
+from django.contrib.admin.views.decorators import staff_member_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -113,12 +114,14 @@ def item_download(request: HttpRequest, item_id: int) -> HttpResponse:
     return response
 
 
+@staff_member_required
 @require_GET
 def diagnostics(request: HttpRequest) -> HttpResponse:
     tree = selectors.unified_tree(user=request.user, limit=50)
     return render(request, "orchestration/pages/diagnostics.html", {"tree": tree})
 
 
+@staff_member_required
 @require_GET
 def diagnostics_node(request: HttpRequest) -> HttpResponse:
     node_id = request.GET.get("id", "")

@@ -10,7 +10,9 @@ each matching director once.
 
 Patterns use the `regex` package (a superset of `re`) because it can abandon a search after a
 timeout: a catastrophic pattern costs one bounded evaluation and a recorded filter error, never a hung
-fetcher.
+fetcher. Compiling is bounded too: the regex engine unrolls counted repetitions, so `a{1000000}` compiles
+to ~250 MB and `a{2147483648}` grew a web process to 21 GB. check_pattern_size refuses a pattern whose
+repetition counts or estimated compiled size are over the limits before anything compiles it.
 """
 
 from __future__ import annotations
@@ -30,13 +32,104 @@ BODY_CHARS = 200_000
 PERSON_FIELDS = ("from", "to", "cc", "bcc")
 
 
+# The largest count a repetition ({n}, {n,m}, {n,}) may give, and the largest estimated compiled size: the
+# pattern's atoms, each multiplied by the counts of the repetitions around it. The engine's memory grows
+# ~260 bytes per unit (measured: a{100000} +27 MB, (a{1000}){1000} +260 MB), so 20,000 units is ~5 MB.
+MAX_REPEAT_COUNT = 1000
+MAX_PATTERN_UNITS = 20_000
+_COUNTED_REPEAT = regex.compile(r"\{(\d*)(?:(,)(\d*))?\}")
+
+
 class InvalidPattern(ValueError):
     """Raised with the user-facing message "Invalid regex pattern: <reason>"."""
+
+
+def _repeat_count(digits: str) -> int:
+    # More digits than any allowed count has: over the limit, without converting a huge number.
+    return int(digits) if len(digits) <= 9 else MAX_REPEAT_COUNT * 10**9
+
+
+def check_pattern_size(pattern: str) -> int:
+    """The pattern's estimated compiled size in units; InvalidPattern naming the limit when a repetition
+    count is over MAX_REPEAT_COUNT or the estimate over MAX_PATTERN_UNITS. A scan of the text, not a
+    parse: anything it misreads (a quantifier-like run inside a class, an escape's braces) only counts
+    as extra literal characters, so the estimate errs upwards. Alternatives add up (all are compiled)."""
+    # One frame per open group: [total units so far, units of the last atom (what a quantifier repeats)]
+    frames: list[list[int]] = [[0, 0]]
+    position = 0
+    length = len(pattern)
+    while position < length:
+        char = pattern[position]
+        frame = frames[-1]
+        if char == "\\":
+            position += 2
+            frame[0] += 1
+            frame[1] = 1
+            continue
+        if char == "[":
+            end = position + 1
+            if end < length and pattern[end] == "^":
+                end += 1
+            if end < length and pattern[end] == "]":
+                end += 1
+            while end < length and pattern[end] != "]":
+                end += 2 if pattern[end] == "\\" else 1
+            position = end + 1
+            frame[0] += 1
+            frame[1] = 1
+            continue
+        if char == "(":
+            frames.append([0, 0])
+            position += 1
+            continue
+        if char == ")" and len(frames) > 1:
+            inner = frames.pop()[0] or 1
+            frames[-1][0] += inner
+            frames[-1][1] = inner
+            position += 1
+            continue
+        if char == "|":
+            frame[1] = 0
+            position += 1
+            continue
+        if char == "{":
+            counted = _COUNTED_REPEAT.match(pattern, position)
+            if counted is not None and (counted.group(1) or counted.group(3)):
+                low, comma, high = counted.group(1), counted.group(2) or "", counted.group(3) or ""
+                if max(_repeat_count(digits) for digits in (low, high) if digits) > MAX_REPEAT_COUNT:
+                    shown = counted.group(0) if len(counted.group(0)) <= 30 else counted.group(0)[:27] + "…}"
+                    raise InvalidPattern(
+                        f"Invalid regex pattern: the repetition {shown} is over the limit; a repetition count "
+                        f"may be at most {MAX_REPEAT_COUNT:,}"
+                    )
+                # {n,} compiles like {n} plus an open loop; {n,m} like {m}
+                times = _repeat_count(high) if high else _repeat_count(low) + (1 if comma else 0)
+                frame[0] += frame[1] * max(times - 1, 0)
+                frame[1] *= max(times, 1)
+                position = counted.end()
+                if frame[0] > MAX_PATTERN_UNITS:
+                    break
+                continue
+        frame[0] += 1
+        frame[1] = 1
+        position += 1
+    while len(frames) > 1:  # unbalanced: the compile reports it; count what was open
+        inner = frames.pop()[0]
+        frames[-1][0] += inner
+    units = frames[0][0]
+    if units > MAX_PATTERN_UNITS:
+        raise InvalidPattern(
+            f"Invalid regex pattern: it would compile to about {units:,} units (each character, times the "
+            f"repetitions around it); the limit is {MAX_PATTERN_UNITS:,}. Use smaller repetition counts, or "
+            "an open repetition such as a{3,} or a+"
+        )
+    return units
 
 
 def compile_pattern(pattern: str, *, case_insensitive: bool) -> RegexPattern[str]:
     if not pattern or not pattern.strip():
         raise InvalidPattern("Invalid regex pattern: the pattern is empty")
+    check_pattern_size(pattern)
     flags = regex.V0 | (regex.IGNORECASE if case_insensitive else 0)
     try:
         return regex.compile(pattern, flags)

@@ -103,8 +103,16 @@ def model_test(request: HttpRequest) -> HttpResponse:
     api_key = str(data.get("api_key") or "")
     config_id = request.POST.get("config_id", "")
     if config_id.isdigit() and not api_key:
+        saved = selectors.access_api_config(user=request.user, config_id=int(config_id))
+        if not _same_url(str(data.get("base_url") or ""), saved.base_url):
+            # The stored key goes only where it was saved for: a changed URL would send it to any host named.
+            error = (
+                f"The saved key is only sent to the URL it was saved with ({saved.base_url}). To test another URL, "
+                "type its key too."
+            )
+            return render(request, "setup/partials/probe_result.html", {"error": error})
         try:
-            api_key = reveal(selectors.access_api_config(user=request.user, config_id=int(config_id)).api_key) or ""
+            api_key = reveal(saved.api_key) or ""
         except SecretDecryptionError as exc:
             return _undecryptable(request, exc)
     if "base_url" in form.errors:
@@ -121,6 +129,10 @@ def model_test(request: HttpRequest) -> HttpResponse:
         name=str(data.get("name") or ""),
     )
     return render(request, "setup/partials/probe_result.html", {"result": result})
+
+
+def _same_url(typed: str, saved: str) -> bool:
+    return typed.strip().rstrip("/") == saved.strip().rstrip("/")
 
 
 def _undecryptable(request: HttpRequest, exc: SecretDecryptionError) -> HttpResponse:

@@ -9,8 +9,10 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from apps.accounts import import_jobs
 from apps.accounts.forms import ImportUploadForm, max_upload_bytes
 from apps.llm import actions as llm_actions
 from apps.orchestration import actions as orchestration_actions
@@ -28,7 +30,17 @@ def _context(request: HttpRequest, step: str, **extra: Any) -> dict[str, Any]:
         {"key": key, "title": selectors.STEP_TITLES[key], "done": progress.done[key], "current": key == step}
         for key in selectors.STEPS
     ]
-    return {"step": step, "steps": steps, "progress": progress, "provider_urls": PROVIDER_URLS, **extra}
+    return {
+        "step": step,
+        "steps": steps,
+        "progress": progress,
+        "provider_urls": PROVIDER_URLS,
+        # An upload from the mailbox step is imported by the worker: its progress shows on every step, and
+        # the wizard moves on (to /setup/) when it finishes.
+        "import_jobs": import_jobs.jobs_for_user(owner=request.user, limit=1),
+        "import_jobs_then": reverse("setup:index"),
+        **extra,
+    }
 
 
 @require_GET

@@ -44,6 +44,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from apps.workspaces import actions, selectors
 from apps.workspaces.models import CreatedBy, EntrySource, Workspace
+from mailagent.request_limits import grant_authenticated_limit
 
 logger = logging.getLogger(__name__)
 
@@ -553,6 +554,7 @@ class McpEndpoint:
                 [(b"accept-post", b"application/json")],
             )
             return
+        grant_authenticated_limit(scope)  # a checked token may send a logged-in user's body size
         scope = dict(scope)
         scope[PRINCIPAL_KEY] = principal
         manager = await self._manager()

@@ -149,6 +149,7 @@ def _peak_while_reading(path: Path) -> tuple[list[Any], ImportSummary, int]:
 
 
 @pytest.mark.django_db
+@override_settings(MAILAGENT_IMPORT_ZIP_RATIO=10**6)  # the member itself, not the archive's ratio cap
 def test_a_400_mb_zip_member_is_never_read_whole(tmp_path: Path) -> None:
     # One real message whose body goes on for 400 MB (the probe used 900 MB): only the parser's cap is read.
     archive = tmp_path / "bomb.zip"
@@ -176,7 +177,9 @@ def test_an_mbox_zip_member_is_unpacked_to_disk_and_split_one_message_at_a_time(
 
 
 @pytest.mark.django_db
-@override_settings(MAILAGENT_IMPORT_ZIP_TOTAL_BYTES=3 * MB, MAILAGENT_IMPORT_ZIP_MEMBER_BYTES=2 * MB)
+@override_settings(
+    MAILAGENT_IMPORT_ZIP_TOTAL_BYTES=3 * MB, MAILAGENT_IMPORT_ZIP_MEMBER_BYTES=2 * MB, MAILAGENT_IMPORT_ZIP_RATIO=10**6
+)
 def test_zip_caps_per_member_and_in_total(user: Any, tmp_path: Path) -> None:
     real = corpus_message()
     archive = tmp_path / "many.zip"
@@ -190,7 +193,11 @@ def test_zip_caps_per_member_and_in_total(user: Any, tmp_path: Path) -> None:
     account = create_local_account(owner=user, name="zips")
     summary = import_path(account, archive)
     assert any("too-big.eml" in error and "more than" in error for error in summary.errors)
-    assert any("stopped after 3145728 unpacked bytes" in error for error in summary.errors)
+    assert any(
+        "stopped after 3145728 unpacked bytes (the most any archive may unpack (MAILAGENT_IMPORT_ZIP_TOTAL_BYTES))"
+        in error
+        for error in summary.errors
+    )
     assert 2 <= summary.imported <= 4
     assert summary.skipped >= 8
 
@@ -222,3 +229,75 @@ def test_not_mail_is_sniffed_from_its_first_bytes(tmp_path: Path) -> None:
     assert sources == []
     assert summary.errors == ["notes.mbox: not an email (no header on the first line); skipped"]
     assert peak < MB
+
+
+@pytest.mark.django_db
+def test_an_archive_unpacks_at_most_20_times_its_own_size(user: Any, settings: Any, tmp_path: Path) -> None:
+    """The probe's 3.4 MB zip (one mbox of 20 x 50 MB messages) wrote 1 GB to DATA_DIR/uploads and the
+    database. Scaled down: an mbox member of 8 messages of 4 MB each, compressing ~1000x."""
+    real = corpus_message()
+    archive = tmp_path / "amplified.zip"
+    with (
+        zipfile.ZipFile(archive, "w", compression=zipfile.ZIP_DEFLATED) as handle,
+        handle.open("Big.mbox", "w", force_zip64=True) as member,
+    ):
+        for index in range(8):
+            member.write(b"From a@example.com Tue Jul 19 11:54:24 2016\n")
+            member.write(real.replace(b"boendemalmoborg-1834", f"amp{index}".encode()) + b"z" * (4 * MB) + b"\n\n")
+    size = archive.stat().st_size
+    assert size < 400 * 1024
+    uploads = Path(settings.DATA_DIR) / "uploads"
+    before = set(uploads.iterdir())
+    summary = import_path(create_local_account(owner=user, name="amplified"), archive)
+    assert f"amplified.zip: stopped after {20 * size} unpacked bytes (20 times the archive's {size} bytes)" in (
+        " ".join(summary.errors)
+    )
+    assert summary.imported <= 2  # what fit in 20 x ~100 KB, not 32 MB
+    assert set(uploads.iterdir()) == before  # the spooled member is gone
+
+
+@pytest.mark.django_db
+def test_zip_members_outside_the_archives_folders_are_counted_and_named(user: Any, tmp_path: Path) -> None:
+    real = corpus_message()
+    archive = tmp_path / "paths.zip"
+    with zipfile.ZipFile(archive, "w") as handle:
+        handle.writestr("inbox/ok.eml", real)
+        for name in ("../evil.eml", "inbox/../../up.eml", "./here.eml", "/abs.eml"):
+            handle.writestr(zipfile.ZipInfo(name), real.replace(b"boendemalmoborg-1834", name.encode()))
+        handle.writestr(".DS_Store", b"junk")  # archivers' hidden files stay silent
+    summary = import_path(create_local_account(owner=user, name="paths"), archive)
+    assert summary.imported == 1 and summary.skipped == 4
+    assert summary.errors == [
+        f"{name}: a path outside the archive's own folders; skipped"
+        for name in ("../evil.eml", "inbox/../../up.eml", "./here.eml", "/abs.eml")
+    ]
+
+
+@pytest.mark.django_db
+def test_an_upload_without_mail_creates_no_account_and_says_so(
+    logged_in_client: Any, user: Any, django_capture_on_commit_callbacks: Any
+) -> None:
+    """A zip of pictures, or random bytes named .eml, reported success and left an empty account. (The
+    import job runs inline here: tests run django-q2 in sync mode; test_import_jobs.py uses the worker.)"""
+    from django.core.files.uploadedfile import SimpleUploadedFile
+    from django.urls import reverse
+
+    from apps.accounts.models import MailAccount
+
+    pictures = io.BytesIO()
+    with zipfile.ZipFile(pictures, "w") as handle:
+        handle.writestr("holiday/beach.jpg", b"\xff\xd8\xff\xe0\x00\x10JFIF" + bytes(range(256)) * 40)
+        handle.writestr("holiday/sunset.png", b"\x89PNG\r\n\x1a\n" + bytes(range(256)) * 40)
+    random_bytes = bytes((index * 7919) % 251 for index in range(20000))
+    for name, content in (("pictures.zip", pictures.getvalue()), ("message.eml", random_bytes)):
+        with django_capture_on_commit_callbacks(execute=True):
+            logged_in_client.post(
+                reverse("mail:account_import"),
+                {"file": SimpleUploadedFile(name, content), "new_account_name": "Not mail"},
+            )
+        response = logged_in_client.get(reverse("mail:accounts"))
+        page = response.content.decode()
+        assert response.status_code == 200
+        assert f"No messages found in {name}:" in page, page[:3000]
+        assert "no account was created" in page
+    assert not MailAccount.objects.filter(owner=user).exists()

@@ -342,37 +342,44 @@ def test_sync_now_enqueues_the_task_on_commit(
 # --- uploads --------------------------------------------------------------------------------------
 
 
-def test_upload_single_eml_into_a_new_local_account(logged_in_client: Client, user: Any) -> None:
+def _import_then_accounts_page(client: Client, capture: Any, data: dict[str, Any]) -> str:
+    """Upload, run the queued import job (inline: django-q2's sync mode in tests; on commit), then the
+    Accounts page, which lists the job's outcome."""
+    with capture(execute=True):
+        assert client.post(reverse("mail:account_import"), data).status_code == 302
+    return client.get(reverse("mail:accounts")).content.decode()
+
+
+def test_upload_single_eml_into_a_new_local_account(
+    logged_in_client: Client, user: Any, django_capture_on_commit_callbacks: Any
+) -> None:
     eml = make_message("Uploaded letter", "upload-eml-1@example.com").as_bytes()
-    response = logged_in_client.post(
-        reverse("mail:account_import"),
+    content = _import_then_accounts_page(
+        logged_in_client,
+        django_capture_on_commit_callbacks,
         {"file": SimpleUploadedFile("letter.eml", eml, "message/rfc822"), "new_account_name": "Uploads"},
-        follow=True,
     )
-    content = response.content.decode()
     assert "Imported into “Uploads”: 1 new, 0 duplicates, 0 with parse errors, from 1 file(s)." in content
     account = MailAccount.objects.get(owner=user, name="Uploads")
     assert account.provider == Provider.LOCAL
     assert Message.objects.get(account=account).subject == "Uploaded letter"
-    assert not any((Path(settings.DATA_DIR) / "uploads").glob("import-*")), "temp upload left behind"
+    left = [p.name for job in (Path(settings.DATA_DIR) / "uploads").glob("import-*") for p in job.iterdir()]
+    assert set(left) <= {"job.json"}, "temp upload left behind"
 
 
 def test_upload_mbox_into_an_existing_account_counts_duplicates(
-    logged_in_client: Client, user: Any, tmp_path: Path
+    logged_in_client: Client, user: Any, tmp_path: Path, django_capture_on_commit_callbacks: Any
 ) -> None:
     account = actions.create_local_account(owner=user, name="Archive")
     messages = [make_message(f"Archived {n}", f"mbox-{n}@example.com") for n in range(3)]
     data = write_mbox(tmp_path / "old.mbox", messages).read_bytes()
-    url = reverse("mail:account_import")
-    response = logged_in_client.post(
-        url, {"file": SimpleUploadedFile("old.mbox", data), "account": str(account.pk)}, follow=True
-    )
-    assert "Imported into “Archive”: 3 new, 0 duplicates" in response.content.decode()
+    upload = {"file": SimpleUploadedFile("old.mbox", data), "account": str(account.pk)}
+    page = _import_then_accounts_page(logged_in_client, django_capture_on_commit_callbacks, upload)
+    assert "Imported into “Archive”: 3 new, 0 duplicates" in page
     assert Message.objects.filter(account=account, folder="old").count() == 3
-    response = logged_in_client.post(
-        url, {"file": SimpleUploadedFile("old.mbox", data), "account": str(account.pk)}, follow=True
-    )
-    assert "Imported into “Archive”: 0 new, 3 duplicates" in response.content.decode()
+    upload = {"file": SimpleUploadedFile("old.mbox", data), "account": str(account.pk)}
+    page = _import_then_accounts_page(logged_in_client, django_capture_on_commit_callbacks, upload)
+    assert "Imported into “Archive”: 0 new, 3 duplicates" in page
     assert Message.objects.filter(account=account).count() == 3
 
 

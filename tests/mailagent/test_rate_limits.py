@@ -115,3 +115,23 @@ def test_the_fetcher_interval_has_a_minimum(logged_in_client: Client) -> None:
 def test_a_stored_shorter_interval_is_raised_to_the_minimum_on_start(logged_in_client: Client) -> None:
     started = logged_in_client.post("/api/fetcher/start", content_type="application/json").json()
     assert started["intervalMinutes"] == 10  # the default of 5 is below this server's minimum
+
+
+def test_failed_logins_from_a_stranger_do_not_lock_the_owner_out(user: Any) -> None:
+    """allauth's default locks an address after 5 wrong passwords for 5 minutes, whoever typed them: anyone
+    who knew the admin's address could lock them out. The count is per (address, client IP) now."""
+    from django.core.cache import cache
+
+    from tests.conftest import USER_PASSWORD
+
+    cache.clear()
+    stranger = Client(REMOTE_ADDR="203.0.113.7")
+    for _ in range(6):
+        stranger.post(reverse("account_login"), {"login": user.email, "password": "wrong-guess"})
+    locked = stranger.post(reverse("account_login"), {"login": user.email, "password": USER_PASSWORD})
+    assert locked.status_code == 200 and "Too many failed login attempts" in locked.content.decode()
+
+    owner = Client(REMOTE_ADDR="198.51.100.20")
+    response = owner.post(reverse("account_login"), {"login": user.email, "password": USER_PASSWORD})
+    assert response.status_code == 302
+    assert owner.get(reverse("runs:list")).status_code == 200

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import shutil
 import socket
 import subprocess
 import tempfile
@@ -21,9 +22,11 @@ from typing import Any
 
 import pytest
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.test import Client
 
-from apps.accounts.models import MailAccount, Message
+from apps.accounts import import_jobs
+from apps.accounts.models import Message
 from mailagent.server import web_server_command
 from tests.services import REPO_ROOT, asgi_request, free_port, subprocess_env, wait_for_port
 
@@ -195,9 +198,12 @@ def test_logged_in_upload_streams_to_disk(server: Server, user: Any) -> None:
     print(f"logged-in 40 MB upload: RSS +{growth} MB")
     assert status == 302, body[:2000]
     assert growth <= RSS_GROWTH_ALLOWED_MB
-    # The 40 MB of "a" is not mail: the import says so and stores nothing, but it did reach the importer.
-    assert MailAccount.objects.filter(owner=user, name="Uploads").exists()
+    # The 40 MB reached the disk as a queued import job (the worker imports it: tests/accounts/test_import_jobs.py)
+    (job,) = import_jobs.jobs_for_user(owner=user)
+    assert job.status == "queued" and job.upload_name == "a.mbox"
+    assert (Path(settings.DATA_DIR) / "uploads" / job.id / job.file_name).stat().st_size == size
     assert not Message.objects.exists()
+    shutil.rmtree(Path(settings.DATA_DIR) / "uploads" / job.id)
 
 
 def test_logged_in_upload_over_the_limit_is_refused_before_reading(server: Server, user: Any) -> None:
@@ -251,16 +257,64 @@ async def test_api_answers_413_as_json_and_counts_streamed_bytes(close_sync_thre
 
 
 @pytest.mark.django_db(transaction=True)
-async def test_bearer_requests_get_the_authenticated_limit(close_sync_thread_connections: Any) -> None:
-    # 1 MB is over the anonymous limit but under the authenticated one: the app answers (401 for a bad token).
+async def test_a_bearer_header_alone_does_not_lift_the_anonymous_limit(close_sync_thread_connections: Any) -> None:
+    # Any "Authorization: Bearer x" header lifted the limit to 16 MB on every path before.
     body = json.dumps({"question": "x" * MB}).encode()
-    status, _, _ = await _call(
-        "/api/ask",
-        [body],
-        [
-            (b"content-type", b"application/json"),
-            (b"content-length", str(len(body)).encode()),
-            (b"authorization", b"Bearer made-up"),
-        ],
+    for declared in (True, False):
+        status, answer, _ = await _call(
+            "/api/ask",
+            [body[i : i + 64 * 1024] for i in range(0, len(body), 64 * 1024)],
+            [
+                (b"content-type", b"application/json"),
+                *([(b"content-length", str(len(body)).encode())] if declared else []),
+                (b"authorization", b"Bearer made-up"),
+            ],
+        )
+        assert status == 413, (declared, answer[:200])
+        assert b"without a login this server accepts at most 256" in answer
+
+
+@pytest.mark.django_db(transaction=True)
+async def test_a_checked_mcp_token_gets_the_authenticated_limit(close_sync_thread_connections: Any) -> None:
+    from asgiref.sync import sync_to_async
+
+    from apps.workspaces.actions import create_user_workspace, issue_token
+
+    def make_token() -> tuple[int, str]:
+        owner = get_user_model().objects.create_user(username="agent-owner", email="agent@example.com")
+        workspace = create_user_workspace(owner=owner, label="Desk")
+        return workspace.pk, issue_token(workspace=workspace)[1]
+
+    workspace_id, token = await sync_to_async(make_token)()
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"pad": "x" * MB}}).encode()
+    headers = [
+        (b"content-type", b"application/json"),
+        (b"accept", b"application/json, text/event-stream"),
+        (b"content-length", str(len(body)).encode()),
+    ]
+    status, answer, _ = await _call(
+        f"/mcp/{workspace_id}/", [body], [*headers, (b"authorization", f"Bearer {token}".encode())]
     )
-    assert status != 413
+    assert status not in (401, 413), answer[:300]  # the token was checked, then the 1 MB body read
+    refused, _, _ = await _call(f"/mcp/{workspace_id}/", [body], [*headers, (b"authorization", b"Bearer made-up")])
+    assert refused == 401  # refused by the token check, before a byte of the body was read
+
+
+@pytest.mark.parametrize("debug", [True, False], ids=["debug", "production"])
+def test_a_json_body_over_the_parsers_limit_is_413_not_500(
+    logged_in_client: Client, settings: Any, debug: bool
+) -> None:
+    """Django's DATA_UPLOAD_MAX_MEMORY_SIZE was 10 MB under the 16 MB authenticated limit: a 12 MB JSON body
+    raised RequestDataTooBig inside ninja, a 500 with DEBUG on and a bare 400 with it off. Now the two limits
+    are one, and a body over Django's (reaching the app past the server's check) is a 413 that says so."""
+    settings.DEBUG = debug
+    for size, status in ((12 * MB, 404), (17 * MB, 413)):
+        body = json.dumps({"directorId": 1, "field": "subject", "regex": "x", "description": "d" * size})
+        response = logged_in_client.post("/api/filters", data=body, content_type="application/json")
+        assert response.status_code == status, response.content[:300]
+        if status == 413:
+            error = response.json()["error"].replace("\xa0", " ")
+            assert error == (
+                "The request body is 17.0 MB; this server accepts at most 16.0 MB per request. "
+                "Send less data per request."
+            )

@@ -82,6 +82,7 @@ EXPECTED_URL_PATTERNS = {
     "mail/accounts/",
     "mail/accounts/add-imap/",
     "mail/accounts/import/",
+    "mail/accounts/imports/",
     "mail/accounts/<int:account_id>/",
     "mail/accounts/<int:account_id>/sync/",
     "mail/accounts/<int:account_id>/signature/",

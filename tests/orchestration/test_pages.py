@@ -83,7 +83,7 @@ def test_inbox_comments_on_the_run_page_are_rendered_markdown(logged_in_client: 
 
 
 def test_pages_and_items_of_other_users_are_404(client: Any, django_user_model: Any, finished_run: Run) -> None:
-    other = django_user_model.objects.create_user(username="eve", email="eve@example.com", password="x")
+    other = django_user_model.objects.create_user(username="eve", email="eve@example.com", password="x", is_staff=True)
     client.force_login(other)
     assert client.get(reverse("runs:detail", args=[finished_run.pk])).status_code == 404
     item = WorkspaceItem.objects.first()
@@ -95,7 +95,29 @@ def test_pages_and_items_of_other_users_are_404(client: Any, django_user_model: 
     assert client.get(f"/api/diagnostics/unified/dir:{thread.pk}").status_code == 404
 
 
-def test_unified_diagnostics_tree_interleaves_agent_threads(logged_in_client: Any, finished_run: Run) -> None:
+def test_diagnostics_are_staff_only(logged_in_client: Any, finished_run: Run) -> None:
+    """The seed: admin only. A non-staff user (here the runs' own owner) gets 403 from the API, the admin's
+    "not authorized" sign-in page instead of the pages, and no Diagnostics button on Runs."""
+    refused = logged_in_client.get("/api/diagnostics/unified")
+    assert refused.status_code == 403
+    assert refused.json()["error"].startswith("Diagnostics are for administrators")
+    thread = finished_run.threads.first()
+    assert thread is not None
+    assert logged_in_client.get(f"/api/diagnostics/unified/dir:{thread.pk}").status_code == 403
+    for name in ("runs:diagnostics", "runs:diagnostics_node"):
+        page = logged_in_client.get(reverse(name))
+        assert page.status_code == 302 and page["Location"].startswith("/admin/login/")
+    runs_page = logged_in_client.get(reverse("runs:list")).content.decode()
+    assert reverse("runs:diagnostics") not in runs_page
+
+
+def test_unified_diagnostics_tree_interleaves_agent_threads(
+    logged_in_client: Any, user: Any, finished_run: Run
+) -> None:
+    assert finished_run.director.owner_id == user.pk
+    user.is_staff = True
+    user.save(update_fields=["is_staff"])
+    assert reverse("runs:diagnostics") in logged_in_client.get(reverse("runs:list")).content.decode()
     tree = logged_in_client.get("/api/diagnostics/unified").json()["nodes"]
     (cycle,) = tree
     assert cycle["id"] == "cycle:none" and cycle["type"] == "fetchCycle"

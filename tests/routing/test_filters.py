@@ -263,3 +263,81 @@ def test_oversized_patterns_and_descriptions_are_refused(logged_in_client: Any, 
     )
     assert wordy.status_code == 400 and wordy.json()["field"] == "description"
     assert Filter.objects.count() == 0
+
+
+# Compiled in a child process whose address space is capped: if the size check ever regresses, the child
+# fails with MemoryError (a{2147483648} grew a web process to 21.7 GB) instead of the machine swapping.
+CHILD_ADDRESS_SPACE_BYTES = 768 * 1024 * 1024
+HUGE_REPETITIONS = ["a{2147483648}", "a{1000000}", "a{3000000}", "(a{1000}){1000}", "x{0,65535}", "(?:ab{999}){999}"]
+COMPILE_IN_A_CAPPED_CHILD = """
+import json, resource, sys
+resource.setrlimit(resource.RLIMIT_AS, (int(sys.argv[1]), int(sys.argv[1])))
+from apps.routing.matching import InvalidPattern, compile_pattern
+outcome = {}
+for pattern in json.loads(sys.argv[2]):
+    try:
+        compile_pattern(pattern, case_insensitive=True)
+        outcome[pattern] = "compiled"
+    except InvalidPattern as exc:
+        outcome[pattern] = str(exc)
+    except MemoryError:
+        outcome[pattern] = "MemoryError"
+print(json.dumps(outcome))
+"""
+
+
+def test_huge_repetitions_are_refused_before_compiling_in_a_memory_capped_process() -> None:
+    import subprocess
+    import sys
+
+    from tests.services import REPO_ROOT
+
+    child = subprocess.run(
+        [sys.executable, "-c", COMPILE_IN_A_CAPPED_CHILD, str(CHILD_ADDRESS_SPACE_BYTES), json.dumps(HUGE_REPETITIONS)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert child.returncode == 0, child.stderr[-2000:]
+    outcome = json.loads(child.stdout)
+    for pattern in ["a{2147483648}", "a{1000000}", "a{3000000}", "x{0,65535}"]:
+        assert outcome[pattern] == (
+            f"Invalid regex pattern: the repetition {pattern[1:]} is over the limit; "
+            "a repetition count may be at most 1,000"
+        ), pattern
+    for pattern in ["(a{1000}){1000}", "(?:ab{999}){999}"]:
+        assert outcome[pattern].startswith("Invalid regex pattern: it would compile to about "), pattern
+        assert "the limit is 20,000" in outcome[pattern]
+
+
+def test_api_and_form_refuse_a_huge_repetition_naming_the_limit(logged_in_client: Any, director: Any) -> None:
+    support = director("Support")
+    # a{100000} compiled to +27 MB before the check: small enough to fail here rather than hurt the run
+    response = logged_in_client.post(
+        "/api/filters",
+        data=json.dumps({"directorId": support.pk, "field": "subject", "regex": "a{100000}"}),
+        content_type="application/json",
+    )
+    assert response.status_code == 400
+    assert response.json() == {
+        "error": "Invalid regex pattern: the repetition {100000} is over the limit; "
+        "a repetition count may be at most 1,000",
+        "field": "regex",
+    }
+    nested = logged_in_client.post(
+        reverse("routing:filter_add"), {"director": support.pk, "field": "subject", "regex": "((a{40}){40}){40}"}
+    )
+    assert nested.status_code == 400
+    assert "it would compile to about 64,000 units" in nested.content.decode()
+    assert Filter.objects.count() == 0
+    # Ordinary counted repetitions stay valid
+    assert actions.create_filter(director=support, field_name="subject", regex_text=r"INV-\d{4,8}|(?:ab){1,50}")
+
+
+def test_a_stored_huge_pattern_never_compiles_when_routing(director: Any) -> None:
+    support = director("Support")
+    kept = actions.create_filter(director=support, field_name="subject", regex_text="invoice")
+    Filter.objects.filter(pk=kept.pk).update(regex="a{100000}")  # stored before the check existed
+    rules = selectors.load_rule_set()
+    assert len(rules) == 0

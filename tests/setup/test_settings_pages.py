@@ -98,6 +98,39 @@ def test_test_connection_calls_the_model_once(logged_in_client: Any, user: Any, 
 
 
 @pytest.mark.django_db
+def test_a_stored_key_is_only_sent_to_its_own_configs_url(
+    logged_in_client: Any, user: Any, django_user_model: Any, fake_llm: FakeOpenAI
+) -> None:
+    """Test connection with a blank key field used the stored key with whatever URL was posted: the key went
+    to any host the user named. Another user's config id answers 404 without any call."""
+    config = ApiConfig.objects.create(
+        owner=user, name="Saved", base_url=fake_llm.base_url, api_key="sk-stored", model="m"
+    )
+    elsewhere = FakeOpenAI()
+    elsewhere.start()
+    try:
+        response = logged_in_client.post(
+            reverse("settings:model_test"), model_form(base_url=elsewhere.base_url, api_key="", config_id=config.pk)
+        )
+        page = response.content.decode()
+        assert elsewhere.api_keys == [] and fake_llm.api_keys == []
+        assert "Not tested." in page
+        assert f"The saved key is only sent to the URL it was saved with ({fake_llm.base_url})" in page
+        stranger = django_user_model.objects.create_user(username="mallory", email="mallory@example.com")
+        theirs = ApiConfig.objects.create(
+            owner=stranger, name="Theirs", base_url=elsewhere.base_url, api_key="k", model="m"
+        )
+        for url in (reverse("settings:model_test_saved", args=[theirs.pk]), reverse("settings:model_test")):
+            refused = logged_in_client.post(
+                url, model_form(base_url=elsewhere.base_url, api_key="", config_id=theirs.pk)
+            )
+            assert refused.status_code == 404
+        assert elsewhere.api_keys == []
+    finally:
+        elsewhere.stop()
+
+
+@pytest.mark.django_db
 def test_a_dead_endpoint_is_named_with_what_to_do(logged_in_client: Any) -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"
     response = logged_in_client.post(reverse("settings:model_test"), model_form(base_url=url))
