@@ -1,8 +1,9 @@
-"""The library watch: a watchdog observer on every library root, started in the background worker
-(`manage.py qcluster`, which `make run` starts). Events are debounced (a file being written fires many)
-and handed to the same intake the scan uses, so a file seen by both is still handled once. The scheduled
-scan (every few minutes) catches anything a watch missed: events lost while the worker was down, roots
-on filesystems without inotify, libraries created after the watch started."""
+"""The library watch: a watchdog observer on every library root, run by its own long-lived command
+(`manage.py watch_library`, which `make run` / `manage.py serve` start next to `watch_mail`). Events are
+debounced (a file being written fires many) and handed to the same intake the scan uses, so a file seen by
+both is still handled once. The scheduled scan (every few minutes) catches anything a watch missed: events
+lost while the watcher was down, roots on filesystems without inotify. Libraries whose root is not allowed
+(roots.library_problem) are not watched."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from typing import Any
 from django.db import close_old_connections
 
 from apps.organization.models import FileSource, Library
+from apps.organization.roots import library_problem
 
 logger = logging.getLogger(__name__)
 SETTLE_SECONDS = 1.0
-RESCAN_ROOTS_SECONDS = 60.0
+RESCAN_ROOTS_SECONDS = 10.0
 
 
 class LibraryWatch:
@@ -51,7 +53,11 @@ class LibraryWatch:
 
     def sync_roots(self) -> None:
         """Watch every library's root (new libraries, changed roots); drop watches of vanished ones."""
-        libraries = {lib.pk: lib.root for lib in Library.objects.only("pk", "root")}
+        libraries = {
+            lib.pk: lib.root
+            for lib in Library.objects.select_related("owner")
+            if not library_problem(lib)  # a root outside the allowed folders is not watched (roots.py)
+        }
         for library_id, (root, handle) in list(self.watched.items()):
             if libraries.get(library_id) != root:
                 self.observer.unschedule(handle)
@@ -92,13 +98,10 @@ class LibraryWatch:
         return handled
 
 
-def run_library_watch(stop: threading.Event) -> None:
-    watch = LibraryWatch()
-    try:
-        watch.start()
-    except Exception:
-        logger.exception("organization: the library watch could not start; the scheduled scan still runs")
-        return
+def run_library_watch(stop: threading.Event, *, settle_seconds: float = SETTLE_SECONDS) -> None:
+    """Watch until `stop` is set (the watch_library command's main loop, in its main thread)."""
+    watch = LibraryWatch(settle_seconds=settle_seconds)
+    watch.start()
     logger.info("organization: watching %d library roots", len(watch.watched))
     last_roots = time.monotonic()
     try:
@@ -111,12 +114,3 @@ def run_library_watch(stop: threading.Event) -> None:
     finally:
         watch.stop()
         close_old_connections()
-
-
-def start_library_watch_in_background() -> threading.Event:
-    """Start the watch thread (daemon: it ends with the worker process). Returns its stop flag."""
-    stop = threading.Event()
-    thread = threading.Thread(target=run_library_watch, args=(stop,), name="library-watch", daemon=True)
-    # Started after Django is fully loaded: ready() runs before the app registry is complete.
-    threading.Timer(2.0, thread.start).start()
-    return stop
