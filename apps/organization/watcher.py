@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -98,11 +99,16 @@ class LibraryWatch:
         return handled
 
 
-def run_library_watch(stop: threading.Event, *, settle_seconds: float = SETTLE_SECONDS) -> None:
-    """Watch until `stop` is set (the watch_library command's main loop, in its main thread)."""
+def run_library_watch(
+    stop: threading.Event, *, settle_seconds: float = SETTLE_SECONDS, on_ready: Callable[[int], None] | None = None
+) -> None:
+    """Watch until `stop` is set (the watch_library command's main loop, in its main thread); `on_ready` is
+    told how many roots are watched once the observer runs."""
     watch = LibraryWatch(settle_seconds=settle_seconds)
     watch.start()
     logger.info("organization: watching %d library roots", len(watch.watched))
+    if on_ready is not None:
+        on_ready(len(watch.watched))
     last_roots = time.monotonic()
     try:
         while not stop.wait(0.5):

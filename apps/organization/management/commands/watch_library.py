@@ -33,10 +33,12 @@ class Command(BaseCommand):
             stop.set()
 
         previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-        self.stdout.write("watch_library: watching the library roots (Ctrl-C stops)")
-        self.stdout.flush()
+        def ready(roots: int) -> None:
+            self.stdout.write(f"watch_library: watching {roots} library roots (Ctrl-C stops)")
+            self.stdout.flush()
+
         try:
-            run_library_watch(stop, settle_seconds=options["settle_seconds"])
+            run_library_watch(stop, settle_seconds=options["settle_seconds"], on_ready=ready)
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
