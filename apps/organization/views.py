@@ -38,7 +38,7 @@ def _context(request: HttpRequest, *, error: str = "", notice: str = "") -> dict
         "classifier": ClassifierState.objects.filter(library=library).first(),
         "api_configs": api_configs_for_user(user=request.user).only("pk", "name", "model"),
         "root_problem": problem,
-        "library_base": roots.library_base(request.user.pk),
+        "library_base": roots.library_base(library.owner_id),
         "library_parents": roots.allowed_parents(request.user),
         "error": error,
         "notice": notice,

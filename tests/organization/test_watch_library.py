@@ -35,9 +35,10 @@ def test_a_file_dropped_into_the_inbox_is_suggested_by_the_watch_library_process
         dropped = time.monotonic()
         write(seeded_library.root_path, "inbox/boarding.txt", "SkyBridge Airlines boarding pass, gate and seat.")
         suggestion = None
+        arrivals = Suggestion.objects.filter(file__library=seeded_library, file__path="inbox/boarding.txt")
         while suggestion is None and time.monotonic() - dropped < DEADLINE_SECONDS:
             time.sleep(0.2)
-            suggestion = Suggestion.objects.filter(file__library=seeded_library, file__path="inbox/boarding.txt").first()
+            suggestion = arrivals.first()
         waited = time.monotonic() - dropped
         print(f"watch_library: suggestion {waited:.1f} s after the file was written")
         assert suggestion is not None, "no suggestion from the watch process"

@@ -33,6 +33,7 @@ class Command(BaseCommand):
             stop.set()
 
         previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+
         def ready(roots: int) -> None:
             self.stdout.write(f"watch_library: watching {roots} library roots (Ctrl-C stops)")
             self.stdout.flush()
