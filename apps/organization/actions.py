@@ -152,6 +152,7 @@ def update_settings(*, owner: Any, changes: dict[str, Any]) -> OrganizationSetti
 def write_guideline(*, library: Library, text: str) -> None:
     if len(text) > MAX_GUIDELINE_CHARS:
         raise OrganizationError(f"The guideline is longer than {MAX_GUIDELINE_CHARS:,} characters.")
+    require_usable(library)
     target = library.root_path / GUIDELINE_NAME
     try:
         with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=library.root_path, delete=False) as handle:

@@ -35,6 +35,7 @@ class LibraryWatch:
         self.watched: dict[int, tuple[str, Any]] = {}
         self.pending: dict[Path, tuple[int, float]] = {}
         self.lock = threading.Lock()
+        self.refused: set[tuple[int, str]] = set()  # (library, root) pairs already logged as not watched
 
     def _handler(self, library_id: int) -> Any:
         from watchdog.events import FileSystemEvent, FileSystemEventHandler
@@ -54,11 +55,14 @@ class LibraryWatch:
 
     def sync_roots(self) -> None:
         """Watch every library's root (new libraries, changed roots); drop watches of vanished ones."""
-        libraries = {
-            lib.pk: lib.root
-            for lib in Library.objects.select_related("owner")
-            if not library_problem(lib)  # a root outside the allowed folders is not watched (roots.py)
-        }
+        libraries: dict[int, str] = {}
+        for lib in Library.objects.select_related("owner"):
+            problem = library_problem(lib)  # a root outside the allowed folders is not watched (roots.py)
+            if not problem:
+                libraries[lib.pk] = lib.root
+            elif (lib.pk, lib.root) not in self.refused:
+                self.refused.add((lib.pk, lib.root))
+                logger.warning("organization: not watching library %s of user %s: %s", lib.pk, lib.owner_id, problem)
         for library_id, (root, handle) in list(self.watched.items()):
             if libraries.get(library_id) != root:
                 self.observer.unschedule(handle)

@@ -192,7 +192,7 @@ def test_an_empty_library_says_how_to_add_files(user: Any, tmp_path: Path) -> No
     run = _ask(_client(user), "find my passport scan")
     assert run.intent == "query_files"
     assert "no files yet" in run.answer and "Organization page" in run.answer
-    assert str(tmp_path / "lib" / "inbox") in run.answer
+    assert str(library_base(user.pk) / "lib" / "inbox") in run.answer
 
 
 def test_organize_then_yes_moves_the_file_and_says_where(
@@ -313,7 +313,7 @@ def test_save_writes_a_note_and_a_link_into_the_inbox(user: Any, tmp_path: Path)
     assert run.intent == "save"
     saved = LibraryFile.objects.get(library__owner=user, status=FileStatus.INBOX)
     assert re.fullmatch(r"inbox/note-\d{4}-\d\d-\d\d-call-the-plumber-about-the-kitchen\.md", saved.path)
-    on_disk = (tmp_path / "lib" / saved.path).read_text(encoding="utf-8")
+    on_disk = (library_base(user.pk) / "lib" / saved.path).read_text(encoding="utf-8")
     assert on_disk == "call the plumber about the kitchen sink on Friday\n"
     assert "kitchen sink" in saved.digest_text
     assert f"Saved your note as {saved.path} in your library inbox" in run.answer
@@ -322,7 +322,9 @@ def test_save_writes_a_note_and_a_link_into_the_inbox(user: Any, tmp_path: Path)
     link = _ask(client, "save https://docs.example.org/setup/guide", str(run.conversation_id))
     path = LibraryFile.objects.get(library__owner=user, path__startswith="inbox/link-").path
     assert path == "inbox/link-docs-example-org-setup-guide.md"
-    assert (tmp_path / "lib" / path).read_text(encoding="utf-8") == "<https://docs.example.org/setup/guide>\n"
+    assert (library_base(user.pk) / "lib" / path).read_text(
+        encoding="utf-8"
+    ) == "<https://docs.example.org/setup/guide>\n"
     assert "(the page itself was not downloaded)" in link.answer
 
     empty = _ask(client, "save this note:")
