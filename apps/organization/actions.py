@@ -272,6 +272,12 @@ def scan_library(*, library: Library, force: bool = False, suggest: bool = True)
     result = ScanResult()
     problem = roots.library_problem(library)
     if problem:
+        # What was read from a root that is not allowed (the data directory, another user's library …) leaves
+        # search, Ask and MCP: its files are marked missing, as when they vanish; choosing an allowed root
+        # reads that folder afresh.
+        for file in LibraryFile.objects.filter(library=library).exclude(status=FileStatus.MISSING):
+            mark_missing(file=file, reason="the library root is not an allowed folder")
+            result.missing += 1
         result.errors.append(problem)
         return result
     _ensure_dirs(library)

@@ -17,7 +17,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.test import Client
 
-from apps.organization import actions
+from apps.organization import actions, indexing
 from apps.organization.models import Library, LibraryFile
 from apps.organization.roots import library_base
 from apps.organization.watcher import LibraryWatch
@@ -164,21 +164,28 @@ def test_escapes_inside_a_legitimate_root_are_never_read_moved_or_indexed(
 
 
 def test_a_root_stored_outside_the_allowed_folders_is_not_used_until_changed(
-    client: Client, user: Any, tmp_path: Path
+    client: Client, user: Any, tmp_path: Path, django_capture_on_commit_callbacks: Any
 ) -> None:
     """A library configured before roots were confined: the page says why and what to do; the scan, the
-    watch and uploads leave it alone."""
+    watch and uploads leave it alone, and what was read from it leaves the search index."""
     library = actions.get_library(owner=user)
     old = tmp_path / "old-library"
-    write(old, "inbox/note.txt", "An old note")
-    Library.objects.filter(pk=library.pk).update(root=str(old))  # as an earlier version stored it
+    write(old, "inbox/note.txt", f"An old note {SECRET_WORD}")
+    Library.objects.filter(pk=library.pk).update(root=str(old))  # as an earlier version stored it and read it:
     library.refresh_from_db()
+    with django_capture_on_commit_callbacks(execute=True):
+        read_before = LibraryFile.objects.create(library=library, path="inbox/note.txt", status="inbox")
+        indexing.index_files([read_before])
+    assert SearchDocument.objects.filter(kind="file", object_id=read_before.pk).exists()
     client.force_login(user)
     page = client.get("/organize/").content.decode()
     assert "Your library folder is not used until you change it" in page and str(library_base(user.pk)) in page
     assert client.get("/api/settings/organization").json()["libraryRootProblem"]
-    result = actions.scan_library(library=library)
-    assert result.errors and not LibraryFile.objects.filter(library=library).exists()
+    with django_capture_on_commit_callbacks(execute=True):
+        result = actions.scan_library(library=library)  # the scheduled scan, every 5 minutes
+    assert result.errors and result.missing == 1
+    assert not LibraryFile.objects.filter(library=library).exclude(status="missing").exists()
+    assert not SearchDocument.objects.filter(kind="file", object_id=read_before.pk).exists()
     upload = client.post("/api/organization/upload", {"files": [_named(b"x", "new.txt")]})
     assert upload.status_code == 422 and "not used until you change it" in upload.json()["error"]
     assert not (old / "inbox" / "new.txt").exists()
