@@ -275,8 +275,8 @@ def scan_library(*, library: Library, force: bool = False, suggest: bool = True)
         # What was read from a root that is not allowed (the data directory, another user's library …) leaves
         # search, Ask and MCP: its files are marked missing, as when they vanish; choosing an allowed root
         # reads that folder afresh.
-        for file in LibraryFile.objects.filter(library=library).exclude(status=FileStatus.MISSING):
-            mark_missing(file=file, reason="the library root is not an allowed folder")
+        for stale in LibraryFile.objects.filter(library=library).exclude(status=FileStatus.MISSING):
+            mark_missing(file=stale, reason="the library root is not an allowed folder")
             result.missing += 1
         result.errors.append(problem)
         return result
