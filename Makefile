@@ -32,8 +32,15 @@ $(VENV)/.installed-test: $(VENV)/.installed pyproject.toml
 
 install: $(VENV)/.installed
 
-install-test: $(VENV)/.installed-test
+install-test: $(VENV)/.installed-test tests/mcpserver/ts/node_modules/.installed
 	@./scripts/install-system-deps
+
+# The official MCP TypeScript SDK for tests/mcpserver (pinned by its package-lock.json; ~30 MB, ~10-30 s).
+tests/mcpserver/ts/node_modules/.installed: tests/mcpserver/ts/package-lock.json
+	@./scripts/install-system-deps
+	@if command -v npm >/dev/null 2>&1; then \
+		npm ci --prefix tests/mcpserver/ts --no-audit --no-fund --silent && touch $@; \
+	else echo "npm is missing: the TypeScript SDK test will be skipped" >&2; fi
 
 run: install
 	DEBUG=$${DEBUG:-1} $(PY) manage.py migrate --noinput

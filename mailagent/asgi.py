@@ -35,7 +35,7 @@ enforce_secret_storage_policy()
 
 # The apps are wired by dotted path, as urls.py includes their URLconfs: the project package imports no app.
 AskRunConsumer = import_string("apps.ask.consumers.AskRunConsumer")
-with_mcp = import_string("apps.workspaces.mcp.with_mcp")
+with_mcp = import_string("apps.mcpserver.server.with_mcp")  # /mcp/mailbox/ and /mcp/<workspace id>/
 warm_up_in_background = import_string("apps.ask.warmup.warm_up_in_background")
 
 websocket_urlpatterns = [

@@ -117,6 +117,7 @@ INSTALLED_APPS = [
     "apps.replies",
     "apps.dashboard",
     "apps.setup",
+    "apps.mcpserver",
 ]
 
 # Optional social login: a provider appears only when its client id is configured.

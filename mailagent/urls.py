@@ -39,6 +39,7 @@ urlpatterns = [
     path("results/", include("apps.results.urls")),
     path("replies/", include("apps.replies.urls")),
     path("setup/", include("apps.setup.urls")),
+    path("settings/mcp/", include("apps.mcpserver.urls")),
     path("settings/", include("apps.setup.settings_urls")),
     path("admin/", admin.site.urls),
     path("api/", api.urls),

@@ -46,7 +46,13 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
-def wait_for_port(port: int, timeout: float = 15.0, process: subprocess.Popen[Any] | None = None) -> None:
+# How long a started server may take to listen: a deadline, not a timing check (a healthy start returns
+# at once, a dead process fails at once). Generous because `make test` runs the SQLite and PostgreSQL suites
+# side by side on two cores, and a loaded machine starts a Django process slowly.
+STARTUP_TIMEOUT = 180.0
+
+
+def wait_for_port(port: int, timeout: float = STARTUP_TIMEOUT, process: subprocess.Popen[Any] | None = None) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process is not None and process.poll() is not None:
@@ -131,7 +137,7 @@ def qcluster(env: dict[str, str] | None = None) -> Iterator[subprocess.Popen[Any
         cluster.wait(timeout=30)
 
 
-def serve_web(command: list[str], port: int, timeout: float = 90) -> Iterator[str]:
+def serve_web(command: list[str], port: int, timeout: float = STARTUP_TIMEOUT) -> Iterator[str]:
     """Run a web server command in a subprocess on the test database and yield its URL (for fixtures)."""
     log = tempfile.NamedTemporaryFile(prefix="web-", suffix=".log", delete=False)  # noqa: SIM115
     process = subprocess.Popen(command, cwd=REPO_ROOT, env=subprocess_env(), stdout=log, stderr=subprocess.STDOUT)

@@ -143,7 +143,7 @@ def record_connection_test(*, account: MailAccount, error_category: str, message
     return account
 
 
-def set_messages_seen(*, messages: list[Message], seen: bool, requested_by: Any = None) -> int:
+def set_messages_seen(*, messages: list[Message], seen: bool, requested_by: Any = None, origin: str = "user") -> int:
     """Mark messages read/unread here and on the server (through the write-back ledger). Returns how many
     changed; the objects keep their old state so the page can still show which ones were new."""
     changing = [message for message in messages if message.seen != seen]
@@ -154,12 +154,42 @@ def set_messages_seen(*, messages: list[Message], seen: bool, requested_by: Any 
         messages=[m for m in changing if m.pk in located],
         kind=MailActionKind.READ if seen else MailActionKind.UNREAD,
         requested_by=requested_by,
+        origin=origin,
     )
     # A message with no place on any server (deleted there) changes here only.
     unlocated = [m.pk for m in changing if m.pk not in located]
     if unlocated:
         Message.objects.filter(pk__in=unlocated).update(seen=seen)
     return len(changing)
+
+
+RULE_KINDS = {MailActionKind.READ, MailActionKind.FLAG, MailActionKind.ARCHIVE, MailActionKind.MOVE}
+
+
+def apply_rule(*, message_ids: list[int], kind: str, folder: str = "") -> dict[int, str]:
+    """A rule the user enabled (a filter's mail action) on new mail: recorded in the write-back ledger with
+    origin "rule" and carried out on the server like a click here. Mail with no place on a server (an
+    import) is marked read or flagged here only. Returns {message id: why it could not apply}."""
+    if kind not in RULE_KINDS:
+        raise ValueError(f"a rule cannot {kind!r}")
+    messages = list(Message.objects.filter(pk__in=message_ids, deleted_at=None).order_by("pk"))
+    if kind == MailActionKind.READ:
+        set_messages_seen(messages=messages, seen=True, origin="rule")
+        return {}
+    located = set(MessageLocation.objects.filter(message__in=messages).values_list("message_id", flat=True))
+    if kind == MailActionKind.FLAG:
+        Message.objects.filter(pk__in=[m.pk for m in messages if m.pk not in located]).update(flagged=True)
+    problems: dict[int, str] = {}
+    by_account: dict[int, list[Message]] = {}
+    for message in messages:
+        if message.pk in located:
+            by_account.setdefault(message.account_id, []).append(message)
+    for group in by_account.values():
+        try:
+            writeback.request_mail_actions(messages=group, kind=kind, folder=folder, origin="rule")
+        except writeback.MailActionRefused as exc:
+            problems.update({message.pk: str(exc) for message in group})
+    return problems
 
 
 def mark_thread_unread(*, thread: Thread, requested_by: Any = None) -> int:

@@ -240,6 +240,11 @@ class Attachment(models.Model):
     size = models.PositiveBigIntegerField(default=0)
     content_id = models.CharField(max_length=998, blank=True)
     is_inline = models.BooleanField(default=False)
+    # The Content-Disposition type as sent ("attachment", "inline", "" without one); NULL for parts stored
+    # before it was recorded. Search's has:attachment counts "attachment" parts, as notmuch does.
+    disposition = models.CharField(max_length=32, null=True, blank=True)
+    # The signature of a multipart/signed or a part of a multipart/encrypted (RFC 1847): protocol, not content.
+    is_crypto_part = models.BooleanField(default=False)
     # IMAP body part number, Gmail attachmentId or Graph attachment id.
     provider_ref = models.CharField(max_length=2048, blank=True)
     # Relative to ATTACHMENT_CACHE_DIR once the bytes have been fetched.

@@ -235,6 +235,8 @@ def _insert_attachments(fresh: list[_Incoming], created_ids: list[int]) -> None:
                     size=parsed_attachment.size,
                     content_id=parsed_attachment.content_id[:998],
                     is_inline=parsed_attachment.is_inline,
+                    disposition=parsed_attachment.disposition,
+                    is_crypto_part=parsed_attachment.is_crypto_part,
                     provider_ref=item.remote.attachment_refs.get(
                         parsed_attachment.part_ref, parsed_attachment.part_ref
                     )[:2048],

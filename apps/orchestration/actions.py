@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from django.db import IntegrityError, connections, router, transaction
+from django.urls import reverse
 from django.utils import timezone
 from django_q.tasks import async_task
 
 from apps.orchestration.models import Approval, ApprovalStatus, Director, Memory, MemoryScope, Run, RunStatus
 from apps.orchestration.prepared import PreparedQuery
+from apps.workspaces.actions import push_inbox_entry
+from apps.workspaces.models import EntrySource
 
 logger = logging.getLogger(__name__)
 
@@ -370,18 +373,69 @@ def request_mail_approval(*, run: Run, workspace: Any, message: Any, action: str
     return approval
 
 
+def request_approval(
+    *, owner: Any, workspace: Any, account: Any, kind: str, summary: str, request: dict[str, Any], comments: str
+) -> Approval:
+    """An approval that no run asked for (an outside agent, through the mailbox MCP endpoint): the exact
+    request is stored unperformed and the owner's Inbox gets `comments` plus the link to decide."""
+    if kind != "mail_action" and kind not in _PERFORMERS:
+        raise ApprovalError(f"nothing performs approvals of kind {kind!r}")
+    with transaction.atomic():
+        approval = Approval.objects.create(
+            owner=owner, account=account, kind=kind, provider=account.provider, summary=summary[:300], request=request
+        )
+        link = reverse("runs:approval", args=[approval.pk])
+        entry = push_inbox_entry(
+            workspace=workspace, comments=f"{comments}\n\n[Review, approve or reject]({link}).", source=EntrySource.MCP
+        )
+        approval.inbox_entry_id = entry.pk
+        approval.save(update_fields=["inbox_entry_id"])
+    return approval
+
+
+# Kinds a higher layer performs (replies sends a reply draft), registered from its AppConfig.ready(): this
+# layer stores and gates them, the owner of the action performs it. A performer returns the result to keep
+# and raises ApprovalError (or anything else) when it could not be done.
+ApprovalPerformer = Callable[[Approval], dict[str, Any]]
+_PERFORMERS: dict[str, ApprovalPerformer] = {}
+
+
+def register_approval_performer(kind: str, perform: ApprovalPerformer) -> None:
+    _PERFORMERS[kind] = perform
+
+
+def _perform_registered(claimed: Approval, perform: ApprovalPerformer) -> Approval:
+    try:
+        result = perform(claimed)
+    except ApprovalError as exc:
+        claimed.status, claimed.error = ApprovalStatus.FAILED, str(exc)[:2000]
+        claimed.save(update_fields=["status", "error"])
+        return claimed
+    except Exception as exc:  # never leave it "sending": the user sees the reason and may retry
+        logger.exception("approval %s failed", claimed.pk)
+        claimed.status, claimed.error = ApprovalStatus.FAILED, f"{type(exc).__name__}: {exc}"[:2000]
+        claimed.save(update_fields=["status", "error"])
+        return claimed
+    claimed.status, claimed.error, claimed.performed_at = ApprovalStatus.DONE, "", timezone.now()
+    claimed.result = result
+    claimed.save(update_fields=["status", "error", "performed_at", "result"])
+    return claimed
+
+
 def _perform_mail_approval(claimed: Approval) -> Approval:
     """Hand an approved mail change to the accounts' write-back ledger (which does it at the provider)."""
     from apps.accounts.models import Message
     from apps.accounts.writeback import MailActionRefused, request_mail_actions
 
     request = dict(claimed.request or {})
-    message = Message.objects.filter(pk=int(request.get("message_id") or 0), account_id=claimed.account_id).first()
+    # One message (a director's proposal) or several (an outside agent's request_action).
+    wanted = [int(pk) for pk in request.get("message_ids") or [request.get("message_id") or 0]]
+    found = list(Message.objects.filter(pk__in=wanted, account_id=claimed.account_id).order_by("pk"))
     try:
-        if message is None:
+        if not found:
             raise MailActionRefused("the email no longer exists here")
         recorded = request_mail_actions(
-            messages=[message],
+            messages=found,
             kind=str(request.get("action")),
             folder=str(request.get("folder") or ""),
             requested_by=claimed.owner,
@@ -441,6 +495,8 @@ def approve(*, approval: Approval) -> Approval:
         return Approval.objects.get(pk=approval.pk)
     if claimed.kind == "mail_action":
         return _perform_mail_approval(claimed)
+    if claimed.kind in _PERFORMERS:
+        return _perform_registered(claimed, _PERFORMERS[claimed.kind])
     request = dict(claimed.request or {})
     try:
         created = perform_request(claimed.account, request)  # slow I/O, outside any transaction

@@ -192,8 +192,12 @@ def approval_approve(request: HttpRequest, approval_id: int) -> HttpResponse:
     else:
         if done.status == "done" and done.kind == "mail_action":
             messages.success(request, f"Approved: {done.summary} — sent to the mail server (see Server changes).")
+        elif done.status == "done" and done.kind == "reply_send":
+            messages.success(request, f"Approved and sent: {done.summary}.")
         elif done.status == "done":
             messages.success(request, "Approved: the event was created and the invitations were sent.")
+        elif done.status == "failed" and done.kind == "reply_send":
+            messages.error(request, f"Approved, but it was not sent: {done.error}")
         elif done.status == "failed" and done.kind == "mail_action":
             messages.error(request, f"Approved, but it could not be done: {done.error}")
         elif done.status == "failed":

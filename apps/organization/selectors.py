@@ -8,7 +8,16 @@ from django.db.models import QuerySet
 from django.http import Http404
 
 from apps.organization.fsops import LibraryPathError, open_regular
-from apps.organization.models import GUIDELINE_NAME, GuidelineProposal, Library, Move, Suggestion, SuggestionStatus
+from apps.organization.models import (
+    GUIDELINE_NAME,
+    FileStatus,
+    GuidelineProposal,
+    Library,
+    LibraryFile,
+    Move,
+    Suggestion,
+    SuggestionStatus,
+)
 from apps.organization.roots import library_problem
 
 MAX_GUIDELINE_BYTES = 400_000  # 100,000 characters of UTF-8 (actions.MAX_GUIDELINE_CHARS) at most
@@ -19,6 +28,19 @@ def _pk(value: object) -> int:
         return int(str(value))
     except (TypeError, ValueError):
         raise Http404("Not found") from None
+
+
+def access_library_file(*, user: Any, file_id: object) -> LibraryFile:
+    """One of the user's library files that is still there (404 for another owner's, a missing one, or none)."""
+    file = (
+        LibraryFile.objects.select_related("library")
+        .filter(pk=_pk(file_id), library__owner=user)
+        .exclude(status=FileStatus.MISSING)
+        .first()
+    )
+    if file is None:
+        raise Http404("No such file")
+    return file
 
 
 def access_suggestion(*, user: Any, suggestion_id: object) -> Suggestion:

@@ -18,6 +18,7 @@ from django.conf import settings
 from django.db import transaction
 from django.http import Http404
 from django.template.defaultfilters import filesizeformat
+from django.urls import reverse
 from django.utils import timezone
 
 from apps.accounts.identity import dedupe_key_for_parsed
@@ -27,6 +28,8 @@ from apps.accounts.providers.base import ProviderError, RemoteMessage
 from apps.accounts.sending import PartiallySent, SendPermissionMissing, SentMessage, send_message
 from apps.accounts.store import store_remote_messages
 from apps.ask.models import Draft as AskDraft
+from apps.orchestration.actions import ApprovalError, request_approval
+from apps.orchestration.models import Approval, ApprovalStatus
 from apps.replies import compose, selectors
 from apps.replies.models import BodyFormat, DraftSource, DraftStatus, ReplyAttachment, ReplyDraft, ReplyMode
 from apps.workspaces.models import Encoding, WorkspaceItem
@@ -34,6 +37,9 @@ from apps.workspaces.models import Encoding, WorkspaceItem
 logger = logging.getLogger(__name__)
 
 MAX_ATTACHMENTS = 50
+MAX_DRAFT_BODY_CHARS = 100_000
+MAX_DRAFT_RECIPIENTS = 50
+REPLY_SEND = "reply_send"
 
 
 class CannotReply(Exception):
@@ -112,6 +118,123 @@ def create_draft_from_ask_draft(*, owner: Any, ask_draft: AskDraft) -> ReplyDraf
         _threading(draft, original)
     draft.save()
     return draft
+
+
+def _clean_people(entries: list[dict[str, str]], field: str) -> list[dict[str, str]]:
+    persons = compose.people(entries)
+    if len(persons) > MAX_DRAFT_RECIPIENTS:
+        raise CannotReply(f"{field} has {len(persons)} addresses; the limit is {MAX_DRAFT_RECIPIENTS}")
+    bad = [person["address"] for person in persons if not compose.is_valid_address(person["address"])]
+    if bad:
+        raise CannotReply(f"{field}: these addresses are not valid: {', '.join(bad)}")
+    return persons
+
+
+@transaction.atomic
+def create_outside_draft(
+    *,
+    owner: Any,
+    account: MailAccount,
+    original: Message | None,
+    to: list[dict[str, str]],
+    cc: list[dict[str, str]],
+    subject: str,
+    body: str,
+) -> ReplyDraft:
+    """A draft an outside agent wrote (the mailbox MCP endpoint): a reply to `original` (its sender, or `to`
+    when given) or a new email to `to`. It is only a draft, in the Drafts page: sending it needs the user's
+    confirmation there, or their approval of a send request."""
+    if original is not None and original.account_id != account.pk:
+        raise CannotReply("the email answered is in another account")
+    if not isinstance(body, str) or not body.strip():
+        raise CannotReply("the body is empty")
+    if len(body) > MAX_DRAFT_BODY_CHARS:
+        raise CannotReply(f"the body is {len(body)} characters; the limit is {MAX_DRAFT_BODY_CHARS}")
+    if len(subject) > 998:
+        raise CannotReply("the subject is longer than 998 characters")
+    to_people, cc_people = _clean_people(to, "to"), _clean_people(cc, "cc")
+    if original is not None and not to_people:
+        to_people, default_cc = compose.reply_recipients(original=original, account=account, reply_all=False)
+        cc_people = cc_people or default_cc
+    if not to_people:
+        raise CannotReply("give at least one recipient in to (or reply in a thread)")
+    draft = ReplyDraft(
+        owner=owner,
+        account=account,
+        original=original,
+        source=DraftSource.MCP,
+        mode=ReplyMode.AS_DRAFTED,
+        to=to_people,
+        cc=cc_people,
+        subject=subject.strip() or (compose.reply_subject(original.subject) if original is not None else ""),
+        body=body.strip("\n"),
+    )
+    if original is not None:
+        _threading(draft, original)
+    draft.save()
+    return draft
+
+
+def request_send_approval(*, draft: ReplyDraft, workspace: Any) -> Approval:
+    """Ask the user, in their Inbox, to approve sending this revision of the draft. Nothing is sent now;
+    approving sends exactly this revision (an edit after the request makes the approval fail: ask again)."""
+    if not draft.is_editable:
+        state = "was already sent" if draft.status == DraftStatus.SENT else "is being sent"
+        raise SendRefused(f"This draft {state}.")
+    problems = selectors.draft_problems(draft)
+    readiness = selectors.send_readiness(draft.account)
+    if readiness.problem:
+        problems.append(readiness.problem)
+    if problems:
+        raise SendRefused("It cannot be sent as it is: " + " ".join(problems))
+    for waiting in Approval.objects.filter(owner_id=draft.owner_id, kind=REPLY_SEND, status=ApprovalStatus.PENDING):
+        if (waiting.request or {}).get("draft_id") == draft.pk and waiting.request.get("revision") == draft.revision:
+            return waiting  # asked twice: one approval waits, not two
+    recipients = ", ".join(person["address"] for person in [*draft.to, *draft.cc])
+    subject = draft.subject or "(no subject)"
+    request = {
+        "draft_id": draft.pk,
+        "revision": draft.revision,
+        "to": draft.to,
+        "cc": draft.cc,
+        "subject": draft.subject,
+        "body": draft.body[:20_000],
+    }
+    comments = (
+        f"**Approval needed:** send “{subject}” from {draft.account.name} to {recipients}.\n\n"
+        f"Nothing has been sent. [Open the draft]({reverse('replies:edit', args=[draft.pk])})."
+    )
+    return request_approval(
+        owner=draft.owner,
+        workspace=workspace,
+        account=draft.account,
+        kind=REPLY_SEND,
+        summary=f"Send “{subject}” to {recipients}",
+        request=request,
+        comments=comments,
+    )
+
+
+def perform_send_approval(approval: Approval) -> dict[str, Any]:
+    """The approved send (orchestration calls it from `approve`): the draft as it was when requested."""
+    request = dict(approval.request or {})
+    draft = ReplyDraft.objects.filter(pk=int(request.get("draft_id") or 0), owner_id=approval.owner_id).first()
+    if draft is None:
+        raise ApprovalError("the draft no longer exists; nothing was sent")
+    if draft.status == DraftStatus.SENT:
+        raise ApprovalError("this draft was already sent")
+    if draft.revision != request.get("revision"):
+        raise ApprovalError("the draft was edited after the send was requested, so nothing was sent: ask again")
+    try:
+        result = send_draft(owner=approval.owner, draft_id=draft.pk, token=selectors.confirm_token(draft))
+    except (SendRefused, Http404) as exc:
+        raise ApprovalError(str(exc)) from None
+    except ConsentNeeded:
+        raise ApprovalError("the account needs your permission to send: open the draft and send it there") from None
+    if not result.sent:
+        raise ApprovalError(result.error)
+    sent = result.draft.sent_message
+    return {"draft_id": draft.pk, "sent_message_id": sent.pk if sent else None, "warning": result.warning}
 
 
 def _editable(draft: ReplyDraft) -> None:

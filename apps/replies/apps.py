@@ -9,3 +9,9 @@ class RepliesConfig(AppConfig):
     label = "replies"
     verbose_name = "Replies"
     nav_entries = [("Drafts", "replies:drafts")]
+
+    def ready(self) -> None:
+        from apps.orchestration.actions import register_approval_performer
+        from apps.replies.actions import REPLY_SEND, perform_send_approval
+
+        register_approval_performer(REPLY_SEND, perform_send_approval)

@@ -11,6 +11,7 @@ from django.utils import timezone
 class DraftSource(models.TextChoices):
     WORKSPACE_ITEM = "workspace_item", "Workspace item"
     ASK_DRAFT = "ask_draft", "Ask draft"
+    MCP = "mcp", "MCP client"
 
 
 class BodyFormat(models.TextChoices):

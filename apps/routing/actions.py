@@ -16,6 +16,7 @@ from django.utils import timezone
 from django_q.models import Schedule
 from django_q.tasks import async_task
 
+from apps.accounts import actions as accounts_actions
 from apps.accounts import outbox
 from apps.accounts.models import HookKind, MailAccount
 from apps.accounts.tasks import sync_all_accounts_task
@@ -23,12 +24,29 @@ from apps.orchestration import actions as orchestration_actions
 from apps.orchestration.models import Director
 from apps.routing import selectors
 from apps.routing.matching import FilterError, InvalidPattern, RoutingOutcome, compile_pattern
-from apps.routing.models import CycleStatus, CycleTrigger, FetchCycle, FetchCycleMessage, Filter, FilterField
+from apps.routing.models import (
+    CycleStatus,
+    CycleTrigger,
+    FetchCycle,
+    FetchCycleMessage,
+    Filter,
+    FilterField,
+    RuleAction,
+)
 
 logger = logging.getLogger(__name__)
 
 
 # --- filters -----------------------------------------------------------------------------------------
+
+
+def _validated_rule(*, mail_action: str, folder: str) -> None:
+    if mail_action not in RuleAction.values:
+        raise ValidationError({"mail_action": f"Unknown action {mail_action!r}; one of {', '.join(RuleAction.values)}"})
+    if mail_action == RuleAction.MOVE and not folder.strip():
+        raise ValidationError({"mail_action_folder": "Name the folder to move the mail to."})
+    if len(folder) > 512:
+        raise ValidationError({"mail_action_folder": "The folder name is longer than 512 characters."})
 
 
 def _validated(*, field_name: str, regex_text: str, case_insensitive: bool, description: str = "") -> None:
@@ -55,11 +73,15 @@ def create_filter(
     enabled: bool = True,
     order: int | None = None,
     save_attachments: bool = False,
+    mail_action: str = "",
+    mail_action_folder: str = "",
 ) -> Filter:
     """Validate, then save. An invalid pattern raises ValidationError and nothing is stored."""
     _validated(
         field_name=field_name, regex_text=regex_text, case_insensitive=case_insensitive, description=description.strip()
     )
+    mail_action_folder = mail_action_folder.strip() if mail_action == RuleAction.MOVE else ""
+    _validated_rule(mail_action=mail_action, folder=mail_action_folder)
     if order is None:
         last = Filter.objects.filter(director__owner_id=director.owner_id).order_by("-order").first()
         order = (last.order + 1) if last else 0
@@ -72,11 +94,24 @@ def create_filter(
         enabled=enabled,
         order=order,
         save_attachments=save_attachments,
+        mail_action=mail_action,
+        mail_action_folder=mail_action_folder,
     )
 
 
 def update_filter(*, item: Filter, **changes: Any) -> Filter:
-    allowed = {"director", "field", "regex", "case_insensitive", "description", "enabled", "order", "save_attachments"}
+    allowed = {
+        "director",
+        "field",
+        "regex",
+        "case_insensitive",
+        "description",
+        "enabled",
+        "order",
+        "save_attachments",
+        "mail_action",
+        "mail_action_folder",
+    }
     unknown = set(changes) - allowed
     if unknown:
         raise ValueError(f"cannot change {', '.join(sorted(unknown))}")
@@ -86,6 +121,11 @@ def update_filter(*, item: Filter, **changes: Any) -> Filter:
         case_insensitive=changes.get("case_insensitive", item.case_insensitive),
         description=changes.get("description", item.description),
     )
+    if "mail_action" in changes or "mail_action_folder" in changes:
+        action = changes.get("mail_action", item.mail_action)
+        folder = str(changes.get("mail_action_folder", item.mail_action_folder)).strip()
+        changes["mail_action_folder"] = folder if action == RuleAction.MOVE else ""
+        _validated_rule(mail_action=action, folder=changes["mail_action_folder"])
     for name, value in changes.items():
         setattr(item, name, value)
     if "regex" in changes or "field" in changes:
@@ -155,6 +195,9 @@ def route_messages(
                 requests=requests, fetch_cycle_id=fetch_cycle_id, trigger=trigger
             )
         if director_ids is None:
+            # Rules run once, with the routing of new mail (not in a partial replay to some directors).
+            outcome.errors.extend(_apply_rule_actions(outcome))
+        if director_ids is None:
             outbox.mark_done(kind=HookKind.ROUTE, message_ids=message_ids)
         if fetch_cycle_id is not None:
             FetchCycle.objects.filter(pk=fetch_cycle_id).update(
@@ -163,6 +206,26 @@ def route_messages(
     if outcome.errors:
         record_filter_errors(errors=outcome.errors)
     return outcome
+
+
+def _apply_rule_actions(outcome: RoutingOutcome) -> list[FilterError]:
+    """Each matching filter's mail action on its messages, through the accounts' write-back ledger (origin
+    "rule"). A rule that cannot apply (no Archive folder, no such folder in that account) is recorded on the
+    filter as an error, like a pattern that ran out of time; routing goes on."""
+    matched: dict[int, list[int]] = defaultdict(list)
+    for message_id, match in outcome.routes:
+        matched[match.filter_id].append(message_id)
+    rules = Filter.objects.filter(pk__in=list(matched)).exclude(mail_action="").order_by("order", "pk")
+    errors: list[FilterError] = []
+    done: set[tuple[int, str]] = set()
+    for rule in rules:
+        wanted = [pk for pk in dict.fromkeys(matched[rule.pk]) if (pk, rule.mail_action) not in done]
+        done.update((pk, rule.mail_action) for pk in wanted)
+        for message_id, problem in accounts_actions.apply_rule(
+            message_ids=wanted, kind=rule.mail_action, folder=rule.mail_action_folder
+        ).items():
+            errors.append(FilterError(filter_id=rule.pk, message_id=message_id, error=problem))
+    return errors
 
 
 def record_cycle_messages(*, fetch_cycle_id: int, message_ids: list[int]) -> None:

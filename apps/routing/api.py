@@ -8,7 +8,7 @@ cycle id; the cycle's progress is on GET status and the Fetcher page.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, Literal
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
@@ -28,6 +28,13 @@ fetcher_router = Router(tags=["fetcher"])
 MAX_FILTER_ORDER = 2**31 - 1
 
 
+RuleActionName = Literal["", "read", "flag", "archive", "move"]
+RULE_ACTION_HELP = (
+    "Also done to each new mail the filter matches, here and on the mail server: '' (nothing), read, flag, "
+    "archive, or move (to mailActionFolder)."
+)
+
+
 class FilterIn(Schema):
     directorId: int
     field: str
@@ -37,6 +44,8 @@ class FilterIn(Schema):
     enabled: bool = True
     order: int | None = Field(None, ge=0, le=MAX_FILTER_ORDER)
     saveAttachments: bool = False
+    mailAction: RuleActionName = Field("", description=RULE_ACTION_HELP)
+    mailActionFolder: str = Field("", max_length=512, description="The folder for mailAction 'move'.")
 
 
 class FilterPatch(Schema):
@@ -48,6 +57,8 @@ class FilterPatch(Schema):
     enabled: bool | None = None
     order: int | None = Field(None, ge=0, le=MAX_FILTER_ORDER)
     saveAttachments: bool | None = None
+    mailAction: RuleActionName | None = Field(None, description=RULE_ACTION_HELP)
+    mailActionFolder: str | None = Field(None, max_length=512, description="The folder for mailAction 'move'.")
 
 
 class FilterOut(Schema):
@@ -64,6 +75,8 @@ class FilterOut(Schema):
     errorCount: int
     lastError: str
     saveAttachments: bool
+    mailAction: str
+    mailActionFolder: str
 
 
 class ErrorOut(Schema):
@@ -86,6 +99,8 @@ def _filter_out(item: Filter) -> dict[str, Any]:
         "errorCount": item.error_count,
         "lastError": item.last_error,
         "saveAttachments": item.save_attachments,
+        "mailAction": item.mail_action,
+        "mailActionFolder": item.mail_action_folder,
     }
 
 
@@ -112,6 +127,8 @@ def create_filter(request: HttpRequest, payload: FilterIn) -> Status:
             enabled=payload.enabled,
             order=payload.order,
             save_attachments=payload.saveAttachments,
+            mail_action=payload.mailAction,
+            mail_action_folder=payload.mailActionFolder,
         )
     except ValidationError as exc:
         return _validation_error(exc)
@@ -188,6 +205,8 @@ def update_filter(request: HttpRequest, filter_id: int, payload: FilterPatch) ->
         ("enabled", "enabled"),
         ("order", "order"),
         ("saveAttachments", "save_attachments"),
+        ("mailAction", "mail_action"),
+        ("mailActionFolder", "mail_action_folder"),
     ):
         if data.get(api_name) is not None:
             changes[model_name] = data[api_name].lower() if api_name == "field" else data[api_name]

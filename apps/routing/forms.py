@@ -12,7 +12,7 @@ from django.utils.safestring import mark_safe
 from apps.orchestration.models import Director
 from apps.routing import actions
 from apps.routing.matching import InvalidPattern, compile_pattern
-from apps.routing.models import FILTER_HELP, Filter, FilterField
+from apps.routing.models import FILTER_HELP, Filter, FilterField, RuleAction
 
 # The pattern help as markup: its <code> examples stay code, and "Name <address>" is text, not an HTML
 # <address> element (which italicised the rest of the help).
@@ -30,6 +30,16 @@ class FilterForm(forms.Form):
         label="Save attachments to the library inbox",
         help_text="Attachments of the mail this filter matches go to Organize's inbox (the account's size and "
         "type limits apply), even when the account's own switch is off.",
+    )
+    mail_action = forms.ChoiceField(
+        choices=RuleAction.choices,
+        required=False,
+        label="Then, on the mail server too",
+        help_text="Done to each new mail this filter matches, here and on the server (you can undo it from the "
+        "conversation).",
+    )
+    mail_action_folder = forms.CharField(
+        max_length=512, required=False, label="Folder", help_text="For “Move to a folder”: its name, e.g. Receipts."
     )
 
     def __init__(self, *args: Any, owner: Any, **kwargs: Any) -> None:
@@ -58,6 +68,8 @@ class FilterForm(forms.Form):
                 case_insensitive=data["case_insensitive"],
                 description=data["description"],
                 save_attachments=bool(data.get("save_attachments")),
+                mail_action=data.get("mail_action") or "",
+                mail_action_folder=data.get("mail_action_folder") or "",
             )
         except ValidationError as exc:
             add_validation_errors(self, exc)

@@ -24,6 +24,17 @@ class FilterField(models.TextChoices):
     DATE = "date", "Date"
 
 
+class RuleAction(models.TextChoices):
+    """What a filter also does to the mail it matches, on the mail server too (the write-back ledger).
+    Nothing that loses mail: no Trash, no delete."""
+
+    NONE = "", "Nothing else"
+    READ = "read", "Mark as read"
+    FLAG = "flag", "Flag"
+    ARCHIVE = "archive", "Archive"
+    MOVE = "move", "Move to a folder"
+
+
 class Filter(models.Model):
     director = models.ForeignKey("orchestration.Director", on_delete=models.CASCADE, related_name="filters")
     field = models.CharField(max_length=10, choices=FilterField.choices, default=FilterField.FROM)
@@ -35,6 +46,9 @@ class Filter(models.Model):
     # Save the attachments of the mail this filter matches into the owner's library inbox (apps.organization's
     # intake, within the account's size/type limits), even when the account's own switch is off.
     save_attachments = models.BooleanField(default=False)
+    # A rule the user enabled: applied to each new mail the filter matches, here and on the server.
+    mail_action = models.CharField(max_length=16, choices=RuleAction.choices, blank=True, default="")
+    mail_action_folder = models.CharField(max_length=512, blank=True, help_text="The folder for “Move to a folder”.")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
     # The last evaluation problem (a pattern that ran out of time on some message), shown in the UI.

@@ -16,6 +16,13 @@ from apps.search.selectors import account_ids_for_user, build_filters, search_pa
 router = Router(tags=["search"])
 
 
+class CopyOut(Schema):
+    id: int
+    message_id: str
+    account_id: int
+    folder: str
+
+
 class SearchResultOut(Schema):
     kind: Literal["mail", "file"]
     score: float
@@ -40,6 +47,11 @@ class SearchResultOut(Schema):
         description="Copies of this mail in other folders or accounts, folded into this row (same sender, "
         "subject, date and text)",
     )
+    id: int | None = Field(None, description="The best matching message's id (a mail row)")
+    account_id: int | None = None
+    copy_messages: list[CopyOut] | None = Field(
+        None, description="The copies folded into this row: their ids, Message-IDs, accounts and folders"
+    )
     file_id: int | None = None
     path: str | None = Field(None, description="A library file's path inside the library")
     mime_type: str | None = None
@@ -60,7 +72,7 @@ class SearchParams(Schema):
     q: str = Field(
         min_length=1,
         max_length=1000,
-        description='Words, "phrases", -excluded words and operators: from: to: cc: subject: has:attachment'
+        description='Words, "phrases", -excluded words and operators: from: to: cc: bcc: subject: has:attachment'
         " filename: is:unread|read|starred in: account: before: after: date: kind:mail|file",
     )
     mode: Literal["keyword", "semantic", "hybrid"] = "hybrid"

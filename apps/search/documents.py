@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from apps.accounts.models import Attachment, Message
+from apps.search.headers import HeaderTerms, counts_as_attachment, message_header_terms, text_terms
 from apps.search.models import DocumentKind
 
 MAX_BODY_CHARS = 200_000
@@ -33,6 +34,12 @@ class IndexDocument:
     from_address: str = ""
     recipients: str = ""
     has_attachments: bool = False
+    # The operator fields (from: to: cc: bcc: subject:); None: the title's words as the subject. Not part of the
+    # content hash: they are derived from what is (title, people) and their format changed without the content.
+    headers: HeaderTerms | None = None
+
+    def header_terms(self) -> HeaderTerms:
+        return self.headers if self.headers is not None else HeaderTerms(subject=text_terms(self.title))
 
     def content_hash(self) -> str:
         digest = hashlib.sha1(usedforsecurity=False)
@@ -72,7 +79,11 @@ def message_body_text(message: Message) -> str:
     return message.snippet
 
 
-def message_document(message: Message, attachment_names: Sequence[str] = ()) -> IndexDocument:
+def message_document(
+    message: Message, attachment_names: Sequence[str] = (), *, has_attachments: bool | None = None
+) -> IndexDocument:
+    """`has_attachments`: whether the message has a part that counts as an attachment (headers.py); None: the
+    message's own flag (any part other than the text)."""
     recipients = [*_addresses(message.to), *_addresses(message.cc), *_addresses(message.bcc)]
     people = [_format_person(message.from_name, message.from_address)]
     people += [_format_person(r.get("name", ""), r.get("address", "")) for r in recipients]
@@ -90,7 +101,15 @@ def message_document(message: Message, attachment_names: Sequence[str] = ()) -> 
         date=message.date,
         from_address=message.from_address.lower(),
         recipients=" ".join(sorted({str(r.get("address", "")).lower() for r in recipients if r.get("address")})),
-        has_attachments=message.has_attachments,
+        has_attachments=message.has_attachments if has_attachments is None else has_attachments,
+        headers=message_header_terms(
+            from_name=message.from_name,
+            from_address=message.from_address,
+            to=message.to,
+            cc=message.cc,
+            bcc=message.bcc,
+            subject=message.subject,
+        ),
     )
 
 
@@ -106,7 +125,9 @@ def attachment_document(attachment: Attachment, parent: IndexDocument) -> IndexD
         date=parent.date,
         from_address=parent.from_address,
         recipients=parent.recipients,
-        has_attachments=True,
+        # An attachment's text stands for its message: the operators ask about the message.
+        has_attachments=parent.has_attachments,
+        headers=parent.headers,
     )
 
 
@@ -135,7 +156,7 @@ def documents_for_messages(message_ids: Iterable[int]) -> tuple[list[IndexDocume
     messages = Message.objects.filter(pk__in=ids, deleted_at=None).order_by("pk").only(*MESSAGE_FIELDS)
     attachments: dict[int, list[Attachment]] = {}
     for attachment in Attachment.objects.filter(message_id__in=ids).only(
-        "id", "message_id", "filename", "extracted_text", "is_inline"
+        "id", "message_id", "filename", "extracted_text", "is_inline", "mime_type", "disposition", "is_crypto_part"
     ):
         attachments.setdefault(attachment.message_id, []).append(attachment)
     documents: list[IndexDocument] = []
@@ -144,7 +165,17 @@ def documents_for_messages(message_ids: Iterable[int]) -> tuple[list[IndexDocume
         found.add(message.pk)
         own = attachments.get(message.pk, [])
         names = [a.filename for a in own if a.filename and not a.is_inline]
-        parent = message_document(message, names)
+        counted = any(
+            counts_as_attachment(
+                disposition=a.disposition,
+                is_crypto_part=a.is_crypto_part,
+                is_inline=a.is_inline,
+                mime_type=a.mime_type,
+                filename=a.filename,
+            )
+            for a in own
+        )
+        parent = message_document(message, names, has_attachments=counted)
         documents.append(parent)
         documents.extend(attachment_document(a, parent) for a in own if (a.extracted_text or "").strip())
     return documents, [pk for pk in ids if pk not in found]

@@ -99,6 +99,26 @@ class SearchDocument(models.Model):
         return f"{self.kind} {self.object_id}"
 
 
+class SearchHeaders(models.Model):
+    """The fields the operators from: to: cc: bcc: subject: match, as folded words (apps/search/headers.py), one
+    row per document. A table of its own rather than columns of search_document: SQLite stores columns added
+    later behind the (often long) body, and a scan of every sender and recipient (a query of operators alone)
+    read 113 ms there against 45 ms in a narrow table (44,700 Enron mails, 13 MB of recipients)."""
+
+    document = models.OneToOneField(SearchDocument, on_delete=models.CASCADE, primary_key=True, related_name="headers")
+    sender = models.TextField(blank=True)
+    to = models.TextField(blank=True)
+    cc = models.TextField(blank=True)
+    bcc = models.TextField(blank=True)
+    subject = models.TextField(blank=True)
+
+    class Meta:
+        db_table = "search_headers"
+
+    def __str__(self) -> str:
+        return f"headers of {self.document_id}"
+
+
 class SearchChunk(models.Model):
     """A slice of a document's text with its embedding; only written together with its vector."""
 

@@ -17,10 +17,13 @@ from typing import Any
 
 from django.utils import timezone
 
+from apps.search.headers import term_pattern
+
 OPERATORS = (
     "from",
     "to",
     "cc",
+    "bcc",
     "subject",
     "has",
     "filename",
@@ -32,6 +35,8 @@ OPERATORS = (
     "date",
     "kind",
 )
+HEADER_OPERATORS = frozenset({"from", "to", "cc", "bcc", "subject"})
+ME = "me"  # from:me, to:me, cc:me, bcc:me: the address of the account the message is in
 HAS_VALUES = ("attachment",)
 IS_VALUES = ("unread", "read", "starred")
 KIND_VALUES = ("mail", "file", "message", "attachment")
@@ -64,6 +69,9 @@ class SearchQuery:
     errors: list[str] = field(default_factory=list)
     date_from: dt.datetime | None = None
     date_to: dt.datetime | None = None
+    # Periods a negated date operator leaves out, [start, end) with None for an open side: -after:2024 is
+    # [2024-01-01, None), -before:2024 is [None, 2024-01-01), -date:2024-03 the month.
+    excluded_periods: list[tuple[dt.datetime | None, dt.datetime | None]] = field(default_factory=list)
 
     @property
     def has_filters(self) -> bool:
@@ -115,6 +123,9 @@ def _add_operator(query: SearchQuery, op: Operator) -> None:
         query.errors.append(f"{op.name}: needs a value, e.g. {op.name}:{_example(op.name)}")
         return
     value = op.value.lower()
+    if op.name in HEADER_OPERATORS and value != ME and not term_pattern(op.value):
+        query.errors.append(f"{op.name}:{op.value} has no letters or digits to match")
+        return
     if op.name == "has" and value.rstrip("s") not in HAS_VALUES:
         query.errors.append(f"has:{op.value} is not known; use has:attachment")
         return
@@ -125,15 +136,16 @@ def _add_operator(query: SearchQuery, op: Operator) -> None:
         query.errors.append(f"kind:{op.value} is not known; use kind:mail or kind:file")
         return
     if op.name in {"before", "after", "date"}:
-        if op.negated:
-            query.errors.append(f"-{op.name}: cannot be negated; use before:/after: instead")
-            return
         try:
             start, end = date_range(op.value) if op.name == "date" else period(op.value)
         except ValueError as exc:
             query.errors.append(str(exc))
             return
-        if op.name == "after":
+        if op.negated:
+            query.excluded_periods.append(
+                (start, None) if op.name == "after" else (None, start) if op.name == "before" else (start, end)
+            )
+        elif op.name == "after":
             query.date_from = _later(query.date_from, start)
         elif op.name == "before":
             query.date_to = _earlier(query.date_to, start - dt.timedelta(microseconds=1))
@@ -150,6 +162,7 @@ def _example(name: str) -> str:
         "from": "lena",
         "to": "anna@example.com",
         "cc": "team",
+        "bcc": "anna",
         "subject": "invoice",
         "has": "attachment",
         "filename": "pdf",

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
 import re
-from dataclasses import dataclass, replace
+import unicodedata
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from django.db import connection
@@ -18,9 +18,10 @@ from apps.search.backends import get_search_backend
 from apps.search.backends.base import MODES, EmbeddingProgress, Mode, SearchFilters, SearchHit
 from apps.search.folding import STOPWORDS, fold_tokens
 from apps.search.gist import get_gist_embedder, gist_progress, gists_enabled
+from apps.search.headers import exact_address, term_pattern
 from apps.search.kinds import DocumentPreview, document_kind
-from apps.search.models import DocumentKind, SearchDocument, SearchGist
-from apps.search.query import Operator, SearchQuery, parse_search
+from apps.search.models import DocumentKind, SearchDocument, SearchGist, SearchHeaders
+from apps.search.query import HEADER_OPERATORS, ME, Operator, SearchQuery, parse_search
 
 MAX_LIMIT = 100
 MESSAGE_KINDS = (DocumentKind.MESSAGE.value, DocumentKind.ATTACHMENT.value)
@@ -230,7 +231,9 @@ FILE_KIND = DocumentKind.FILE.value  # read once: an enum member's .value is a s
 ATTACHMENT_KIND = DocumentKind.ATTACHMENT.value
 ALL_KINDS = (*MESSAGE_KINDS, FILE_KIND)
 COLLECT = 300  # ranked documents a query pages through (the count covers every keyword match)
+MAX_COLLECT = 10_000  # ranked documents a deep page or a long page may ask for
 PER_PAGE = 20
+MAX_PER_PAGE = 1000  # `manage.py search --limit` above it is refused (the API and the page allow 100)
 COPY_WINDOW_PAGES = 2  # copies are folded over the rows up to the end of the page after the one shown
 
 
@@ -262,32 +265,17 @@ def _location_tables() -> tuple[str, str]:
     return quote(MessageLocation._meta.db_table), quote(MailFolder._meta.db_table)
 
 
+def _caseless(text: str) -> str:
+    return unicodedata.normalize("NFC", text).casefold()
+
+
 def _condition(op: Operator, account_ids: tuple[int, ...] | None) -> tuple[str, tuple[Any, ...]]:
     """One operator as SQL over search_document "{d}" (documents of messages join the message table)."""
     messages, attachments = _tables()
-    quote = connection.ops.quote_name
     like = r" LIKE %s ESCAPE '\'"
     value = op.value
-    if op.name == "from":
-        return (
-            f"(lower({{d}}.from_address){like} OR {{d}}.message_id IN"  # noqa: S608 (table names; values are params)
-            f" (SELECT m.id FROM {messages} m WHERE lower(m.from_name){like}))",
-            (_like(value), _like(value)),
-        )
-    if op.name in {"to", "cc"}:
-        # Addresses as JSON text; a non-ASCII name may be stored \u-escaped, so both spellings are tried.
-        column = f"lower(CAST(m.{quote(op.name)} AS TEXT))"
-        escaped = json.dumps(value.strip().lower())[1:-1]
-        return (
-            f"{{d}}.message_id IN (SELECT m.id FROM {messages} m WHERE {column}{like} OR {column}{like})",  # noqa: S608
-            (_like(value), _like(escaped)),
-        )
-    if op.name == "subject":
-        return (
-            f"({{d}}.message_id IN (SELECT m.id FROM {messages} m WHERE lower(m.subject){like})"  # noqa: S608
-            f" OR ({{d}}.kind = 'file' AND lower({{d}}.title){like}))",
-            (_like(value), _like(value)),
-        )
+    if op.name in HEADER_OPERATORS:
+        return _header_condition(op, account_ids)
     if op.name == "filename":
         files = _file_paths_condition(like)
         return (
@@ -304,13 +292,14 @@ def _condition(op: Operator, account_ids: tuple[int, ...] | None) -> tuple[str, 
         if account_ids is not None:
             folders = folders.filter(account_id__in=account_ids)
         # Compared in Python: SQLite folds ASCII letters only, and folder names are often not ASCII.
-        asked = folder.casefold()
+        # NFC too: a name read from a file system (macOS writes NFD) and a typed name may compose "Ü" differently.
+        asked = _caseless(folder)
         names = sorted(
             {
                 name
                 for name, display, role in folders.values_list("name", "display_name", "role")
-                if asked in {name.casefold(), display.casefold(), role.casefold()}
-                or name.casefold().startswith(f"{asked}/")
+                if asked in {_caseless(name), _caseless(display), _caseless(role)}
+                or _caseless(name).startswith(f"{asked}/")
             }
         )
         escaped = folder.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -328,6 +317,47 @@ def _condition(op: Operator, account_ids: tuple[int, ...] | None) -> tuple[str, 
             (folder, f"{escaped}/%", *names, folder, f"{escaped}/%", *names),
         )
     raise ValueError(f"{op.name}: is not a filter")
+
+
+# The stored fields each header operator looks in: notmuch's to: is every recipient (To, Cc and Bcc).
+HEADER_FIELDS = {
+    "from": ("sender",),
+    "to": ("to", "cc", "bcc"),
+    "cc": ("cc",),
+    "bcc": ("bcc",),
+    "subject": ("subject",),
+}
+
+
+def _header_condition(op: Operator, account_ids: tuple[int, ...] | None) -> tuple[str, tuple[Any, ...]]:
+    """from: to: cc: bcc: subject: as words or a phrase of the document's header fields (apps/search/headers.py);
+    `me` as the exact address of the document's own account."""
+    quote = connection.ops.quote_name
+    headers = quote(SearchHeaders._meta.db_table)
+    contains = "instr({column}, %s) > 0" if connection.vendor == "sqlite" else "strpos({column}, %s) > 0"
+    columns = [f"h.{quote(column)}" for column in HEADER_FIELDS[op.name]]
+    if op.value.lower() == ME and op.name != "subject":
+        accounts = MailAccount.objects.exclude(address="")
+        if account_ids is not None:
+            accounts = accounts.filter(pk__in=account_ids)
+        own = list(accounts.values_list("pk", "address"))
+        if not own:
+            return "1 = 0", ()
+        found = " OR ".join(contains.format(column=column) for column in columns)
+        per_account = " OR ".join(f"({{d}}.account_id = %s AND ({found}))" for _ in own)
+        params: tuple[Any, ...] = tuple(
+            value for pk, address in own for value in (pk, *[exact_address(address)] * len(columns))
+        )
+        return (
+            f"EXISTS (SELECT 1 FROM {headers} h WHERE h.document_id = {{d}}.id AND ({per_account}))",  # noqa: S608
+            params,
+        )
+    pattern = term_pattern(op.value)
+    found = " OR ".join(contains.format(column=column) for column in columns)
+    return (
+        f"EXISTS (SELECT 1 FROM {headers} h WHERE h.document_id = {{d}}.id AND ({found}))",  # noqa: S608
+        (pattern,) * len(columns),
+    )
 
 
 def filters_for_query(
@@ -379,6 +409,11 @@ def filters_for_query(
         else:
             placeholders = ", ".join(["%s"] * len(found))
             conditions.append((f"NOT COALESCE(({{d}}.account_id IN ({placeholders})), FALSE)", tuple(found)))
+    adapt = connection.ops.adapt_datetimefield_value
+    for start, end in parsed.excluded_periods:
+        bounds = [("{d}.date >= %s", start), ("{d}.date < %s", end)]
+        sql = " AND ".join(clause for clause, moment in bounds if moment is not None)
+        conditions.append((f"NOT COALESCE(({sql}), FALSE)", tuple(adapt(m) for _, m in bounds if m is not None)))
     date_from = max((d for d in (base.date_from, parsed.date_from) if d is not None), default=None)
     date_to = min((d for d in (base.date_to, parsed.date_to) if d is not None), default=None)
     return replace(
@@ -417,6 +452,8 @@ class ResultRow:
     is_image: bool = False
     unread: bool = False
     copies: int = 0  # copies of this mail folded into the row (_fold_copies)
+    copy_pks: list[int] = field(default_factory=list)  # their message pks, best ranked first
+    copy_details: list[dict[str, Any]] = field(default_factory=list)  # filled for the shown rows (_fill)
 
     def as_json(self) -> dict[str, Any]:
         data: dict[str, Any] = {
@@ -435,11 +472,14 @@ class ResultRow:
         else:
             # "subject" repeats the title for callers of the message-only shape this replaced.
             data.update(
+                id=self.pk,
                 message_id=self.message_id,
                 subject=self.title,
                 thread_id=self.thread_id,
+                account_id=self.account_id,
                 unread=self.unread,
                 copies=self.copies,
+                copy_messages=self.copy_details,
             )
         return data
 
@@ -480,26 +520,31 @@ def search_page(
     filters = filters_for_query(parsed, user=user, account=account, base=base)
     backend = get_search_backend()
     page = max(1, int(page))
-    per_page = max(1, min(int(per_page), MAX_LIMIT))
+    per_page = int(per_page)
+    if not 1 <= per_page <= MAX_PER_PAGE:
+        raise ValueError(f"results per page must be between 1 and {MAX_PER_PAGE}")
+    # The best COLLECT documents, or as many as the asked page needs (up to MAX_COLLECT): rows past them are
+    # not ranked, and the page says so (truncated) rather than being cut short silently.
+    collect = min(MAX_COLLECT, max(COLLECT, (page + COPY_WINDOW_PAGES) * per_page))
     floor = float(backend.options["SEMANTIC_FLOOR"])
     text = parsed.text.strip()
     if not text:
-        hits, count = backend.browse(filters=filters, limit=COLLECT)
+        hits, count = backend.browse(filters=filters, limit=collect)
         hits = [hit for hit in hits if hit.kind]
     elif mode == "keyword":
-        hits = backend.keyword(text, filters=filters, limit=COLLECT, prefix_last=prefix_last, snippets=False)
+        hits = backend.keyword(text, filters=filters, limit=collect, prefix_last=prefix_last, snippets=False)
         count = _items(hits)
-        if len(hits) >= COLLECT:
+        if len(hits) >= collect:
             count = backend.keyword_count(text, filters=filters)
     elif mode == "semantic":
-        hits = [h for h in backend.semantic(text, filters=filters, limit=COLLECT, snippets=False) if h.score >= floor]
+        hits = [h for h in backend.semantic(text, filters=filters, limit=collect, snippets=False) if h.score >= floor]
         count = _items(hits)
     else:
         hits = backend.hybrid(
-            text, filters=filters, limit=COLLECT, prefix_last=prefix_last, snippets=False, semantic_floor=floor
+            text, filters=filters, limit=collect, prefix_last=prefix_last, snippets=False, semantic_floor=floor
         )
         count = _items(hits)
-        if len(hits) >= COLLECT:
+        if len(hits) >= collect:
             keyword_items = _items([h for h in hits if "fts" in h.sources])
             count = backend.keyword_count(text, filters=filters) + count - keyword_items
     ranked_items = _items(hits)
@@ -592,6 +637,7 @@ def _fold_copies(rows: list[ResultRow], *, window: int) -> list[ResultRow]:
             kept.append(row)
         elif (original := first.get(key)) is not None:
             original.copies += 1 + row.copies
+            original.copy_pks += [row.pk, *row.copy_pks]
             original.sources = list(dict.fromkeys([*original.sources, *row.sources]))
         else:
             first[key] = row
@@ -624,7 +670,8 @@ def _fill(rows: list[ResultRow], hits: list[SearchHit], text: str, *, prefix_las
     """Titles, senders, dates and snippets for the shown rows only (a page costs the same at any depth)."""
     message_pks = [row.pk for row in rows if row.kind == "mail"]
     file_pks = [row.pk for row in rows if row.kind == "file"]
-    messages = Message.objects.filter(pk__in=message_pks).only(
+    copy_pks = [pk for row in rows for pk in row.copy_pks]
+    messages = Message.objects.filter(pk__in=[*message_pks, *copy_pks]).only(
         "id", "message_id", "dedupe_key", "subject", "from_name", "from_address", "date", "account_id", "folder",
         "thread_id", "seen",
     ).in_bulk()  # fmt: skip
@@ -645,6 +692,16 @@ def _fill(rows: list[ResultRow], hits: list[SearchHit], text: str, *, prefix_las
             row.folder, row.account_id, row.unread = message.folder, message.account_id, not message.seen
             row.message_id = message.message_id or message.dedupe_key
             row.thread_id = message.thread_id
+            row.copy_details = [
+                {
+                    "id": copy.pk,
+                    "message_id": copy.message_id or copy.dedupe_key,
+                    "account_id": copy.account_id,
+                    "folder": copy.folder,
+                }
+                for copy in (messages.get(pk) for pk in row.copy_pks)
+                if copy is not None
+            ]
         elif row.kind == "file" and (file := files.get(row.pk)):
             row.title, row.path, row.folder = file.title, file.path, file.folder
             row.mime_type, row.is_image = file.mime_type, file.is_image

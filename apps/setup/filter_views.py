@@ -53,6 +53,8 @@ def _filter_initial(item: Filter) -> dict[str, Any]:
         "description": item.description,
         "enabled": item.enabled,
         "save_attachments": item.save_attachments,
+        "mail_action": item.mail_action,
+        "mail_action_folder": item.mail_action_folder,
     }
 
 
@@ -74,6 +76,8 @@ def filter_edit(request: HttpRequest, filter_id: int) -> HttpResponse:
                     description=data["description"],
                     enabled=data["enabled"],
                     save_attachments=data["save_attachments"],
+                    mail_action=data.get("mail_action") or "",
+                    mail_action_folder=data.get("mail_action_folder") or "",
                 )
             except ValidationError as exc:
                 add_validation_errors(form, exc)

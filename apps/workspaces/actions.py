@@ -8,9 +8,11 @@ import binascii
 import datetime as dt
 import hashlib
 import secrets
+import time
 from collections.abc import Mapping
 from typing import Any
 
+from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -22,6 +24,9 @@ from apps.workspaces.models import (
     EntrySource,
     InboxEntry,
     ItemAction,
+    MailboxToken,
+    McpCall,
+    McpScope,
     Workspace,
     WorkspaceItem,
     WorkspaceItemLog,
@@ -379,6 +384,128 @@ def touch_token(*, token_id: int) -> None:
     WorkspaceToken.objects.filter(pk=token_id).filter(
         Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - dt.timedelta(minutes=1))
     ).update(last_used_at=now)
+
+
+# --- mailbox tokens (the mailbox MCP endpoint) -------------------------------------------------------------
+
+MAILBOX_TOKEN_PREFIX = "mcpmb_"  # noqa: S105 -- a label, not a secret
+MAX_TOKEN_NAME_CHARS = 100
+MAX_TOKEN_DAYS = 3650
+MAX_CALLS_PER_MINUTE = 6000
+
+
+class TokenError(ValueError):
+    pass
+
+
+def clean_scopes(scopes: Any) -> list[str]:
+    """Known scopes, deduplicated, in a fixed order; at least one."""
+    if isinstance(scopes, str):
+        scopes = [part.strip() for part in scopes.split(",") if part.strip()]
+    if not isinstance(scopes, list | tuple) or not scopes:
+        raise TokenError("choose at least one scope: " + ", ".join(McpScope.values))
+    unknown = sorted({str(scope) for scope in scopes} - set(McpScope.values))
+    if unknown:
+        raise TokenError(f"unknown scope {', '.join(unknown)}: the scopes are " + ", ".join(McpScope.values))
+    return [scope for scope in McpScope.values if scope in scopes]
+
+
+def issue_mailbox_token(
+    *,
+    owner: Any,
+    name: str,
+    scopes: Any,
+    expires_at: dt.datetime | None = None,
+    calls_per_minute: int = 120,
+    account: Any = None,
+) -> tuple[MailboxToken, str]:
+    """A new bearer token for /mcp/mailbox/: the raw token is returned once, only its hash kept. Its own
+    workspace heads the Inbox entries of the approvals it asks for ("<name> (mailbox MCP)")."""
+    name = (name or "").strip()
+    if not name:
+        raise TokenError("give the token a name (what uses it, e.g. Claude Desktop)")
+    if len(name) > MAX_TOKEN_NAME_CHARS:
+        raise TokenError(f"the name is longer than {MAX_TOKEN_NAME_CHARS} characters")
+    cleaned = clean_scopes(scopes)
+    if account is not None and account.owner_id != owner.pk:
+        raise TokenError("that account is not yours")
+    if not 1 <= calls_per_minute <= MAX_CALLS_PER_MINUTE:
+        raise TokenError(f"calls per minute must be between 1 and {MAX_CALLS_PER_MINUTE}")
+    now = timezone.now()
+    if expires_at is not None and (expires_at <= now or expires_at > now + dt.timedelta(days=MAX_TOKEN_DAYS)):
+        raise TokenError(f"the expiry must be in the future and within {MAX_TOKEN_DAYS} days")
+    raw = MAILBOX_TOKEN_PREFIX + secrets.token_urlsafe(32)
+    with transaction.atomic():
+        workspace = create_user_workspace(owner=owner, label=f"{name} (mailbox MCP)")
+        token = MailboxToken.objects.create(
+            owner=owner,
+            workspace=workspace,
+            name=name,
+            token_hash=hash_token(raw),
+            prefix=raw[:12],
+            scopes=cleaned,
+            expires_at=expires_at,
+            calls_per_minute=calls_per_minute,
+            account=account,
+        )
+    return token, raw
+
+
+def revoke_mailbox_token(*, token: MailboxToken) -> MailboxToken:
+    if token.revoked_at is None:
+        token.revoked_at = timezone.now()
+        token.save(update_fields=["revoked_at"])
+    return token
+
+
+def touch_mailbox_token(*, token_id: int) -> None:
+    """Record use at most once a minute (an MCP client calls often)."""
+    now = timezone.now()
+    MailboxToken.objects.filter(pk=token_id).filter(
+        Q(last_used_at__isnull=True) | Q(last_used_at__lt=now - dt.timedelta(minutes=1))
+    ).update(last_used_at=now)
+
+
+def take_call_slot(*, token_id: int, calls_per_minute: int, now: float | None = None) -> int:
+    """Count a call against the token's budget for this minute: 0 when it may proceed, else the seconds until
+    the next minute (the Retry-After). Counted in the cache: shared by every process with REDIS_URL, per
+    process without."""
+    moment = time.time() if now is None else now
+    window = int(moment // 60)
+    key = f"mcp-calls:{token_id}:{window}"
+    cache.add(key, 0, timeout=120)
+    try:
+        used = cache.incr(key)
+    except ValueError:  # evicted between add and incr
+        cache.set(key, 1, timeout=120)
+        used = 1
+    if used <= calls_per_minute:
+        return 0
+    return max(1, int((window + 1) * 60 - moment + 0.999))
+
+
+def record_mcp_call(
+    *,
+    token_id: int,
+    owner_id: int,
+    tool: str,
+    argument_ids: dict[str, Any],
+    ok: bool,
+    error: str = "",
+    result_bytes: int = 0,
+    duration_ms: int = 0,
+) -> McpCall:
+    """One row of the mailbox MCP audit ledger (Settings → MCP tokens shows it to the owner)."""
+    return McpCall.objects.create(
+        token_id=token_id,
+        owner_id=owner_id,
+        tool=tool[:64],
+        argument_ids=argument_ids,
+        ok=ok,
+        error=error[:300],
+        result_bytes=max(0, int(result_bytes)),
+        duration_ms=max(0, int(duration_ms)),
+    )
 
 
 # --- inbox --------------------------------------------------------------------------------------------------

@@ -9,6 +9,7 @@ way round) or, with no run, was created by its owner for an outside agent.
 
 from __future__ import annotations
 
+import datetime as dt
 import uuid
 
 from django.conf import settings
@@ -133,6 +134,65 @@ class WorkspaceToken(models.Model):
 
     def __str__(self) -> str:
         return f"{self.prefix}… ({'revoked' if self.revoked_at else 'active'})"
+
+
+class McpScope(models.TextChoices):
+    READ = "read", "read: search and read mail and files, ask questions"
+    DRAFT = "draft", "draft: write drafts (never sent by themselves)"
+    ACT = "act", "act: ask to send drafts or change mail (each waits for your approval)"
+
+
+class MailboxToken(models.Model):
+    """A bearer token for the owner's mailbox MCP endpoint (/mcp/mailbox/), with scopes. Only its SHA-256 is
+    stored; the token is shown once. `workspace` is where its approval requests reach the owner's Inbox."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="mailbox_tokens")
+    workspace = models.ForeignKey(Workspace, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    # Only this account's mail (None: all the owner's accounts). Deleting the account deletes the token, so a
+    # restricted token never widens to every account.
+    account = models.ForeignKey("mail.MailAccount", on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    name = models.CharField(max_length=100)
+    token_hash = models.CharField(max_length=64, unique=True)
+    prefix = models.CharField(max_length=16, help_text="The token's first characters, to tell tokens apart.")
+    scopes = models.JSONField(default=list)  # McpScope values
+    created_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(null=True, blank=True)
+    calls_per_minute = models.PositiveIntegerField(default=120, help_text="More calls in a minute are refused.")
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]
+        indexes = [models.Index(fields=["owner", "-created_at"], name="mailbox_token_owner")]
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.prefix}…)"
+
+    def is_active(self, now: dt.datetime | None = None) -> bool:
+        moment = now or timezone.now()
+        return self.revoked_at is None and (self.expires_at is None or self.expires_at > moment)
+
+
+class McpCall(models.Model):
+    """The audit ledger of the mailbox MCP endpoint: one row per tool call, with the ids it named (never the
+    query or body text), how much it returned, and whether it succeeded."""
+
+    token = models.ForeignKey(MailboxToken, on_delete=models.CASCADE, related_name="calls")
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    tool = models.CharField(max_length=64)
+    argument_ids = models.JSONField(default=dict, blank=True)  # {"thread_id": 12, "message_ids": [3, 4]}
+    ok = models.BooleanField(default=True)
+    error = models.CharField(max_length=300, blank=True)
+    result_bytes = models.PositiveIntegerField(default=0)
+    duration_ms = models.PositiveIntegerField(default=0)
+    at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-at", "-pk"]
+        indexes = [models.Index(fields=["owner", "-at"], name="mcp_call_owner_recent")]
+
+    def __str__(self) -> str:
+        return f"{self.tool} by token {self.token_id} at {self.at:%Y-%m-%d %H:%M:%S}"
 
 
 class EntrySource(models.TextChoices):

@@ -15,6 +15,8 @@ from apps.workspaces.actions import hash_token
 from apps.workspaces.models import (
     EntrySource,
     InboxEntry,
+    MailboxToken,
+    McpCall,
     Workspace,
     WorkspaceItem,
     WorkspaceItemLog,
@@ -144,6 +146,51 @@ def authenticate_token(*, raw: str, workspace_id: int) -> McpPrincipal | None:
     if token is None or token.workspace_id != workspace_id:
         return None
     return McpPrincipal(workspace_id=token.workspace_id, owner_id=token.workspace.owner_id, token_id=token.pk)
+
+
+@dataclass(frozen=True, slots=True)
+class MailboxPrincipal:
+    """Who an authenticated /mcp/mailbox/ request acts as: the token's owner, within the token's scopes."""
+
+    owner_id: int
+    token_id: int
+    scopes: frozenset[str]
+    workspace_id: int | None
+    calls_per_minute: int
+    account_id: int | None = None  # only this account's mail; None: all the owner's accounts
+
+
+def authenticate_mailbox_token(*, raw: str) -> MailboxPrincipal | None:
+    """The principal for a bearer token presented at /mcp/mailbox/, or None (unknown, revoked, expired, or a
+    workspace token)."""
+    if not raw or len(raw) > 200:
+        return None
+    token = MailboxToken.objects.filter(token_hash=hash_token(raw), revoked_at__isnull=True).first()
+    if token is None or not token.is_active():
+        return None
+    return MailboxPrincipal(
+        owner_id=token.owner_id,
+        token_id=token.pk,
+        scopes=frozenset(token.scopes),
+        workspace_id=token.workspace_id,
+        calls_per_minute=token.calls_per_minute,
+        account_id=token.account_id,
+    )
+
+
+def mailbox_tokens(*, user: Any) -> QuerySet[MailboxToken]:
+    return MailboxToken.objects.filter(owner=user).select_related("account").order_by("-created_at", "-pk")
+
+
+def access_mailbox_token(*, user: Any, token_id: int) -> MailboxToken:
+    token = MailboxToken.objects.filter(pk=token_id, owner=user).first()
+    if token is None:
+        raise Http404("No such token")
+    return token
+
+
+def recent_mcp_calls(*, user: Any, limit: int = 100) -> list[McpCall]:
+    return list(McpCall.objects.filter(owner=user).select_related("token").order_by("-at", "-pk")[:limit])
 
 
 # --- inbox --------------------------------------------------------------------------------------------------

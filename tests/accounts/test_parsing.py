@@ -156,6 +156,20 @@ def test_nested_part_refs_from_a_real_signed_message(mime_root: Path) -> None:
     refs = [(a.filename, a.part_ref) for a in parsed.attachments]
     assert refs == [("test.rb", "1.2"), ("test.pdf", "1.3"), ("smime.p7s", "2")]
     assert parsed.body_text.strip()
+    # The disposition as sent; the .p7s hangs in a multipart/mixed here, not as a multipart/signed's signature.
+    assert [(a.disposition, a.is_crypto_part) for a in parsed.attachments] == [
+        ("attachment", False),
+        ("inline", False),
+        ("attachment", False),
+    ]
+
+
+def test_the_parts_of_an_encrypted_message_are_protocol_not_content(mime_root: Path) -> None:
+    parsed = load(mime_root, "notmuch/crypto/basic-encrypted.eml")
+    assert [(a.part_ref, a.disposition, a.is_crypto_part) for a in parsed.attachments] == [
+        ("1", "", True),
+        ("2", "", True),
+    ]
 
 
 def test_attached_message_is_one_attachment_and_inline_image_has_content_id(mime_root: Path) -> None:

@@ -313,7 +313,7 @@ def dovecot_server() -> Iterator[DovecotServer]:
     server = DovecotServer(base=base, port=port, config=config, process=process)
     try:
         try:
-            wait_for_port(port, timeout=20, process=process)
+            wait_for_port(port, process=process)
         except (RuntimeError, TimeoutError) as exc:
             stderr = (
                 process.stderr.read().decode(errors="replace") if process.poll() is not None and process.stderr else ""

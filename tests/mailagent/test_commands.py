@@ -124,7 +124,7 @@ def _serve_until_healthy(*options: str) -> subprocess.Popen[str]:
         text=True,
     )
     try:
-        wait_for_port(port, timeout=60, process=process)
+        wait_for_port(port, process=process)
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/health", timeout=10) as response:
             assert response.status == 200
     except BaseException:

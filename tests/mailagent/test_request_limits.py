@@ -65,7 +65,7 @@ def server(transactional_db: Any) -> Iterator[Server]:
         )
     try:
         try:
-            wait_for_port(port, timeout=30, process=process)
+            wait_for_port(port, process=process)
         except (RuntimeError, TimeoutError):
             raise RuntimeError("the web server did not start:\n" + log.read_text()) from None
         running = Server(port=port, process=process, log=log)

@@ -175,6 +175,8 @@ EXPECTED_URL_PATTERNS = {
     "setup/reopen/",
     "setup/finish/",
     "setup/<slug:step>/",
+    "settings/mcp/",
+    "settings/mcp/<int:token_id>/revoke/",
     "settings/",
     "settings/models/",
     "settings/models/test/",

@@ -308,7 +308,7 @@ def test_two_web_and_two_worker_processes_share_postgres_and_redis(workdir: Path
             topology.start("cluster0", "qcluster")
             topology.start("cluster1", "qcluster")
             for number, port in enumerate(web_ports):
-                wait_for_port(port, timeout=60, process=topology.processes[f"web{number}"])
+                wait_for_port(port, process=topology.processes[f"web{number}"])
                 assert requests.get(f"http://127.0.0.1:{port}/api/health", timeout=30).ok
 
             phase("processes up")

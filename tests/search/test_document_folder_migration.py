@@ -1,4 +1,4 @@
-"""Migration 0010 takes the folder out of mail documents in place: the stored content hash becomes what the
+"""Migration 0011 takes the folder out of mail documents in place: the stored content hash becomes what the
 current code computes for the same message (so the next re-index finds it unchanged), and the embeddings and
 gist of the old text stay current (nothing is embedded again). SQLite and PostgreSQL."""
 
@@ -14,7 +14,7 @@ from django.db.migrations.executor import MigrationExecutor
 from apps.search.documents import documents_for_messages
 from apps.search.models import SearchDocument, SearchGist
 
-BEFORE = [("search", "0009_gist_continuation_index")]
+BEFORE = [("search", "0010_search_headers")]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.django_db
 
 RESULT_KEYS = {
     "kind", "message_id", "score", "sources", "snippet", "title", "subject", "from", "date", "folder", "matches",
-    "thread_id", "unread", "copies",
+    "thread_id", "unread", "copies", "id", "account_id", "copy_messages",
 }  # fmt: skip
 
 

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 import pytest
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.db.models import Q
 from django.utils import timezone
 
@@ -80,7 +80,12 @@ def test_each_operator_on_the_demo_mailbox(logged_in_client: Any, demo: Any) -> 
     with_pdf = Attachment.objects.filter(filename__icontains=".pdf").values("message_id")
     expected: dict[str, Any] = {
         "from:lena": demo.filter(lena),
-        "to:marco@bianchi-ux.example": demo.filter(to__icontains="marco@bianchi-ux.example"),
+        # to: is every recipient (To, Cc and Bcc), as in notmuch and Gmail.
+        "to:marco@bianchi-ux.example": demo.filter(
+            Q(to__icontains="marco@bianchi-ux.example")
+            | Q(cc__icontains="marco@bianchi-ux.example")
+            | Q(bcc__icontains="marco@bianchi-ux.example")
+        ),
         "cc:sofia": demo.filter(pk__in=[m.pk for m in demo if any("sofia" in str(r).lower() for r in m.cc)]),
         'subject:"kick-off"': demo.filter(subject__icontains="kick-off"),
         "has:attachment": demo.filter(has_attachments=True),
@@ -152,6 +157,21 @@ def test_threads_counts_and_paging(logged_in_client: Any, demo: Any) -> None:
     )
 
 
+def test_the_command_honours_limit_or_refuses_it(demo: Any) -> None:
+    """`--limit` above the API's 100 is honoured (every message, not the first 100), above 1000 refused."""
+    assert demo.count() > 150
+    out = io.StringIO()
+    call_command("search", "--json", "--limit", "1000", "--mode", "keyword", "--", "-is:starred", stdout=out)
+    entries = json.loads(out.getvalue())
+    listed = {entry["id"] for entry in entries} | {c["id"] for entry in entries for c in entry["copy_messages"]}
+    assert listed == set(demo.filter(flagged=False).values_list("pk", flat=True))
+    out = io.StringIO()
+    call_command("search", "--json", "--limit", "120", "--mode", "keyword", "--", "-is:starred", stdout=out)
+    assert len(json.loads(out.getvalue())) == 120
+    with pytest.raises(CommandError, match="more than 1000"):
+        call_command("search", "x", "--limit", "1001")
+
+
 def test_did_you_mean_comes_from_the_index(logged_in_client: Any, demo: Any) -> None:
     data = _api(logged_in_client, "from:amira wekly updte")
     assert data["did_you_mean"] == "weekly update from:amira"
@@ -193,6 +213,17 @@ def test_copies_of_one_mail_are_one_row(
     data = _api(logged_in_client, "from:qnbfinansbank.example", mode="keyword")
     assert data["count"] == 2 * imported
     assert len(data["results"]) == imported and all(row["copies"] == 1 for row in data["results"])
+    # `manage.py search --json`: one entry per mail, its copy listed with its account and folder.
+    out = io.StringIO()
+    call_command("search", "from:qnbfinansbank.example", "--json", "--limit", "50", "--mode", "keyword", stdout=out)
+    entries = json.loads(out.getvalue())
+    assert len(entries) == imported
+    for entry in entries:
+        [copy] = entry["copy_messages"]
+        assert copy["message_id"] == entry["message_id"] and {copy["account_id"], entry["account_id"]} == {
+            second.pk,
+            demo.first().account_id,
+        }
     html = logged_in_client.get("/search/", {"q": "from:qnbfinansbank.example"}).content.decode()
     assert html.count('data-testid="search-result"') == imported
     assert html.count('data-testid="search-copies"') == imported and "+ 1 copy" in html

@@ -1,4 +1,5 @@
-"""The real `mcp` SDK client (streamable HTTP) against a workspace endpoint, for tests and bench/inbox.py."""
+"""The real `mcp` SDK client (streamable HTTP) against a workspace or the mailbox endpoint, for tests and
+bench/inbox.py, bench/mcp.py."""
 
 from __future__ import annotations
 
@@ -12,12 +13,24 @@ from mcp.client.streamable_http import streamable_http_client
 
 
 @asynccontextmanager
-async def workspace_client(base_url: str, workspace_id: int, token: str | None) -> AsyncIterator[Client]:
+async def endpoint_client(url: str, token: str | None, timeout: float = 30) -> AsyncIterator[Client]:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
-    async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
-        transport = streamable_http_client(f"{base_url}/mcp/{workspace_id}/", http_client=http)
+    async with httpx2.AsyncClient(headers=headers, timeout=timeout) as http:
+        transport = streamable_http_client(url, http_client=http)
         async with Client(transport) as client:
             yield client
+
+
+@asynccontextmanager
+async def workspace_client(base_url: str, workspace_id: int, token: str | None) -> AsyncIterator[Client]:
+    async with endpoint_client(f"{base_url}/mcp/{workspace_id}/", token) as client:
+        yield client
+
+
+@asynccontextmanager
+async def mailbox_client(base_url: str, token: str | None, timeout: float = 60) -> AsyncIterator[Client]:
+    async with endpoint_client(f"{base_url}/mcp/mailbox/", token, timeout) as client:
+        yield client
 
 
 def tool_text(result: Any) -> str:

@@ -129,8 +129,9 @@ def test_bad_input_is_a_clear_tool_error_and_stores_nothing(live_server_url: str
         ({"docs": [{"path": "notes/missing.md"}]}, "no live item with path 'notes/missing.md'"),
         ({"docs": [{"path": "notes/gone.md"}], "comments": "see"}, "no live item with path 'notes/gone.md'"),
         ({"docs": [{"path": "../etc/passwd"}]}, "must not contain '.' or '..'"),
-        ({"comments": "x" * (64 * 1024 + 1)}, "the limit is 65536"),
-        ({"docs": [{"path": "notes/a.md"}] * 51}, "at most 50"),
+        ({"comments": "x" * (64 * 1024 + 1)}, "at most 65536 characters"),  # the limit the schema declares
+        ({"comments": "é" * (32 * 1024 + 1)}, "the limit is 65536"),  # fewer characters, more bytes
+        ({"docs": [{"path": "notes/a.md"}] * 51}, "at most 50 items"),
         ({"comments": 5}, "Input should be a valid string"),
         ({"comments": ["a"]}, "Input should be a valid string"),
         ({"docs": [{"path": 7}]}, "Input should be a valid string"),
@@ -148,3 +149,46 @@ def test_bad_input_is_a_clear_tool_error_and_stores_nothing(live_server_url: str
         assert expected in tool_text(result), (arguments, tool_text(result))
     assert InboxEntry.objects.count() == 0
     assert get_user_model().objects.count() == 1
+
+
+def test_protocol_declares_its_inputs_limits_and_outputs_and_answers_edges_per_spec(
+    live_server_url: str, user: Any, workspace: Any
+) -> None:
+    _, token = actions.issue_token(workspace=workspace)
+    actions.add_item(workspace=workspace, data="# Notes", path="notes/a.md", label="Notes")
+
+    async def session() -> tuple[Any, Any, Any]:
+        async with workspace_client(live_server_url, workspace.pk, token) as client:
+            tools = await client.list_tools()
+            got = await client.call_tool("workspace_get_item", {"path": "notes/a.md"})
+            return tools, got, client.server_info
+
+    tools, got, info = asyncio.run(session())
+    assert info is not None and info.version  # serverInfo.version
+    for tool in tools.tools:
+        for name, prop in tool.input_schema.get("properties", {}).items():
+            assert prop.get("description"), f"{tool.name}.{name} has no description"
+        assert tool.output_schema and tool.output_schema.get("properties"), tool.name
+    push = {tool.name: tool for tool in tools.tools}["inbox_push"].input_schema["properties"]
+    assert push["comments"]["maxLength"] == 65536
+    assert any(option.get("maxItems") == 50 for option in push["docs"].get("anyOf", [push["docs"]]))
+    assert (
+        got.structured_content["item"]["data"] == "# Notes" and got.structured_content["item"]["path"] == "notes/a.md"
+    )
+
+    url = f"{live_server_url}/mcp/{workspace.pk}/"
+    headers = {"authorization": f"Bearer {token}", "accept": "application/json, text/event-stream"}
+    unknown = httpx2.post(
+        url,
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "nope", "arguments": {}}},
+        headers=headers,
+    )
+    assert unknown.json()["error"]["code"] == -32602
+    assert httpx2.get(url, headers=headers).status_code == 405  # stateless: no event stream to hold open
+    wrong = httpx2.post(url, content=b"{}", headers={**headers, "content-type": "text/plain"})
+    assert wrong.status_code == 415
+    metadata_url = f"{live_server_url}/.well-known/oauth-protected-resource/mcp/{workspace.pk}/"
+    assert httpx2.get(metadata_url).json()["resource"] == url
+    refused = httpx2.post(url, json={}, headers={"authorization": "Bearer mcpws_wrong"})
+    assert refused.status_code == 401
+    assert f'resource_metadata="{metadata_url}"' in refused.headers["www-authenticate"]

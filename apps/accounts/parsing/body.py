@@ -129,6 +129,8 @@ def _fill_body(
                 is_inline=is_inline,
                 part_ref=leaf.ref,
                 payload=payload if keep_payloads else None,
+                disposition=disposition[:32],
+                is_crypto_part=_is_crypto_part(leaf),
             )
         )
 
@@ -148,6 +150,12 @@ def _fill_body(
             result.body_text = _html_to_text(html, errors) if parseable else strip_tags(html)
     if result.body_text:
         result.snippet = " ".join(result.body_text[: SNIPPET_CHARS * 20].split())[:SNIPPET_CHARS]
+
+
+def _is_crypto_part(leaf: _Leaf) -> bool:
+    """The second child of a multipart/signed (its signature) or any child of a multipart/encrypted (RFC 1847)."""
+    position = leaf.ref.rsplit(".", 1)[-1]
+    return leaf.parent_type == "multipart/encrypted" or (leaf.parent_type == "multipart/signed" and position == "2")
 
 
 def _cap_boundary_lines(body: bytes, errors: list[str]) -> bytes:

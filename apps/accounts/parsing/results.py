@@ -24,6 +24,10 @@ class ParsedAttachment:
     is_inline: bool
     part_ref: str  # IMAP-style body part number ("2", "1.2"): BODY.PEEK[<part_ref>] fetches it
     payload: bytes | None = None  # decoded bytes when available (local imports cache them)
+    # The Content-Disposition type as sent, lowercased ("attachment", "inline"; "" without the header).
+    disposition: str = ""
+    # The signature of a multipart/signed or a part of a multipart/encrypted (RFC 1847): protocol, not content.
+    is_crypto_part: bool = False
 
 
 @dataclass(slots=True)

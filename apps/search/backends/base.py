@@ -25,7 +25,8 @@ from apps.accounts.models import MailFolder, MessageLocation
 from apps.search.documents import IndexDocument, chunk_texts
 from apps.search.embedders import Embedder, embed_query_cached, get_embedder
 from apps.search.folding import SNIPPET_SCAN_CHARS, ParsedQuery, QueryTerm, fold_tokens, highlight, parse_query
-from apps.search.models import DocumentKind, SearchChunk, SearchDocument, SearchIndexState
+from apps.search.headers import write_header_rows
+from apps.search.models import DocumentKind, SearchChunk, SearchDocument, SearchHeaders, SearchIndexState
 from mailagent.bulk import insert_values
 
 logger = logging.getLogger(__name__)
@@ -286,6 +287,7 @@ class BaseSearchBackend:
             fresh_docs: list[IndexDocument] = []
             changed: list[SearchDocument] = []
             changed_docs: list[IndexDocument] = []
+            unchanged: list[tuple[int, IndexDocument]] = []
             for key, doc in unique.items():
                 content_hash = doc.content_hash()
                 known = existing.get(key)
@@ -300,15 +302,38 @@ class BaseSearchBackend:
                 else:
                     result.unchanged += 1
                     result.document_ids.append(known[0])
+                    unchanged.append((known[0], doc))
             fresh_ids = insert_values(SearchDocument, fresh, batch_size=500)
             if changed:
                 SearchDocument.objects.bulk_update(changed, [*UPDATABLE_FIELDS], batch_size=500)
             written = list(zip([*fresh_ids, *(row.pk for row in changed)], fresh_docs + changed_docs, strict=True))
             self._write_fulltext(written, replaced_ids=[row.pk for row in changed])
+            self._write_headers(written, unchanged=unchanged, replaced_ids=[row.pk for row in changed])
         result.created = len(fresh)
         result.updated = len(changed)
         result.document_ids.extend(pk for pk, _doc in written)
         return result
+
+    @staticmethod
+    def _write_headers(
+        written: list[tuple[int, IndexDocument]],
+        *,
+        unchanged: list[tuple[int, IndexDocument]],
+        replaced_ids: list[int],
+    ) -> None:
+        """The operator fields of the written documents, and of unchanged ones that have none yet."""
+        if replaced_ids:
+            SearchHeaders.objects.filter(document_id__in=replaced_ids).delete()
+        rows = list(written)
+        if unchanged:
+            have = set(
+                SearchHeaders.objects.filter(document_id__in=[pk for pk, _ in unchanged]).values_list(
+                    "document_id", flat=True
+                )
+            )
+            rows += [(pk, doc) for pk, doc in unchanged if pk not in have]
+        with connection.cursor() as cursor:
+            write_header_rows(cursor, [(pk, doc.header_terms()) for pk, doc in rows], quote=connection.ops.quote_name)
 
     @classmethod
     def _row(cls, doc: IndexDocument, content_hash: str) -> SearchDocument:

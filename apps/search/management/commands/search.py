@@ -1,7 +1,8 @@
 """`manage.py search "QUERY" [--json] [--limit N] [--page N] [--mode keyword|semantic|hybrid] [--account NAME]`.
 
-QUERY takes the search page's syntax: words, "phrases", -excluded words and operators (from: to: cc: subject:
-has:attachment filename: is:unread in: account: before: after: date: kind:)."""
+QUERY takes the search page's syntax: words, "phrases", -excluded words and operators (from: to: cc: bcc:
+subject: has:attachment filename: is:unread in: account: before: after: date: kind:). --limit takes up to
+selectors.MAX_PER_PAGE (1000) results; more is refused."""
 
 from __future__ import annotations
 
@@ -12,20 +13,21 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.search.backends import serve_one_query
 from apps.search.backends.base import MODES
-from apps.search.selectors import account_ids_by_name, build_filters, normalize_mode, search_page
+from apps.search.selectors import MAX_PER_PAGE, account_ids_by_name, build_filters, normalize_mode, search_page
 
 
 class Command(BaseCommand):
     help = (
         "Search the index (mail and library files) with the search page's syntax, e.g."
         ' `search "from:lena is:unread invoice date:2024-03"`. Text output groups mail by thread;'
-        " --json prints one entry per matching message or file, best first."
+        " --json prints one entry per matching message or file, best first; copies of a mail (other folders or"
+        " accounts) are listed in its entry."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("query")
         parser.add_argument("--json", action="store_true", help="Print a JSON list instead of lines.")
-        parser.add_argument("--limit", type=int, default=10, help="Results per page.")
+        parser.add_argument("--limit", type=int, default=10, help=f"Results per page (at most {MAX_PER_PAGE}).")
         parser.add_argument("--page", type=int, default=1)
         parser.add_argument("--mode", choices=MODES, default="hybrid")
         parser.add_argument("--account", help="Only this account (its name); same as account:NAME.")
@@ -46,6 +48,8 @@ class Command(BaseCommand):
             raise CommandError(f"No account named {options['account']!r}")
         if options["limit"] < 1 or options["page"] < 1:
             raise CommandError("--limit and --page must be 1 or more")
+        if options["limit"] > MAX_PER_PAGE:
+            raise CommandError(f"--limit {options['limit']} is more than {MAX_PER_PAGE}; page with --page instead")
         query = options["query"] + (f" kind:{options['kind']}" if options["kind"] else "")
         try:
             base = build_filters(
@@ -61,7 +65,7 @@ class Command(BaseCommand):
                 query,
                 mode=normalize_mode(options["mode"]),
                 page=options["page"],
-                per_page=min(options["limit"], 100),
+                per_page=options["limit"],
                 account=options["account"],
                 base=base,
                 group=not options["json"],
@@ -70,6 +74,8 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         if options["json"]:
             self.stdout.write(json.dumps([row.as_json() for row in result.rows], ensure_ascii=False, indent=2))
+            if result.truncated and not result.has_next:
+                self.stderr.write(f"{result.count} matches; only the best {result.threads} were ranked")
             return
         if result.suggestion:
             self.stdout.write(f"Did you mean: {result.suggestion}")

@@ -1,6 +1,8 @@
 """Mail documents no longer carry a folder (filters read the message's locations, so a move or a folder
 rename never re-indexes mail). Their content hash is recomputed in place without the folder, and gists of the
-old text move to the new hash, so no embedding or gist becomes stale through this change."""
+old text move to the new hash, so no embedding or gist becomes stale through this change. The hash is computed
+from the stored columns, so it also takes in has_attachments as 0010 recomputed it (those documents are not
+re-embedded at their next re-index either)."""
 
 from __future__ import annotations
 
@@ -56,6 +58,6 @@ def forwards(apps: Any, schema_editor: Any) -> None:
 
 
 class Migration(migrations.Migration):
-    dependencies = [("search", "0009_gist_continuation_index")]
+    dependencies = [("search", "0010_search_headers")]
 
     operations = [migrations.RunPython(forwards, migrations.RunPython.noop, elidable=True)]
