@@ -69,6 +69,7 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
     from apps.ask.pipeline import AskContext, run_pipeline
     from apps.organization import actions
     from apps.organization.models import LibraryFile
+    from apps.organization.roots import library_base
 
     rng = random.Random(args.seed)
     started = time.perf_counter()
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
     rng.shuffle(mails)
     mails = mails[: args.files]
     owner, _ = get_user_model().objects.get_or_create(username="bench-files", defaults={"email": "f@example.com"})
-    root = workdir / "library"
+    root = library_base(owner.pk) / "library"  # library roots live under the owner's base (roots.py)
     actions.update_settings(owner=owner, changes={"root": str(root)})
     library = actions.get_library(owner=owner)
     if not LibraryFile.objects.filter(library=library).exists():

@@ -332,7 +332,8 @@ MAILAGENT_MAX_REQUEST_BYTES = env_int("MAILAGENT_MAX_REQUEST_BYTES", 16 * 1024 *
 # Django's own cap on a body it reads into memory (JSON, form fields) is the same: a body the limit above let
 # through is never refused again by Django (a 10-16 MB JSON body answered 500 with DEBUG on, 400 without).
 DATA_UPLOAD_MAX_MEMORY_SIZE = MAILAGENT_MAX_REQUEST_BYTES
-MAILAGENT_UPLOAD_URL_NAMES = ["mail:account_import"]
+# Organize uploads: 200 MB per file (apps/organization/actions.py MAX_UPLOAD_BYTES), several per request.
+MAILAGENT_UPLOAD_URL_NAMES = ["mail:account_import", "organization:upload", "api:organization_upload"]
 
 # Routing: time limit of one filter search and of all filters on one message (catastrophic patterns are
 # abandoned and recorded as filter errors), and the fetcher schedule's interval when it is first started.
@@ -348,6 +349,13 @@ MAILAGENT_RATE_LIMITS = {
 }
 # LLM retries: exponential backoff with full jitter from this base (Retry-After wins when the provider sends it).
 LLM_BACKOFF_BASE_SECONDS = env_float("LLM_BACKOFF_BASE_SECONDS", 0.05 if TESTING else 0.5)
+# Organization libraries: each user's root is under ORGANIZATION_LIBRARY_DIR/<user id> (the server chooses it);
+# a superuser may also put their root under one of these parent directories (os.pathsep-separated absolute
+# paths), never overlapping the data directory, the code, the Python environment or another user's library.
+ORGANIZATION_LIBRARY_DIR = Path(env_str("MAILAGENT_LIBRARY_DIR") or DATA_DIR / "library").resolve()
+ORGANIZATION_LIBRARY_PARENTS = [
+    Path(part).resolve() for part in env_str("MAILAGENT_LIBRARY_PARENTS").split(os.pathsep) if part.strip()
+]
 FILE_UPLOAD_TEMP_DIR = str(DATA_DIR / "uploads")
 (DATA_DIR / "uploads").mkdir(exist_ok=True)
 

@@ -50,6 +50,15 @@ def _fresh_cache() -> Iterator[None]:
     yield
 
 
+@pytest.fixture(autouse=True)
+def _own_library_folders(tmp_path_factory: pytest.TempPathFactory, settings: Any, monkeypatch: Any) -> None:
+    """Each test's libraries live in a folder of its own (user ids repeat across rolled-back tests on SQLite),
+    also for the processes a test starts (the environment variable)."""
+    folder = tmp_path_factory.mktemp("libraries")
+    settings.ORGANIZATION_LIBRARY_DIR = folder
+    monkeypatch.setenv("MAILAGENT_LIBRARY_DIR", str(folder))
+
+
 @pytest.fixture
 def user(db: Any) -> Any:
     from allauth.account.models import EmailAddress

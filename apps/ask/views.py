@@ -158,14 +158,15 @@ INLINE_TYPES = {"application/pdf", "image/png", "image/jpeg", "image/gif", "imag
 def library_file(request: HttpRequest, file_id: int) -> HttpResponse | FileResponse:
     """One of the user's library files, as a card in an answer links to it; another user's file is a 404."""
     from apps.ask.library import access_library_file
-    from apps.organization.fsops import LibraryPathError, resolve_inside
+    from apps.organization.fsops import LibraryPathError, open_regular
+    from apps.organization.roots import library_problem
 
     file = access_library_file(user=request.user, file_id=file_id)
     try:
-        path = resolve_inside(file.library.root_path, file.path)
-        if path.is_symlink() or not path.is_file():
-            raise FileNotFoundError(file.path)
-        handle = path.open("rb")
+        if library_problem(file.library):
+            raise LibraryPathError(file.path)
+        # Never through a link, and only a regular file with one name (organization.fsops.open_regular).
+        handle = open_regular(file.library.root_path, file.path)
     except (LibraryPathError, OSError):
         # Yours, but gone from disk (moved or deleted outside the app): 410, not the 404 of another user's file.
         return HttpResponse(

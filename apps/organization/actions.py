@@ -15,7 +15,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 
 from apps.llm.selectors import find_api_config
-from apps.organization import fsops, indexing, learning
+from apps.organization import fsops, indexing, learning, roots
 from apps.organization.digest import digest_file
 from apps.organization.fsops import LibraryPathError
 from apps.organization.models import (
@@ -29,7 +29,6 @@ from apps.organization.models import (
     OrganizationSettings,
     Suggestion,
     SuggestionStatus,
-    default_library_root,
 )
 
 logger = logging.getLogger(__name__)
@@ -50,14 +49,23 @@ def get_library(*, owner: Any) -> Library:
     if library is None:
         try:
             with transaction.atomic():
-                library = Library.objects.create(owner=owner, root=str(default_library_root(owner.pk)))
+                library = Library.objects.create(owner=owner, root=str(roots.library_base(owner.pk)))
         except IntegrityError:
             library = Library.objects.get(owner=owner)
     _ensure_dirs(library)
     return library
 
 
+def require_usable(library: Library) -> None:
+    """OrganizationError when the library's root is outside the allowed folders (roots.library_problem)."""
+    problem = roots.library_problem(library)
+    if problem:
+        raise OrganizationError(problem)
+
+
 def _ensure_dirs(library: Library) -> None:
+    if roots.library_problem(library):
+        return  # never create folders where the library may not be
     try:
         library.inbox_path.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -76,9 +84,12 @@ def get_settings(*, owner: Any) -> OrganizationSettings:
 
 
 def set_library_root(*, owner: Any, root: str) -> Library:
+    """Move the owner's library to `root`, which must be inside their own base (or, for a superuser, under an
+    allowed parent folder): see apps/organization/roots.py."""
+    problem = roots.root_problem(owner=owner, root=root)
+    if problem:
+        raise OrganizationError(problem)
     path = Path(os.path.expanduser(root.strip()))
-    if not root.strip() or not path.is_absolute():
-        raise OrganizationError("The library root must be an absolute path, e.g. /home/me/library.")
     try:
         (path / INBOX_DIR).mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -141,6 +152,7 @@ def update_settings(*, owner: Any, changes: dict[str, Any]) -> OrganizationSetti
 def write_guideline(*, library: Library, text: str) -> None:
     if len(text) > MAX_GUIDELINE_CHARS:
         raise OrganizationError(f"The guideline is longer than {MAX_GUIDELINE_CHARS:,} characters.")
+    require_usable(library)
     target = library.root_path / GUIDELINE_NAME
     try:
         with tempfile.NamedTemporaryFile("w", encoding="utf-8", dir=library.root_path, delete=False) as handle:
@@ -176,11 +188,14 @@ def register_file(
     if path.is_symlink() or not path.is_file() or not fsops.is_library_file_name(path.name):
         return None, "same"
     status = FileStatus.INBOX if relative.startswith(INBOX_DIR + "/") else FileStatus.FILED
-    stat = path.stat()
-    existing = LibraryFile.objects.filter(library=library, path=relative).exclude(status=FileStatus.MISSING).first()
-    if existing is not None and existing.size == stat.st_size and existing.mtime == stat.st_mtime:
-        return existing, "same"
-    digest = digest_file(path)
+    # Opened once, without following links, and checked to be a regular file with one name; everything below
+    # reads this handle, so the file cannot be swapped for a link to something else between check and read.
+    with fsops.open_regular(library.root_path, relative) as handle:
+        stat = os.fstat(handle.fileno())
+        existing = LibraryFile.objects.filter(library=library, path=relative).exclude(status=FileStatus.MISSING).first()
+        if existing is not None and existing.size == stat.st_size and existing.mtime == stat.st_mtime:
+            return existing, "same"
+        digest = digest_file(path, handle=handle)
     values = dict(
         status=status,
         size=digest.size,
@@ -252,9 +267,20 @@ def _walk_files(root: Path) -> Iterable[Path]:
 
 def scan_library(*, library: Library, force: bool = False, suggest: bool = True) -> ScanResult:
     """Catch up with the disk: new or changed files are digested (inbox and folders), vanished ones are
-    marked missing (their pending suggestions expire), and inbox files get suggestions."""
-    _ensure_dirs(library)
+    marked missing (their pending suggestions expire), and inbox files get suggestions. A library whose root
+    is not allowed (roots.library_problem) is not read at all: the result carries the reason."""
     result = ScanResult()
+    problem = roots.library_problem(library)
+    if problem:
+        # What was read from a root that is not allowed (the data directory, another user's library …) leaves
+        # search, Ask and MCP: its files are marked missing, as when they vanish; choosing an allowed root
+        # reads that folder afresh.
+        for stale in LibraryFile.objects.filter(library=library).exclude(status=FileStatus.MISSING):
+            mark_missing(file=stale, reason="the library root is not an allowed folder")
+            result.missing += 1
+        result.errors.append(problem)
+        return result
+    _ensure_dirs(library)
     seen: set[str] = set()
     folders_changed = False
     for path in _walk_files(library.root_path):
@@ -288,6 +314,7 @@ def ingest_path(*, library: Library, path: Path, source: str) -> Suggestion | No
     """One file that just appeared (watch event, upload): digest, then suggest when it is in the inbox."""
     from apps.organization.suggesting import suggest_for_file
 
+    require_usable(library)
     file, changed = register_file(library=library, path=path, source=source)
     if file is None or file.status != FileStatus.INBOX:
         if file is not None and changed != "same":
@@ -306,6 +333,7 @@ def save_upload(
     clean = Path((name or "").replace("\\", "/")).name.strip()
     if not clean or not fsops.is_library_file_name(clean) or clean in (".", ".."):
         raise OrganizationError(f"{name!r} is not a usable file name.")
+    require_usable(library)
     _ensure_dirs(library)
     inbox = fsops.resolve_inside(library.root_path, INBOX_DIR)
     written = 0

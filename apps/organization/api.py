@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any, Literal
 
 from django.http import HttpRequest
@@ -11,10 +12,12 @@ from ninja import Field, File, Query, Router, Schema
 from ninja.errors import HttpError
 from ninja.files import UploadedFile
 
-from apps.organization import actions, selectors
+from apps.organization import actions, roots, selectors
 from apps.organization.decisions import OrganizationDecisionError, respond, undo_move
 from apps.organization.serializers import move_detail, suggestion_detail
-from apps.organization.suggesting import suggest_for_inbox
+from apps.organization.suggesting import suggest_for_file, suggest_for_inbox
+
+logger = logging.getLogger(__name__)
 
 suggestions_router = Router(tags=["organization"])
 organize_router = Router(tags=["organization"])
@@ -59,6 +62,8 @@ def _settings_out(owner: Any) -> dict[str, Any]:
         "targetFolders": settings.target_folders,
         "excludeFolders": settings.exclude_folders,
         "libraryRoot": library.root,
+        # Why the root is not used (outside the allowed folders), "" when it is fine.
+        "libraryRootProblem": roots.library_problem(library),
         "apiConfigId": settings.api_config_id,
     }
 
@@ -138,17 +143,31 @@ def undo(request: HttpRequest, move_id: int) -> dict[str, Any]:
     return move_detail(undone)
 
 
-@organization_router.post("/upload", summary="Upload files into the library inbox")
+@organization_router.post("/upload", summary="Upload files into the library inbox", url_name="organization_upload")
 def upload(request: HttpRequest, files: list[UploadedFile] = File(...)) -> dict[str, Any]:  # noqa: B008
+    """Each file is saved on its own: `saved` lists those in the inbox, `failed` those refused with why. Only
+    when none could be saved is it an error (422)."""
     library = actions.get_library(owner=request.user)
-    saved = []
+    auto = actions.get_settings(owner=request.user).auto_suggest
+    saved: list[dict[str, Any]] = []
+    failed: list[dict[str, str]] = []
     for upload_file in files:
         try:
             file = actions.save_upload(library=library, name=upload_file.name or "", chunks=upload_file.chunks())
         except actions.OrganizationError as exc:
-            raise HttpError(422, str(exc)) from exc
-        from apps.organization.suggesting import suggest_for_file
-
-        suggestion = suggest_for_file(file=file) if actions.get_settings(owner=request.user).auto_suggest else None
-        saved.append({"file": file.path, "suggestion": suggestion_detail(suggestion) if suggestion else None})
-    return {"saved": saved}
+            failed.append({"name": upload_file.name or "", "error": str(exc)})
+            continue
+        suggestion, problem = None, ""
+        if auto:
+            try:
+                suggestion = suggest_for_file(file=file)
+            except Exception as exc:
+                logger.exception("organization: suggesting a folder for upload %s failed", file.path)
+                problem = f"Saved, but no folder could be suggested yet ({exc}); a scan retries."
+        row: dict[str, Any] = {"file": file.path, "suggestion": suggestion_detail(suggestion) if suggestion else None}
+        if problem:
+            row["error"] = problem
+        saved.append(row)
+    if not saved and failed:
+        raise HttpError(422, " ".join(f["error"] for f in failed))
+    return {"saved": saved, "failed": failed}

@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-import sys
-
 from django.apps import AppConfig
 
 
@@ -19,9 +17,5 @@ class OrganizationConfig(AppConfig):
 
         messages_stored.connect(receivers.save_stored_attachments, dispatch_uid="organization.save_attachments")
         register_document_kind(FILE_DOCUMENTS)  # library files in search: search imports nothing from here
-        # The library watch lives in the background worker (`make run` starts `manage.py qcluster`): one
-        # observer per worker host, next to the scheduled scan that catches whatever a watch missed.
-        if len(sys.argv) > 1 and sys.argv[1] == "qcluster":
-            from apps.organization.watcher import start_library_watch_in_background
-
-            start_library_watch_in_background()
+        # The library watch is its own process (`manage.py watch_library`, started by `manage.py serve`): a
+        # thread in the worker outlived the worker's main thread and failed on every file.

@@ -39,7 +39,9 @@ import copy
 import datetime as dt
 import hashlib
 import math
+import os
 import re
+import tempfile
 import time
 from collections import Counter, defaultdict
 from collections.abc import Sequence
@@ -47,6 +49,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import joblib
 import numpy as np
 
 MAX_BODY_CHARS = 6000
@@ -695,18 +698,24 @@ class FolderClassifier:
 
     # ---- persistence --------------------------------------------------------------------------------------
 
-    def save(self, path: Path) -> None:
-        import joblib
-
+    def save(self, path: Path) -> os.stat_result:
+        """Write the model to `path` atomically: a temporary file of its own (a retrain and an upload may save
+        the same library's model at once), then one rename over the old model. Returns the new file's stat."""
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(".tmp")
-        joblib.dump(self, temporary)
-        temporary.replace(path)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}-", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "wb") as stream:
+                joblib.dump(self, stream)
+                stream.flush()
+                written = os.fstat(stream.fileno())
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+        return written
 
     @classmethod
     def load(cls, path: Path) -> FolderClassifier | None:
-        import joblib
-
         try:
             loaded = joblib.load(path)
         except (OSError, EOFError, ValueError, AttributeError, ModuleNotFoundError):

@@ -9,8 +9,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.organization import fsops, indexing
-from apps.organization.actions import request_retrain
-from apps.organization.digest import sha256_of
+from apps.organization.actions import OrganizationError, request_retrain, require_usable
+from apps.organization.digest import sha256_of_handle
 from apps.organization.fsops import LibraryPathError, MoveError
 from apps.organization.models import INBOX_DIR, FileStatus, LibraryFile, Move, Suggestion, SuggestionStatus
 
@@ -21,13 +21,26 @@ class OrganizationDecisionError(Exception):
     """A decision that cannot be carried out; the message says what happened and what to do."""
 
 
+def _current_sha256(file: LibraryFile) -> str | None:
+    """The file's content hash now, read without following links; None when it is not a usable file there."""
+    try:
+        with fsops.open_regular(file.library.root_path, file.path) as handle:
+            return sha256_of_handle(handle)
+    except (OSError, LibraryPathError):
+        return None
+
+
+def _usable(file: LibraryFile) -> None:
+    try:
+        require_usable(file.library)
+    except OrganizationError as exc:
+        raise OrganizationDecisionError(str(exc)) from exc
+
+
 def _check_unchanged(suggestion: Suggestion) -> LibraryFile:
     file = suggestion.file
-    path = file.absolute_path
-    try:
-        current = sha256_of(path) if path.is_file() and not path.is_symlink() else None
-    except OSError:
-        current = None
+    _usable(file)
+    current = _current_sha256(file)
     if current is None or current != suggestion.file_sha256 or file.status != FileStatus.INBOX:
         reason = "the file is gone from the inbox" if current is None else "the file changed after the suggestion"
         Suggestion.objects.filter(pk=suggestion.pk, status=SuggestionStatus.PENDING).update(
@@ -135,12 +148,19 @@ def undo_move(*, move: Move) -> Move:
             raise OrganizationDecisionError("This move was already undone.")
         root = locked.library.root_path
         try:
-            current = fsops.resolve_inside(root, locked.to_path)
+            require_usable(locked.library)
+        except OrganizationError as exc:
+            raise OrganizationDecisionError(str(exc)) from exc
+        try:
+            with fsops.open_regular(root, locked.to_path) as handle:
+                now = sha256_of_handle(handle)
         except LibraryPathError as exc:
             raise OrganizationDecisionError(str(exc)) from exc
-        if not current.is_file() or current.is_symlink():
-            raise OrganizationDecisionError(f"{locked.to_path} is not there any more, so it cannot be moved back.")
-        if sha256_of(current) != locked.sha256:
+        except OSError as exc:
+            raise OrganizationDecisionError(
+                f"{locked.to_path} is not there any more, so it cannot be moved back."
+            ) from exc
+        if now != locked.sha256:
             raise OrganizationDecisionError(
                 f"{locked.to_path} changed after the move; undo would move a different file. Move it by hand."
             )

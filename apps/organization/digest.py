@@ -7,9 +7,10 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import mimetypes
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from mailagent.textextract import extract_text
 
@@ -33,10 +34,15 @@ class Digest:
 
 
 def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
     with path.open("rb") as handle:
-        while chunk := handle.read(HASH_CHUNK):
-            digest.update(chunk)
+        return sha256_of_handle(handle)
+
+
+def sha256_of_handle(handle: BinaryIO) -> str:
+    digest = hashlib.sha256()
+    handle.seek(0)
+    while chunk := handle.read(HASH_CHUNK):
+        digest.update(chunk)
     return digest.hexdigest()
 
 
@@ -89,11 +95,11 @@ def _exif_date(value: str) -> str | None:
         return None
 
 
-def _image_digest(path: Path) -> tuple[dict[str, Any], str]:
+def _image_digest(source: Path | BinaryIO) -> tuple[dict[str, Any], str]:
     from PIL import ExifTags, Image, UnidentifiedImageError
 
     try:
-        with Image.open(path) as image:
+        with Image.open(source) as image:
             metadata: dict[str, Any] = {"width": image.width, "height": image.height, "format": image.format}
             exif = image.getexif()
             camera = " ".join(str(exif.get(tag, "")).strip() for tag in (ExifTags.Base.Make, ExifTags.Base.Model))
@@ -121,22 +127,27 @@ def describe_metadata(name: str, metadata: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
-def digest_file(path: Path) -> Digest:
-    """Read `path` (a regular file) and describe it. OSError propagates: the caller decides what it means."""
-    stat = path.stat()
-    sha = sha256_of(path)
+def digest_file(path: Path, *, handle: BinaryIO | None = None) -> Digest:
+    """Read `path` (a regular file) and describe it; with `handle` (the file already opened and checked, see
+    fsops.open_regular) everything is read from that handle and `path` only gives the name. OSError
+    propagates: the caller decides what it means."""
+    if handle is None:
+        with path.open("rb") as opened:
+            return digest_file(path, handle=opened)
+    stat = os.fstat(handle.fileno())
+    sha = sha256_of_handle(handle)
+    handle.seek(0)
     suffix = path.suffix.lower()
     mime_type = mimetypes.guess_type(path.name)[0] or ""
     result = Digest(sha256=sha, size=stat.st_size, mtime=stat.st_mtime, mime_type=mime_type, kind="binary")
     result.metadata["modified"] = dt.datetime.fromtimestamp(stat.st_mtime, tz=dt.UTC).isoformat()
     if suffix in IMAGE_SUFFIXES or mime_type.startswith("image/"):
-        metadata, error = _image_digest(path)
+        metadata, error = _image_digest(handle)
         result.kind, result.error = "image", error
         result.metadata.update(metadata)
         result.text = describe_metadata(path.name, result.metadata)
         return result
-    with path.open("rb") as handle:
-        data = handle.read(MAX_DIGEST_BYTES)
+    data = handle.read(MAX_DIGEST_BYTES)
     if suffix in MAIL_SUFFIXES or (suffix in ("", ".txt") and looks_like_mail(data)):
         text, metadata, error = _mail_digest(data)
         result.kind, result.text, result.error = "email", text[:MAX_DIGEST_CHARS], error[:500]

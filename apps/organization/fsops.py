@@ -9,7 +9,9 @@ import ctypes
 import ctypes.util
 import errno
 import os
+import stat
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from apps.organization.models import GUIDELINE_NAME, INBOX_DIR
 
@@ -65,6 +67,47 @@ def resolve_inside(root: Path, relative: str) -> Path:
     if real != real_root and real_root not in real.parents:
         raise LibraryPathError(f"{relative!r} leads outside the library (through a symlink or '..').")
     return candidate
+
+
+def check_regular_file(info: os.stat_result, shown: str) -> None:
+    """Only regular files with a single name are read or moved: a FIFO would block the reader, a device could
+    be anything, and a hard link *is* some other file (the server's database, its secret key) under a second
+    name that no path check can see."""
+    if not stat.S_ISREG(info.st_mode):
+        raise LibraryPathError(f"{shown!r} is not a regular file (a folder, FIFO, socket or device); it is left alone.")
+    if info.st_nlink > 1:
+        raise LibraryPathError(
+            f"{shown!r} has {info.st_nlink} hard links, and the other names may be outside the library; "
+            "copy the file into the library instead of linking it."
+        )
+
+
+def open_regular(root: Path, relative: str) -> BinaryIO:
+    """Open the library file at `relative` for reading, never through a symlink: every component below the root
+    is opened relative to its parent with O_NOFOLLOW (so a link swapped in after any earlier check fails
+    instead of being followed), and the file must be a regular file with one name (check_regular_file)."""
+    relative = normalize_relative(relative)
+    parts = relative.split("/")
+    directory = os.open(os.path.realpath(root), os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=directory)
+            os.close(directory)
+            directory = child
+        fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=directory)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise LibraryPathError(f"{relative!r} leads through a symlink; the library does not follow links.") from exc
+        raise
+    finally:
+        os.close(directory)
+    try:
+        check_regular_file(os.fstat(fd), relative)
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
 
 
 def relative_to_root(root: Path, path: Path) -> str:
@@ -176,6 +219,10 @@ def move_into(root: Path, source_relative: str, folder_path: Path) -> Path:
     source = resolve_inside(root, normalize_relative(source_relative))
     if source.is_symlink() or not source.is_file():
         raise MoveError(f"{source_relative!r} is not a regular file in the library any more.")
+    try:
+        check_regular_file(source.lstat(), source_relative)
+    except LibraryPathError as exc:
+        raise MoveError(str(exc)) from exc
     for _attempt in range(5):
         destination = free_name(folder_path, source.name)
         try:
@@ -194,6 +241,12 @@ def move_back(root: Path, current_relative: str, original_relative: str) -> None
     """Undo: rename back to exactly the original path; refused if that path is taken."""
     current = resolve_inside(root, normalize_relative(current_relative))
     original = resolve_inside(root, normalize_relative(original_relative))
+    try:
+        check_regular_file(current.lstat(), current_relative)
+    except LibraryPathError as exc:
+        raise MoveError(str(exc)) from exc
+    except OSError as exc:
+        raise MoveError(f"{current_relative!r} is not there any more: {exc.strerror or exc}.") from exc
     original.parent.mkdir(parents=True, exist_ok=True)
     try:
         rename_no_replace(current, original)

@@ -94,13 +94,17 @@ def save_attachment(*, attachment: Attachment, intake: AttachmentIntake) -> Save
             reason = f"skipped: {len(payload)} bytes is over the {intake.max_bytes}-byte limit"
         else:
             library = actions.get_library(owner=attachment.message.account.owner)
-            file = actions.save_upload(
-                library=library,
-                name=attachment.filename,
-                chunks=[payload],
-                source=FileSource.ATTACHMENT,
-                provenance=_provenance(attachment),
-            )
+            try:
+                file = actions.save_upload(
+                    library=library,
+                    name=attachment.filename,
+                    chunks=[payload],
+                    source=FileSource.ATTACHMENT,
+                    provenance=_provenance(attachment),
+                )
+            except actions.OrganizationError as exc:  # e.g. a root outside the allowed folders: no row, so
+                logger.warning("organization: attachment %s not saved: %s", attachment.pk, exc)  # retried later
+                return None
     try:
         with transaction.atomic():
             record = SavedAttachment.objects.create(attachment=attachment, file=file, outcome=reason or "saved")

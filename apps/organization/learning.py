@@ -16,7 +16,9 @@ from django.utils import timezone
 from apps.organization.classifier import FolderClassifier, Prediction, Sample, make_sample
 from apps.organization.models import ClassifierState, FileStatus, Library, LibraryFile, Suggestion, SuggestionStatus
 
-_cache: dict[Path, tuple[float, FolderClassifier]] = {}
+# path → ((mtime_ns, inode), model): a model file is replaced by a rename, so a new file is a new inode even
+# when two saves land within the filesystem's timestamp resolution.
+_cache: dict[Path, tuple[tuple[int, int], FolderClassifier]] = {}
 _lock = threading.Lock()
 
 
@@ -73,9 +75,9 @@ def train(library: Library, *, exclude: list[str]) -> ClassifierState:
     classifier = previous.update(samples) if previous is not None else FolderClassifier().fit(samples)
     classifier.set_rejections(rejection_samples(library))
     path = model_path(library)
-    classifier.save(path)
+    written = classifier.save(path)
     with _lock:
-        _cache[path] = (path.stat().st_mtime, classifier)
+        _cache[path] = ((written.st_mtime_ns, written.st_ino), classifier)
     state, _ = ClassifierState.objects.get_or_create(library=library)
     state.trained_at = timezone.now()
     state.samples = classifier.trained_on
@@ -90,17 +92,18 @@ def train(library: Library, *, exclude: list[str]) -> ClassifierState:
 def load(library: Library) -> FolderClassifier | None:
     path = model_path(library)
     try:
-        mtime = path.stat().st_mtime
+        info = path.stat()
     except FileNotFoundError:
         return None
+    version = (info.st_mtime_ns, info.st_ino)
     with _lock:
         cached = _cache.get(path)
-        if cached and cached[0] == mtime:
+        if cached and cached[0] == version:
             return cached[1]
     classifier = FolderClassifier.load(path)
     if classifier is not None:
         with _lock:
-            _cache[path] = (mtime, classifier)
+            _cache[path] = (version, classifier)
     return classifier
 
 

@@ -13,10 +13,6 @@ INBOX_DIR = "inbox"
 GUIDELINE_NAME = "guideline.md"
 
 
-def default_library_root(owner_id: int) -> Path:
-    return Path(settings.DATA_DIR) / "library" / str(owner_id)
-
-
 class Library(models.Model):
     owner = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="library")
     root = models.CharField(max_length=1024, help_text="Absolute path of the library folder.")

@@ -6,8 +6,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from apps.organization.fsops import LibraryPathError, resolve_inside
+from apps.organization.fsops import LibraryPathError, check_regular_file, resolve_inside
 from apps.organization.models import FileStatus, LibraryFile
+from apps.organization.roots import library_problem
 from apps.search.kinds import DocumentFacts, DocumentKindEntry, DocumentPreview
 from apps.search.models import DocumentKind
 
@@ -44,11 +45,14 @@ def preview_file(user: Any, file_id: int) -> DocumentPreview | None:
         return None
     if file.digest_kind != "image":
         return DocumentPreview(path=file.path, image=None)
+    if library_problem(file.library):
+        return DocumentPreview(path=file.path, image=None)
     try:
         path = resolve_inside(file.library.root_path, file.path)
-    except LibraryPathError:
+        check_regular_file(path.lstat(), file.path)  # no link, FIFO or device is read for a thumbnail
+    except (LibraryPathError, OSError):
         return DocumentPreview(path=file.path, image=None)
-    return DocumentPreview(path=file.path, image=path if path.is_file() else None)
+    return DocumentPreview(path=file.path, image=path)
 
 
 FILE_DOCUMENTS = DocumentKindEntry(

@@ -7,6 +7,7 @@ from typing import Any
 from django.db.models import QuerySet
 from django.http import Http404
 
+from apps.organization.fsops import LibraryPathError, open_regular
 from apps.organization.models import (
     GUIDELINE_NAME,
     FileStatus,
@@ -17,6 +18,9 @@ from apps.organization.models import (
     Suggestion,
     SuggestionStatus,
 )
+from apps.organization.roots import library_problem
+
+MAX_GUIDELINE_BYTES = 400_000  # 100,000 characters of UTF-8 (actions.MAX_GUIDELINE_CHARS) at most
 
 
 def _pk(value: object) -> int:
@@ -84,9 +88,13 @@ def recent_moves(*, library: Library, limit: int = 30) -> list[Move]:
 
 
 def read_guideline(*, library: Library) -> str:
+    """guideline.md, read without following links (a link or hard link there could show any server file)."""
+    if library_problem(library):
+        return ""
     try:
-        return (library.root_path / GUIDELINE_NAME).read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        with open_regular(library.root_path, GUIDELINE_NAME) as handle:
+            return handle.read(MAX_GUIDELINE_BYTES).decode("utf-8", errors="replace")
+    except (OSError, LibraryPathError):
         return ""
 
 

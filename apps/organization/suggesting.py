@@ -38,6 +38,9 @@ class Proposal:
     reasoning: str
     alternatives: list[dict[str, Any]] = field(default_factory=list)
     source: str = SuggestionSource.CLASSIFIER
+    # Whether `confidence` is a calibrated probability on the owner's own filing (the classifier after
+    # MIN_CALIBRATION_SAMPLES filed files, or the exact-duplicate rule): only then may it move a file unasked.
+    calibrated: bool = False
     transcript: list[dict[str, Any]] = field(default_factory=list)
     provider_events: list[dict[str, Any]] = field(default_factory=list)
 
@@ -63,6 +66,7 @@ def duplicate_rule(file: LibraryFile, settings: OrganizationSettings, exclude: S
         confidence=1.0,
         reasoning=f"An identical file (same SHA-256) is already filed as {twin.path}.",
         source=SuggestionSource.RULE,
+        calibrated=True,
     )
 
 
@@ -103,7 +107,13 @@ def classifier_proposal(
         )
     if confidence >= settings.suggest_threshold:
         reasoning = f"Most like the {counts.get(folder, 0)} files in {folder} ({confidence:.0%} {kind}).{because}"
-        return Proposal(folder=folder, confidence=confidence, reasoning=reasoning, alternatives=alternatives)
+        return Proposal(
+            folder=folder,
+            confidence=confidence,
+            reasoning=reasoning,
+            alternatives=alternatives,
+            calibrated=prediction.calibrated,
+        )
     reasoning = (
         f"No confident folder: the best guess, {folder}, is at {confidence:.0%}, below your "
         f"{settings.suggest_threshold:.0%} threshold. Choose a folder; the choice is learned.{because}"
@@ -167,10 +177,12 @@ def suggest_for_file(*, file: LibraryFile, force: bool = False, allow_auto_move:
         except IntegrityError:  # another process suggested this file meanwhile: one pending per file
             return Suggestion.objects.filter(file=file, status=SuggestionStatus.PENDING).first()
     settings = get_settings(owner=file.library.owner)
-    # Only calibrated confidences (classifier, exact-duplicate rule) move files on their own; an LLM's
-    # self-reported confidence is shown but never trusted to move a file unasked.
+    # Only calibrated confidences (the classifier once fitted on enough of the owner's own files, the
+    # exact-duplicate rule) move files on their own; an LLM's self-reported confidence, or the classifier's
+    # before it is calibrated, is shown but never trusted to move a file unasked.
     confident = (
         bool(suggestion.target_folder)
+        and proposal.calibrated
         and suggestion.source != SuggestionSource.LLM
         and suggestion.confidence >= settings.auto_move_threshold
     )

@@ -3,6 +3,7 @@ views: parse → access → one action → render the workspace partial (htmx) o
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.contrib import messages
@@ -11,15 +12,18 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.llm.selectors import api_configs_for_user
-from apps.organization import actions, fsops, guideline, selectors
+from apps.organization import actions, fsops, guideline, roots, selectors
 from apps.organization.decisions import OrganizationDecisionError, respond, undo_move
 from apps.organization.models import ClassifierState, FileStatus, LibraryFile
 from apps.organization.suggesting import suggest_for_file
+
+logger = logging.getLogger(__name__)
 
 
 def _context(request: HttpRequest, *, error: str = "", notice: str = "") -> dict[str, Any]:
     library = actions.get_library(owner=request.user)
     settings = actions.get_settings(owner=request.user)
+    problem = roots.library_problem(library)
     return {
         "library": library,
         "settings": settings,
@@ -28,11 +32,14 @@ def _context(request: HttpRequest, *, error: str = "", notice: str = "") -> dict
         .exclude(suggestions__status="pending")
         .order_by("path")[:50],
         "moves": selectors.recent_moves(library=library),
-        "folders": fsops.folder_tree(library.root_path, depth=4),
+        "folders": [] if problem else fsops.folder_tree(library.root_path, depth=4),
         "guideline": selectors.read_guideline(library=library),
         "proposals": selectors.pending_proposals(library=library),
         "classifier": ClassifierState.objects.filter(library=library).first(),
         "api_configs": api_configs_for_user(user=request.user).only("pk", "name", "model"),
+        "root_problem": problem,
+        "library_base": roots.library_base(library.owner_id),
+        "library_parents": roots.allowed_parents(request.user),
         "error": error,
         "notice": notice,
     }
@@ -115,16 +122,27 @@ def upload(request: HttpRequest) -> HttpResponse:
     if not files:
         return _finish(request, error="Choose or drop one or more files to upload.")
     auto = actions.get_settings(owner=request.user).auto_suggest
-    names = []
+    names: list[str] = []
+    problems: list[str] = []
     for uploaded in files:
+        # One file's failure never loses the others: each is saved (and suggested) on its own.
         try:
             file = actions.save_upload(library=library, name=uploaded.name or "", chunks=uploaded.chunks())
         except actions.OrganizationError as exc:
-            return _finish(request, error=str(exc))
-        if auto:
-            suggest_for_file(file=file)
+            problems.append(str(exc))
+            continue
         names.append(file.name)
-    return _finish(request, notice=f"Uploaded {', '.join(names)} to the inbox.")
+        if auto:
+            try:
+                suggest_for_file(file=file)
+            except Exception as exc:
+                logger.exception("organization: suggesting a folder for upload %s failed", file.path)
+                problems.append(f"{file.name} was saved, but no folder could be suggested yet ({exc}); Scan retries.")
+    notice = f"Uploaded {', '.join(names)} to the inbox." if names else ""
+    error = " ".join(problems)
+    if problems and names:
+        error = f"Not everything went in: {error}"
+    return _finish(request, notice=notice, error=error)
 
 
 @require_POST

@@ -1,24 +1,27 @@
-"""The library watch: a watchdog observer on every library root, started in the background worker
-(`manage.py qcluster`, which `make run` starts). Events are debounced (a file being written fires many)
-and handed to the same intake the scan uses, so a file seen by both is still handled once. The scheduled
-scan (every few minutes) catches anything a watch missed: events lost while the worker was down, roots
-on filesystems without inotify, libraries created after the watch started."""
+"""The library watch: a watchdog observer on every library root, run by its own long-lived command
+(`manage.py watch_library`, which `make run` / `manage.py serve` start next to `watch_mail`). Events are
+debounced (a file being written fires many) and handed to the same intake the scan uses, so a file seen by
+both is still handled once. The scheduled scan (every few minutes) catches anything a watch missed: events
+lost while the watcher was down, roots on filesystems without inotify. Libraries whose root is not allowed
+(roots.library_problem) are not watched."""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from django.db import close_old_connections
 
 from apps.organization.models import FileSource, Library
+from apps.organization.roots import library_problem
 
 logger = logging.getLogger(__name__)
 SETTLE_SECONDS = 1.0
-RESCAN_ROOTS_SECONDS = 60.0
+RESCAN_ROOTS_SECONDS = 10.0
 
 
 class LibraryWatch:
@@ -32,6 +35,7 @@ class LibraryWatch:
         self.watched: dict[int, tuple[str, Any]] = {}
         self.pending: dict[Path, tuple[int, float]] = {}
         self.lock = threading.Lock()
+        self.refused: set[tuple[int, str]] = set()  # (library, root) pairs already logged as not watched
 
     def _handler(self, library_id: int) -> Any:
         from watchdog.events import FileSystemEvent, FileSystemEventHandler
@@ -51,7 +55,14 @@ class LibraryWatch:
 
     def sync_roots(self) -> None:
         """Watch every library's root (new libraries, changed roots); drop watches of vanished ones."""
-        libraries = {lib.pk: lib.root for lib in Library.objects.only("pk", "root")}
+        libraries: dict[int, str] = {}
+        for lib in Library.objects.select_related("owner"):
+            problem = library_problem(lib)  # a root outside the allowed folders is not watched (roots.py)
+            if not problem:
+                libraries[lib.pk] = lib.root
+            elif (lib.pk, lib.root) not in self.refused:
+                self.refused.add((lib.pk, lib.root))
+                logger.warning("organization: not watching library %s of user %s: %s", lib.pk, lib.owner_id, problem)
         for library_id, (root, handle) in list(self.watched.items()):
             if libraries.get(library_id) != root:
                 self.observer.unschedule(handle)
@@ -92,14 +103,16 @@ class LibraryWatch:
         return handled
 
 
-def run_library_watch(stop: threading.Event) -> None:
-    watch = LibraryWatch()
-    try:
-        watch.start()
-    except Exception:
-        logger.exception("organization: the library watch could not start; the scheduled scan still runs")
-        return
+def run_library_watch(
+    stop: threading.Event, *, settle_seconds: float = SETTLE_SECONDS, on_ready: Callable[[int], None] | None = None
+) -> None:
+    """Watch until `stop` is set (the watch_library command's main loop, in its main thread); `on_ready` is
+    told how many roots are watched once the observer runs."""
+    watch = LibraryWatch(settle_seconds=settle_seconds)
+    watch.start()
     logger.info("organization: watching %d library roots", len(watch.watched))
+    if on_ready is not None:
+        on_ready(len(watch.watched))
     last_roots = time.monotonic()
     try:
         while not stop.wait(0.5):
@@ -111,12 +124,3 @@ def run_library_watch(stop: threading.Event) -> None:
     finally:
         watch.stop()
         close_old_connections()
-
-
-def start_library_watch_in_background() -> threading.Event:
-    """Start the watch thread (daemon: it ends with the worker process). Returns its stop flag."""
-    stop = threading.Event()
-    thread = threading.Thread(target=run_library_watch, args=(stop,), name="library-watch", daemon=True)
-    # Started after Django is fully loaded: ready() runs before the app registry is complete.
-    threading.Timer(2.0, thread.start).start()
-    return stop

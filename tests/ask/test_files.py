@@ -23,6 +23,7 @@ from apps.ask.intent import RouterContext, route_request
 from apps.ask.models import AskRun
 from apps.organization import actions as organization
 from apps.organization.models import FileStatus, Library, LibraryFile, Move, Suggestion, SuggestionStatus
+from apps.organization.roots import library_base
 from tests.conftest import USER_PASSWORD
 from tests.fakes.openai_server import FakeOpenAI, Reply, system_text
 
@@ -53,6 +54,7 @@ def _write(root: Path, relative: str, content: str | None = None) -> Path:
 def _library(owner: Any, root: Path, capture: Callable[..., Any], *, inbox: dict[str, str] | None = None) -> Library:
     """The owner's library at `root`, scanned (digested, indexed, the classifier trained), and suggestions
     made for the inbox files by the organization app itself (like files that arrived before the question)."""
+    root = library_base(owner.pk) / root.name  # library roots live under the owner's base (roots.py)
     organization.update_settings(owner=owner, changes={"root": str(root), "suggest_threshold": 0.5})
     library = organization.get_library(owner=owner)
     for relative, text in FILED.items():
@@ -186,11 +188,11 @@ def test_file_query_shows_only_the_askers_files_and_a_follow_up_narrows(
 
 
 def test_an_empty_library_says_how_to_add_files(user: Any, tmp_path: Path) -> None:
-    organization.update_settings(owner=user, changes={"root": str(tmp_path / "lib")})
+    organization.update_settings(owner=user, changes={"root": str(library_base(user.pk) / "lib")})
     run = _ask(_client(user), "find my passport scan")
     assert run.intent == "query_files"
     assert "no files yet" in run.answer and "Organization page" in run.answer
-    assert str(tmp_path / "lib" / "inbox") in run.answer
+    assert str(library_base(user.pk) / "lib" / "inbox") in run.answer
 
 
 def test_organize_then_yes_moves_the_file_and_says_where(
@@ -305,13 +307,13 @@ def test_no_keeps_the_file_and_an_ambiguous_yes_asks_which(
 
 
 def test_save_writes_a_note_and_a_link_into_the_inbox(user: Any, tmp_path: Path) -> None:
-    organization.update_settings(owner=user, changes={"root": str(tmp_path / "lib")})
+    organization.update_settings(owner=user, changes={"root": str(library_base(user.pk) / "lib")})
     client = _client(user)
     run = _ask(client, "save this note: call the plumber about the kitchen sink on Friday")
     assert run.intent == "save"
     saved = LibraryFile.objects.get(library__owner=user, status=FileStatus.INBOX)
     assert re.fullmatch(r"inbox/note-\d{4}-\d\d-\d\d-call-the-plumber-about-the-kitchen\.md", saved.path)
-    on_disk = (tmp_path / "lib" / saved.path).read_text(encoding="utf-8")
+    on_disk = (library_base(user.pk) / "lib" / saved.path).read_text(encoding="utf-8")
     assert on_disk == "call the plumber about the kitchen sink on Friday\n"
     assert "kitchen sink" in saved.digest_text
     assert f"Saved your note as {saved.path} in your library inbox" in run.answer
@@ -320,7 +322,9 @@ def test_save_writes_a_note_and_a_link_into_the_inbox(user: Any, tmp_path: Path)
     link = _ask(client, "save https://docs.example.org/setup/guide", str(run.conversation_id))
     path = LibraryFile.objects.get(library__owner=user, path__startswith="inbox/link-").path
     assert path == "inbox/link-docs-example-org-setup-guide.md"
-    assert (tmp_path / "lib" / path).read_text(encoding="utf-8") == "<https://docs.example.org/setup/guide>\n"
+    assert (library_base(user.pk) / "lib" / path).read_text(
+        encoding="utf-8"
+    ) == "<https://docs.example.org/setup/guide>\n"
     assert "(the page itself was not downloaded)" in link.answer
 
     empty = _ask(client, "save this note:")

@@ -12,6 +12,7 @@ from PIL import Image
 
 from apps.organization import actions
 from apps.organization.models import Library
+from apps.organization.roots import library_base
 from tests.browser import horizontal_overflow, login, screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -27,7 +28,9 @@ FILED = {
 @pytest.fixture
 def prepared(user: Any, tmp_path: Path) -> Library:
     # Before the browser starts: Playwright's sync API runs an event loop, where the ORM refuses to work.
-    actions.update_settings(owner=user, changes={"root": str(tmp_path / "library"), "suggest_threshold": 0.5})
+    actions.update_settings(
+        owner=user, changes={"root": str(library_base(user.pk) / "library"), "suggest_threshold": 0.5}
+    )
     library = actions.get_library(owner=user)
     for relative, text in FILED.items():
         path = library.root_path / relative

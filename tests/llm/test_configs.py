@@ -20,6 +20,7 @@ from apps.orchestration.models import Run, RunStatus
 from apps.organization import actions as organization_actions
 from apps.organization.agent import agent_proposal, llm_config_for
 from apps.organization.models import SuggestionSource
+from apps.organization.roots import library_base
 from apps.organization.suggesting import Proposal
 from apps.setup.actions import create_director_from_template
 from apps.setup.director_templates import CLIENT_SUPPORT
@@ -49,7 +50,7 @@ def config(user: Any, fake_llm: FakeOpenAI, tmp_path: Path) -> ApiConfig:
     )
     ask_actions.choose_ask_model(owner=user, api_config_id=created.pk)
     organization_actions.update_settings(
-        owner=user, changes={"root": str(tmp_path / "library"), "api_config_id": created.pk}
+        owner=user, changes={"root": str(library_base(user.pk) / "library"), "api_config_id": created.pk}
     )
     return created
 

@@ -7,6 +7,7 @@ import pytest
 
 from apps.organization import actions
 from apps.organization.models import Library
+from apps.organization.roots import library_base
 
 # A small library like a newcomer's: a few folders with a few documents each (invoices, travel, school).
 SEED_FILES: dict[str, str] = {
@@ -37,7 +38,7 @@ def write(root: Path, relative: str, content: str | bytes) -> Path:
 
 @pytest.fixture
 def library(user: Any, tmp_path: Path) -> Library:
-    actions.update_settings(owner=user, changes={"root": str(tmp_path / "library")})
+    actions.update_settings(owner=user, changes={"root": str(library_base(user.pk) / "library")})
     return actions.get_library(owner=user)
 
 

@@ -14,6 +14,7 @@ from apps.accounts.providers.base import RemoteMessage
 from apps.accounts.store import store_remote_messages
 from apps.organization import actions, intake
 from apps.organization.models import FileSource, LibraryFile, SavedAttachment, Suggestion
+from apps.organization.roots import library_base
 from apps.organization.tasks import scan_libraries_task
 
 
@@ -45,7 +46,7 @@ def _store(
 def test_attachments_are_saved_with_provenance_within_limits(
     user: Any, tmp_path: Any, django_capture_on_commit_callbacks: Any
 ) -> None:
-    actions.update_settings(owner=user, changes={"root": str(tmp_path / "lib")})
+    actions.update_settings(owner=user, changes={"root": str(library_base(user.pk) / "lib")})
     account = create_local_account(owner=user, name="Mail")
     # Switch off: nothing is saved.
     _store(account, 1, [("before.txt", b"stored before the switch")], django_capture_on_commit_callbacks)
@@ -83,7 +84,7 @@ def test_a_filter_with_the_switch_saves_the_attachments_of_the_mail_it_matches(
     add_filter: Any,
     django_capture_on_commit_callbacks: Any,
 ) -> None:
-    actions.update_settings(owner=user, changes={"root": str(tmp_path / "lib")})
+    actions.update_settings(owner=user, changes={"root": str(library_base(user.pk) / "lib")})
     account = create_local_account(owner=user, name="Mail")
     intake.set_intake(account=account, enabled=False, allowed_suffixes=["pdf", "txt"])
     bank = add_filter(director("Bank"), "from", r"qnb\.example")

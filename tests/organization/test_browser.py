@@ -11,6 +11,7 @@ import pytest
 
 from apps.organization import actions
 from apps.organization.models import Library
+from apps.organization.roots import library_base
 from tests.browser import horizontal_overflow
 from tests.conftest import USER_PASSWORD
 from tests.organization.conftest import SEED_FILES, write
@@ -22,7 +23,9 @@ SCREENSHOTS = Path(os.environ.get("ORGANIZATION_SCREENSHOTS", "/tmp/organization
 @pytest.fixture
 def prepared(user: Any, tmp_path: Path) -> Library:
     # Before the browser starts: Playwright's sync API runs an event loop, where the ORM refuses to work.
-    actions.update_settings(owner=user, changes={"root": str(tmp_path / "library"), "suggest_threshold": 0.5})
+    actions.update_settings(
+        owner=user, changes={"root": str(library_base(user.pk) / "library"), "suggest_threshold": 0.5}
+    )
     library = actions.get_library(owner=user)
     for relative, text in SEED_FILES.items():
         write(library.root_path, relative, text)

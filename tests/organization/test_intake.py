@@ -12,6 +12,7 @@ from django.test import Client
 
 from apps.organization import actions
 from apps.organization.models import FileSource, Library, LibraryFile, Move, Suggestion
+from apps.organization.roots import library_base
 from apps.organization.tasks import scan_libraries_task
 from apps.organization.watcher import LibraryWatch
 from tests.organization.conftest import write
@@ -90,9 +91,9 @@ def test_upload_api_and_cli(client: Client, user: Any, seeded_library: Library) 
     assert Move.objects.get(pk=decided["move"]).undone_at is not None
 
 
-def test_configure_cli_sets_root_and_threshold(user: Any, tmp_path: Any) -> None:
+def test_configure_cli_sets_root_and_threshold(user: Any) -> None:
     out = io.StringIO()
-    root = tmp_path / "lib"
+    root = library_base(user.pk) / "lib"
     call_command("organize", "configure", "--root", str(root), "--suggest-threshold", "0.7", "--auto-move", stdout=out)
     assert (root / "inbox").is_dir()
     settings = actions.get_settings(owner=user)

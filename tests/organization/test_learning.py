@@ -7,7 +7,7 @@ from apps.organization import actions
 from apps.organization.decisions import respond, undo_move
 from apps.organization.models import FileStatus, Library, Move, Suggestion, SuggestionStatus
 from apps.organization.suggesting import suggest_for_file
-from tests.organization.conftest import write
+from tests.organization.conftest import SEED_FILES, write
 
 
 def _upload(library: Library, name: str, text: str) -> Suggestion:
@@ -57,11 +57,31 @@ def test_abstains_rather_than_forcing_the_majority_folder(library: Library) -> N
     assert {a["folder"] for a in suggestion.alternatives} == {"work/reports", "personal"}
 
 
-def test_auto_move_over_the_threshold_is_undoable(seeded_library: Library) -> None:
+def test_auto_move_waits_for_calibration_then_moves_undoably(seeded_library: Library) -> None:
+    """12 filed files: the confidence is not calibrated on the owner's filing yet, so however high it is the
+    file stays a pending suggestion (issue 32, item 8). From MIN_CALIBRATION_SAMPLES filed files on it moves."""
+    from apps.organization.classifier import MIN_CALIBRATION_SAMPLES
+
     actions.update_settings(owner=seeded_library.owner, changes={"auto_move": True, "auto_move_threshold": 0.5})
+    early = _upload(seeded_library, "may.txt", "QNB Bank account statement May: IBAN, closing balance.")
+    early.refresh_from_db()
+    assert early.target_folder == "finance/bank" and early.confidence >= 0.5, early.reasoning
+    assert "not yet on yours" in early.reasoning
+    assert early.status == SuggestionStatus.PENDING and not Move.objects.filter(suggestion=early).exists()
+    assert (seeded_library.root_path / "inbox/may.txt").is_file()
+
+    filed = len(SEED_FILES)
+    for n in range(MIN_CALIBRATION_SAMPLES - filed):
+        folder, text = [
+            ("finance/bank", f"QNB Bank statement {n}: account balance, IBAN, transfers."),
+            ("travel", f"SkyBridge Airlines boarding pass {n}: flight, seat, gate."),
+            ("school", f"School newsletter {n}: class, teacher, homework, term."),
+        ][n % 3]
+        write(seeded_library.root_path, f"{folder}/more-{n}.txt", text)
+    actions.scan_library(library=seeded_library)
     suggestion = _upload(seeded_library, "june.txt", "QNB Bank account statement June: IBAN, closing balance.")
     suggestion.refresh_from_db()
-    assert suggestion.status == SuggestionStatus.ACCEPTED and suggestion.action == "auto"
+    assert suggestion.status == SuggestionStatus.ACCEPTED and suggestion.action == "auto", suggestion.reasoning
     move = Move.objects.get(suggestion=suggestion)
     assert move.reason.startswith("auto-move") and move.to_path == "finance/bank/june.txt"
     undo_move(move=move)

@@ -14,6 +14,7 @@ from apps.accounts.actions import create_local_account
 from apps.accounts.models import Message
 from apps.organization import actions as organization
 from apps.organization.models import LibraryFile
+from apps.organization.roots import library_base
 from apps.search import actions as search_actions
 
 pytestmark = pytest.mark.django_db
@@ -30,7 +31,7 @@ def _write(root: Path, relative: str, content: str | bytes) -> None:
 
 @pytest.fixture
 def library_files(user: Any, tmp_path: Path, django_capture_on_commit_callbacks: Any) -> dict[str, LibraryFile]:
-    organization.update_settings(owner=user, changes={"root": str(tmp_path / "library")})
+    organization.update_settings(owner=user, changes={"root": str(library_base(user.pk) / "library")})
     library = organization.get_library(owner=user)
     picture = io.BytesIO()
     Image.new("RGB", (640, 480), (200, 40, 40)).save(picture, format="PNG")

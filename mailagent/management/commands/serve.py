@@ -22,13 +22,13 @@ STOP_GRACE_SECONDS = 10
 
 
 class Command(BaseCommand):
-    help = "Serve the app (uvicorn), the background-job cluster and the mail watcher until Ctrl-C."
+    help = "Serve the app (uvicorn), the background-job cluster and the mail and library watchers until Ctrl-C."
 
     def add_arguments(self, parser: Any) -> None:
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument(
-            "--no-worker", action="store_true", help="Serve HTTP only: no qcluster and no mail watcher."
+            "--no-worker", action="store_true", help="Serve HTTP only: no qcluster, mail watcher or library watcher."
         )
         parser.add_argument(
             "--web-processes",
@@ -47,6 +47,8 @@ class Command(BaseCommand):
             commands["worker"] = [sys.executable, manage_py, "qcluster"]
             # IMAP IDLE / short polling: new mail in seconds instead of at the next fetcher cycle.
             commands["watcher"] = [sys.executable, manage_py, "watch_mail"]
+            # watchdog on the library roots: a file dropped into a library inbox is suggested within seconds.
+            commands["library-watcher"] = [sys.executable, manage_py, "watch_library"]
 
         children: dict[str, subprocess.Popen[bytes]] = {}
         stopping = False
