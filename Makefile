@@ -5,13 +5,15 @@ VENV := .venv
 PY := $(VENV)/bin/python
 HOST ?= 127.0.0.1
 PORT ?= 8000
+MODEL_PORT ?= 8080
 
-.PHONY: help install install-test run test lint typecheck pytest pytest-postgres bench clean
+.PHONY: help install install-test run test lint typecheck pytest pytest-postgres bench clean local-model
 
 help:
 	@echo "make run    - set up everything and serve http://$(HOST):$(PORT) (uvicorn + background jobs)"
 	@echo "make test   - ruff, import-linter (layers), mypy, then pytest on SQLite and on PostgreSQL+pgvector side by side"
 	@echo "make install / make install-test / make bench / make clean"
+	@echo "make local-model GGUF=path/to/model.gguf - serve your own GGUF model with llama.cpp on 127.0.0.1:$(MODEL_PORT)"
 
 $(VENV)/.created:
 	@py="$$(./scripts/find-python)" || exit 1; \
@@ -72,6 +74,16 @@ bench: install-test
 	$(PY) bench/search.py
 	$(PY) bench/routing.py
 	$(PY) bench/orchestration.py
+
+# Optional: llama.cpp's server (the xllamacpp wheel, the version the tests pin) serving a GGUF file you provide,
+# on loopback, with the flags the tool loop needs on a CPU (scripts/serve_local_model.py). THREADS and CTX are
+# optional (default: every core, 8192 tokens).
+XLLAMACPP := $(shell grep -o 'xllamacpp==[^"]*' pyproject.toml)
+local-model: $(VENV)/.created
+	@test -n "$(GGUF)" || { echo "usage: make local-model GGUF=path/to/model.gguf [MODEL_PORT=8080] [THREADS=n] [CTX=8192]"; exit 2; }
+	$(PY) -m pip install --quiet --disable-pip-version-check '$(XLLAMACPP)'
+	OMP_WAIT_POLICY=PASSIVE $(PY) scripts/serve_local_model.py "$(GGUF)" --port $(MODEL_PORT) \
+		$(if $(THREADS),--threads $(THREADS)) $(if $(CTX),--ctx $(CTX))
 
 clean:
 	rm -rf $(VENV) var .pytest_cache .mypy_cache .ruff_cache .import_linter_cache
