@@ -4,7 +4,9 @@ Logged in as Alpha, every route is requested with Bravo's ids (and every method)
 Bravo's objects (or 405 for a method the route does not have), never 403, never Bravo's data, and Bravo's
 rows are unchanged afterwards. Routes without ids must not show anything of Bravo's either. The same routes
 with Alpha's own ids answer, so a 404 is not just a wrong id. A route with an id parameter this test does not
-know fails the test: new routes must be added here.
+know fails the test: new routes must be added here. Staff-only routes (diagnostics) refuse a non-staff
+user whatever the id (their own, another user's or none): 403 from the API, a redirect to the staff login
+from the pages, which tells nothing about whose an object is.
 """
 
 from __future__ import annotations
@@ -55,6 +57,8 @@ METHODS = ("get", "post", "put", "patch", "delete")
 # Not user data: the login/signup/password-reset machinery of allauth, the admin (scoped separately, see
 # test_admin_scoping.py) and the API's schema and docs.
 SKIPPED_PREFIXES = ("admin/", "accounts/", "api/openapi.json", "api/docs")
+# Staff only (the seed: diagnostics are the admin's): Alpha and Bravo are not staff.
+STAFF_ONLY_PREFIXES = ("diagnostics/", "runs/diagnostics/", "api/diagnostics/")
 _numbers = itertools.count(1)
 
 
@@ -273,6 +277,13 @@ def test_no_route_shows_or_changes_another_users_data(client: Any) -> None:
             body = response.content.decode(errors="replace")
             if SECRET in body:
                 problems.append(f"{method.upper()} {url}: {response.status_code} shows Bravo's data")
+            if route.startswith(STAFF_ONLY_PREFIXES):
+                # The API refuses (403); the pages send to the admin's staff login (302).
+                if response.status_code not in (302, 403, 405):
+                    problems.append(
+                        f"{method.upper()} {url}: {response.status_code} for a non-staff user (expected 403 or 302)"
+                    )
+                continue
             if has_ids and response.status_code == 403:
                 problems.append(f"{method.upper()} {url}: 403 (must be 404 for another user's objects)")
             if response.status_code >= 500:
@@ -307,4 +318,5 @@ def test_unknown_ids_are_404_too(client: Any) -> None:
     missing.ids["node_id"] = "log:1000000000"
     for route in _routes():
         if _has_ids(route):
-            assert client.get(_url(route, missing)).status_code in (404, 405), route
+            expected = (302, 403, 405) if route.startswith(STAFF_ONLY_PREFIXES) else (404, 405)
+            assert client.get(_url(route, missing)).status_code in expected, route
