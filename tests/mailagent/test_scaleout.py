@@ -253,10 +253,16 @@ def upload_through(base: str, archive: Path) -> str:
             timeout=300,
         )
     assert response.status_code == 302, response.text[:500]
-    page = session.get(f"{base}/mail/accounts/", headers=cookies(), timeout=60)
-    match = re.search(r"Imported into “enron”: (\d+) new", page.text)
-    assert match, page.text[:2000]
-    return match.group(1)
+    # The import runs in a worker (the page lists it with its progress); its summary replaces the progress bar.
+    deadline = time.monotonic() + 600
+    while True:
+        page = session.get(f"{base}/mail/accounts/", headers=cookies(), timeout=60)
+        match = re.search(r"Imported into “enron”: (\d+) new", page.text)
+        if match:
+            return match.group(1)
+        assert "import-failed" not in page.text, page.text[:3000]
+        assert time.monotonic() < deadline, page.text[:3000]
+        time.sleep(1)
 
 
 @pytest.fixture
