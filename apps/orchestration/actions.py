@@ -404,10 +404,14 @@ def register_approval_performer(kind: str, perform: ApprovalPerformer) -> None:
     _PERFORMERS[kind] = perform
 
 
-def _perform_registered(claimed: Approval, perform: ApprovalPerformer) -> Approval:
+def _perform_guarded(
+    claimed: Approval, perform: Callable[[Approval], Any], expected: tuple[type[Exception], ...]
+) -> Approval:
+    """Run a claimed approval's side effect (slow I/O, outside any transaction) and record how it ended: an
+    expected failure or any other error leaves it failed with the reason (never "sending"), else done."""
     try:
         result = perform(claimed)
-    except ApprovalError as exc:
+    except expected as exc:
         claimed.status, claimed.error = ApprovalStatus.FAILED, str(exc)[:2000]
         claimed.save(update_fields=["status", "error"])
         return claimed
@@ -420,6 +424,13 @@ def _perform_registered(claimed: Approval, perform: ApprovalPerformer) -> Approv
     claimed.result = result
     claimed.save(update_fields=["status", "error", "performed_at", "result"])
     return claimed
+
+
+def _perform_tool_request(claimed: Approval) -> dict[str, Any]:
+    from apps.orchestration.tools.calendar import perform_request  # as before: the tools import these actions
+
+    created = perform_request(claimed.account, dict(claimed.request or {}))
+    return {"id": created.get("id"), "link": created.get("webLink") or created.get("htmlLink") or ""}
 
 
 def _perform_mail_approval(claimed: Approval) -> Approval:
@@ -488,7 +499,6 @@ def approve(*, approval: Approval) -> Approval:
     """Perform the stored request exactly as shown. Idempotent: a performed approval is not performed again.
     A provider failure is kept with its reason and the approval can be retried."""
     from apps.llm import ToolFailure
-    from apps.orchestration.tools.calendar import perform_request
 
     claimed = _claim_approval(approval.pk)
     if claimed is None:
@@ -496,23 +506,8 @@ def approve(*, approval: Approval) -> Approval:
     if claimed.kind == "mail_action":
         return _perform_mail_approval(claimed)
     if claimed.kind in _PERFORMERS:
-        return _perform_registered(claimed, _PERFORMERS[claimed.kind])
-    request = dict(claimed.request or {})
-    try:
-        created = perform_request(claimed.account, request)  # slow I/O, outside any transaction
-    except ToolFailure as exc:
-        claimed.status, claimed.error = ApprovalStatus.FAILED, str(exc)[:2000]
-        claimed.save(update_fields=["status", "error"])
-        return claimed
-    except Exception as exc:  # never leave it "sending": the user sees the reason and may retry
-        logger.exception("approval %s failed", claimed.pk)
-        claimed.status, claimed.error = ApprovalStatus.FAILED, f"{type(exc).__name__}: {exc}"[:2000]
-        claimed.save(update_fields=["status", "error"])
-        return claimed
-    claimed.status, claimed.error, claimed.performed_at = ApprovalStatus.DONE, "", timezone.now()
-    claimed.result = {"id": created.get("id"), "link": created.get("webLink") or created.get("htmlLink") or ""}
-    claimed.save(update_fields=["status", "error", "performed_at", "result"])
-    return claimed
+        return _perform_guarded(claimed, _PERFORMERS[claimed.kind], (ApprovalError,))
+    return _perform_guarded(claimed, _perform_tool_request, (ToolFailure,))
 
 
 # --- the prompt playground ---------------------------------------------------------------------------
