@@ -16,6 +16,9 @@ from tests.services import find_executable, missing_service
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
+    # A container's /dev/shm is often 64 MB; two suites running side by side (make test) can exhaust it and the
+    # renderer dies mid-navigation ("Target page, context or browser has been closed"). Use /tmp instead.
+    "--disable-dev-shm-usage",
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
