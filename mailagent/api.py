@@ -19,10 +19,12 @@ from django.http import Http404, HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
 from ninja import NinjaAPI, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.parser import Parser
 from ninja.security import django_auth
 
 from mailagent.diagnostics import runtime_diagnostics
 from mailagent.request_limits import too_large_message
+from mailagent.textinput import MAX_REPORTED, NUL_PROBLEM, nul_locations
 
 logger = logging.getLogger(__name__)
 
@@ -82,7 +84,31 @@ def declare_error_responses(method: str, operation: dict[str, Any]) -> None:
             }
 
 
+class NulRefusingParser(Parser):
+    """django-ninja's JSON and query parsing, refusing NUL characters (U+0000) on every database alike: a 422
+    naming the field, where PostgreSQL alone used to fail later with a vague "out of range" 400."""
+
+    def parse_body(self, request: HttpRequest) -> Any:
+        data = super().parse_body(request)
+        self._refuse_nul(data, "body")
+        return data
+
+    def parse_querydict(self, data: Any, list_fields: list[str], request: HttpRequest) -> Any:
+        parsed = super().parse_querydict(data, list_fields, request)
+        self._refuse_nul(parsed, "query")
+        return parsed
+
+    @staticmethod
+    def _refuse_nul(data: Any, source: str) -> None:
+        locations = nul_locations(data)[:MAX_REPORTED]
+        if locations:
+            raise ValidationError(
+                [{"loc": (source, *loc), "msg": NUL_PROBLEM, "type": "nul_character"} for loc in locations]
+            )
+
+
 api = MailagentAPI(
+    parser=NulRefusingParser(),
     title="mailagent API",
     version="1",
     auth=django_auth,
@@ -110,6 +136,10 @@ def on_authentication_error(request: HttpRequest, exc: AuthenticationError) -> H
 
 @api.exception_handler(HttpError)
 def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
+    if isinstance(exc.__cause__, ValidationError):
+        # django-ninja turns every error of the body parser into "Cannot parse request body" (400); a body
+        # that parsed but was refused by NulRefusingParser is invalid input, answered as such.
+        return on_validation_error(request, exc.__cause__)
     return error_response(request, exc.status_code, str(exc))
 
 

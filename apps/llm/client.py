@@ -20,6 +20,7 @@ import openai
 from openai.types.chat import ChatCompletion
 
 from apps.llm.errors import describe_failure, endpoint_name, refusal_kind
+from mailagent.textinput import NUL
 
 # "recovery": a tool call taken from the text or repaired (apps/llm/toolcalls.py), recorded like the others.
 EventKind = Literal["request", "response", "error", "recovery"]
@@ -340,11 +341,11 @@ def _result(config: LLMConfig, completion: Any, latency: int, attempt: int, even
             "total_tokens": int(completion.usage.total_tokens or 0),
         }
     calls = [
-        ToolCall(id=call.id, name=call.function.name, arguments=call.function.arguments or "")
+        ToolCall(id=call.id, name=call.function.name, arguments=_without_nul(call.function.arguments) or "")
         for call in (getattr(message, "tool_calls", None) or [])
         if getattr(call, "function", None) is not None
     ]
-    content = getattr(message, "content", None)
+    content = _without_nul(getattr(message, "content", None))
     assistant: dict[str, Any] = {"role": "assistant", "content": content}
     if calls:
         assistant["tool_calls"] = [
@@ -373,6 +374,13 @@ def _result(config: LLMConfig, completion: Any, latency: int, attempt: int, even
             )
         )
     return result
+
+
+def _without_nul(text: str | None) -> str | None:
+    """A model's text with raw NUL characters shown as U+FFFD: they carry nothing readable, and PostgreSQL
+    cannot store them in the transcript (a NUL written as the JSON escape inside tool arguments is refused
+    with the tool call instead, so that the model can correct it)."""
+    return text.replace(NUL, "\ufffd") if text and NUL in text else text
 
 
 def parse_arguments(raw: str) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from apps.llm.toolcalls import (
     repair_message,
     wire_messages,
 )
+from mailagent.textinput import nul_locations, nul_message
 
 logger = logging.getLogger(__name__)
 MAX_TOOL_RESULT_CHARS = 20_000
@@ -103,6 +104,11 @@ def execute_tool_call(tools: dict[str, Tool], call: ToolCall) -> ToolCallRecord:
         raw_args = parse_arguments(call.arguments)
     except ValueError as exc:
         return ToolCallRecord(call.id, call.name, call.arguments, False, error=f"invalid arguments: {exc}")
+    if locations := nul_locations(raw_args):
+        # Refused on every database alike: PostgreSQL cannot store NUL, and the model can correct its call.
+        # The raw JSON text is kept (its escape is storable); the parsed value is not.
+        error = f"invalid arguments: {nul_message(locations)}"
+        return ToolCallRecord(call.id, call.name, call.arguments, False, error=error)
     try:
         validated = tool.arguments.model_validate(raw_args)
     except ValidationError as exc:

@@ -39,12 +39,13 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.shared.exceptions import MCPError
-from mcp_types import INVALID_PARAMS, CallToolResult, InputRequiredResult
+from mcp_types import INVALID_PARAMS, CallToolResult, InputRequiredResult, TextContent
 from pydantic import BaseModel, ConfigDict, Field, StrictStr
 
 from apps.workspaces import actions, selectors
 from apps.workspaces.models import CreatedBy, EntrySource, Workspace
 from mailagent.request_limits import grant_authenticated_limit
+from mailagent.textinput import nul_locations, nul_message
 
 logger = logging.getLogger(__name__)
 
@@ -375,13 +376,18 @@ def server_version() -> str:
 
 class StrictMCPServer(MCPServer):
     """MCPServer that answers an unknown tool name with JSON-RPC -32602 (invalid params), as the MCP spec
-    asks, instead of a tool result with isError."""
+    asks, instead of a tool result with isError; and arguments carrying a NUL character with a tool error that
+    names them, on every database alike (PostgreSQL cannot store NUL; the SDK's generic "Error executing
+    tool" was all a client saw)."""
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
         if self._tool_manager.get_tool(name) is None:
             raise MCPError(code=INVALID_PARAMS, message=f"Unknown tool: {name}", data={"tool": name[:100]})
+        locations = nul_locations(arguments)
+        if locations:
+            return CallToolResult(content=[TextContent(type="text", text=nul_message(locations))], is_error=True)
         return await super().call_tool(name, arguments, context)
 
 

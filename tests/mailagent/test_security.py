@@ -19,6 +19,7 @@ from apps.accounts.providers.base import RemoteMessage
 from apps.accounts.store import store_remote_messages
 from apps.llm.models import ApiConfig
 from apps.orchestration.models import Conversation, Director, OrchLog, Phase, ProviderEvent, Run
+from apps.routing.models import Filter
 from mailagent.crypto import (
     ENCRYPTED_LABEL,
     KEY_MISSING_LABEL,
@@ -315,6 +316,28 @@ def test_filter_order_out_of_range_is_422_json(
         f"/api/filters/{created.json()['id']}", {"order": order}, content_type="application/json"
     )
     assert patch.status_code == 422 and "error" in patch.json()
+
+
+@pytest.mark.parametrize("debug", [False, True])
+def test_nul_characters_are_refused_with_the_field_named_on_every_database(
+    logged_in_client: Client, director_of: Director, settings: Any, debug: bool
+) -> None:
+    # SQLite stores U+0000, PostgreSQL cannot: both refuse it the same way, before anything is written.
+    settings.DEBUG = debug
+    body = {"directorId": director_of.pk, "field": "subject", "regex": "in\x00voice", "description": "ok"}
+    response = logged_in_client.post("/api/filters", body, content_type="application/json")
+    assert response.status_code == 422, response.content
+    assert response.json()["error"] == (
+        "Invalid input: body.regex: text cannot contain the NUL character (U+0000); remove it, or send binary "
+        "content base64-encoded"
+    )
+    key = logged_in_client.post("/api/filters", {**body, "regex": "x", "n\x00te": 1}, content_type="application/json")
+    assert key.status_code == 422 and "body.n\\u0000te" in key.json()["error"]
+    query = logged_in_client.get("/api/search", {"q": "in\x00voice"})
+    assert query.status_code == 422 and query.json()["error"].startswith("Invalid input: query.q: text cannot")
+    assert not Filter.objects.exists()
+    created = logged_in_client.post("/api/filters", {**body, "regex": "invoice"}, content_type="application/json")
+    assert created.status_code == 201
 
 
 @pytest.mark.parametrize("debug", [False, True])

@@ -137,6 +137,9 @@ def test_bad_input_is_a_clear_tool_error_and_stores_nothing(live_server_url: str
         ({"docs": [{"path": 7}]}, "Input should be a valid string"),
         ({"docs": "notes/a.md"}, "docs"),
         ({"docs": [{"path": "notes/a.md", "extra": 1}]}, "Extra inputs are not permitted"),
+        # Refused on both databases alike (PostgreSQL cannot store NUL), naming the argument.
+        ({"comments": "see\x00this"}, "comments: text cannot contain the NUL character (U+0000)"),
+        ({"docs": [{"path": "notes/a\x00.md"}]}, "docs.0.path: text cannot contain the NUL character"),
     ]
 
     async def calls() -> list[Any]:
