@@ -11,7 +11,7 @@ from apps.llm.models import ApiConfig
 from apps.orchestration.models import Prompt
 from apps.setup import selectors
 from apps.setup.director_templates import TEMPLATES
-from mailagent.crypto import get_keyring
+from mailagent.crypto import get_keyring, secret_storage
 
 PROVIDERS = [
     ("openai", "OpenAI"),
@@ -67,11 +67,20 @@ class ApiConfigForm(forms.Form):
         storage = "encrypted (AES-256-GCM)" if encrypted else "in plaintext (VX_MAILAGENT_KEY is not set)"
         self.fields["api_key"].help_text = f"Stored {storage}; never shown again. Local servers usually need none."
         if editing is not None:
-            self.fields["api_key"].help_text = (
-                f"A key is stored {storage} and never shown. Leave blank to keep it, or type a new one."
-                if editing.api_key
-                else "No key is stored. Type one to add it."
-            )
+            # How this key really sits in the database (read from the column), not how a new one would.
+            stored = secret_storage(editing, "api_key")
+            if stored.state == "none":
+                self.fields["api_key"].help_text = "No key is stored. Type one to add it."
+            elif stored.state == "undecryptable":
+                self.fields[
+                    "api_key"
+                ].help_text = (
+                    f"The stored key {stored.label}: this server cannot use it. Type the key again to replace it."
+                )
+            else:
+                self.fields[
+                    "api_key"
+                ].help_text = f"A key is {stored.label} and never shown. Leave blank to keep it, or type a new one."
 
     @classmethod
     def initial_for(cls, config: ApiConfig) -> dict[str, Any]:

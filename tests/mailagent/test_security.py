@@ -233,6 +233,10 @@ def test_pages_survive_a_missing_key_and_say_why(staff_client: Client, secrets_u
     assert f"Currently {KEY_MISSING_LABEL}" in config_page
     event_page = staff_client.get(f"/admin/orchestration/providerevent/{s['event'].pk}/change/").content.decode()
     assert KEY_MISSING_LABEL in event_page
+    # Settings → Models says what the admin says, never "stored encrypted" for a key this server cannot read.
+    settings_page = staff_client.get(f"/settings/models/{s['config'].pk}/").content.decode()
+    assert f"The stored key {KEY_MISSING_LABEL}: this server cannot use it" in settings_page
+    assert ENCRYPTED_LABEL not in settings_page and "stored encrypted" not in settings_page.lower()
 
 
 def test_saving_a_row_with_an_undecryptable_secret_keeps_the_ciphertext(
