@@ -541,3 +541,27 @@ def test_a_crash_inside_still_returns_raw_headers(monkeypatch: pytest.MonkeyPatc
 def test_not_even_bytes() -> None:
     parsed = parse_message(12345)  # type: ignore[arg-type]
     assert "input is not bytes" in parsed.parse_error
+
+
+def test_a_message_with_bare_cr_line_endings_is_read_like_its_crlf_twin_with_a_note() -> None:
+    # Classic Mac OS line endings: no LF anywhere. Before, the whole message became one header line, stored
+    # with an empty subject and body and no note.
+    crlf = (
+        b"From: Ana Lima <ana@example.com>\r\nTo: bo@example.com\r\nSubject: Quarterly figures\r\n"
+        b"Date: Tue, 1 Jul 2003 10:52:37 +0000\r\nMessage-ID: <cr@example.com>\r\n\r\n"
+        b"Revenue is up.\r\nSee you Monday.\r\n"
+    )
+    twin = parse_message(crlf)
+    parsed = parse_message(crlf.replace(b"\r\n", b"\r"))
+    assert (parsed.subject, parsed.message_id, parsed.date) == (twin.subject, twin.message_id, twin.date)
+    assert parsed.from_ == twin.from_ and parsed.to == twin.to
+    assert parsed.body_text.split() == twin.body_text.split() == ["Revenue", "is", "up.", "See", "you", "Monday."]
+    assert "bare CR line endings" in parsed.parse_error and not twin.parse_error
+    assert parsed.raw_sha256 != twin.raw_sha256  # the stored original is the bytes received
+
+
+def test_a_stray_cr_inside_a_crlf_message_changes_nothing() -> None:
+    raw = b"Subject: ok\r\nFrom: a@example.com\r\n\r\nline one\rstill line one\r\nline two\r\n"
+    parsed = parse_message(raw)
+    assert parsed.subject == "ok" and "bare CR" not in parsed.parse_error
+    assert "line two" in parsed.body_text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 
 from apps.accounts.parsing.body import _fill_body
@@ -56,6 +57,19 @@ def _coerce_bytes(raw: object) -> bytes:
     raise TypeError("expected bytes")
 
 
+_BARE_CR = re.compile(rb"\r(?!\n)")
+
+
+def _bare_cr_line_endings(data: bytes) -> bool:
+    """Lines end with CR alone (no LF before the first CR): the message would otherwise be one header line.
+    A stray CR inside an ordinary CRLF or LF message does not count."""
+    first_cr = data.find(b"\r")
+    if first_cr == -1 or data[first_cr + 1 : first_cr + 2] == b"\n":
+        return False
+    first_lf = data.find(b"\n")
+    return first_lf == -1 or first_cr < first_lf
+
+
 def _parse_into(result: ParsedMessage, data: bytes, keep_payloads: bool, errors: list[str], started: float) -> None:
     if not data.strip():
         errors.append("empty message")
@@ -63,6 +77,9 @@ def _parse_into(result: ParsedMessage, data: bytes, keep_payloads: bool, errors:
     if len(data) > MAX_MESSAGE_BYTES:
         data = data[:MAX_MESSAGE_BYTES]
         errors.append(f"message truncated to {MAX_MESSAGE_BYTES} bytes")
+    if _bare_cr_line_endings(data):
+        data = _BARE_CR.sub(b"\r\n", data)
+        errors.append("bare CR line endings (classic Mac OS) read as CRLF")
     header_block, separator, body_start = _split_header_block(data)
     # Every field is read, however big the block: caps apply per field (a 2 MB To: list must not cost the
     # Subject, Message-ID and Date that follow it).
