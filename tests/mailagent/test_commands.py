@@ -112,13 +112,13 @@ def _kill_tree(process: subprocess.Popen[str]) -> None:
     process.kill()
 
 
-def _serve_until_healthy(*options: str) -> subprocess.Popen[str]:
+def _serve_until_healthy(*options: str, **env: str) -> subprocess.Popen[str]:
     """`manage.py serve` on a free port, once /api/health answers 200."""
     port = free_port()
     process = subprocess.Popen(
         [sys.executable, "manage.py", "serve", *options, "--port", str(port)],
         cwd=REPO_ROOT,
-        env=subprocess_env(),
+        env=subprocess_env(**env),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -146,6 +146,40 @@ def test_serve_runs_the_web_server_and_the_cluster_and_stops_both_on_ctrl_c() ->
     assert process.returncode == 0, output
     assert "Q Cluster" in output and "running" in output
     assert output.rstrip().endswith("stopped")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_ctrl_c_with_a_worker_that_does_not_stop_leaves_no_process_behind() -> None:
+    # A cluster worker that never reacts (stopped with SIGSTOP, as a worker stuck in a long task or one that
+    # ignores signals): before, `serve` killed only the cluster's main process and its workers lived on.
+    import psutil
+
+    process = _serve_until_healthy(MAILAGENT_STOP_GRACE_SECONDS="3")
+    try:
+        started = psutil.Process(process.pid).children()
+        deadline = time.monotonic() + 60
+        workers: list[Any] = []
+        while time.monotonic() < deadline:
+            cluster = [child for child in started if "qcluster" in " ".join(child.cmdline())]
+            workers = cluster[0].children(recursive=True) if cluster else []
+            if len(workers) >= 2:
+                break
+            time.sleep(0.2)
+        assert len(workers) >= 2, "the cluster did not start its workers"
+        stuck = workers[-1]
+        stuck.suspend()
+        everything = [*started, *(p for child in started for p in child.children(recursive=True))]
+        process.send_signal(signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            _kill_tree(process)
+    assert process.returncode == 0, output
+    assert "worker did not stop in 3s; killing it and the processes it started" in output
+    assert output.rstrip().endswith("stopped")
+    time.sleep(0.5)
+    left = [p for p in everything if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert left == [], [p.cmdline() for p in left]
 
 
 @pytest.mark.django_db(transaction=True)

@@ -3,6 +3,8 @@ in the foreground, stopped together."""
 
 from __future__ import annotations
 
+import contextlib
+import os
 import signal
 import subprocess
 import sys
@@ -19,6 +21,14 @@ from mailagent.crypto import enforce_secret_storage_policy
 from mailagent.server import web_server_command
 
 STOP_GRACE_SECONDS = 10
+
+
+def stop_grace_seconds() -> float:
+    """How long the children get to stop by themselves (MAILAGENT_STOP_GRACE_SECONDS, default 10)."""
+    try:
+        return max(0.5, float(os.environ.get("MAILAGENT_STOP_GRACE_SECONDS", STOP_GRACE_SECONDS)))
+    except ValueError:
+        return float(STOP_GRACE_SECONDS)
 
 
 class Command(BaseCommand):
@@ -61,7 +71,9 @@ class Command(BaseCommand):
         exit_code = 0
         try:
             for name, command in commands.items():
-                children[name] = subprocess.Popen(command)
+                # Each child leads its own process group, so that stopping it reaches everything it started
+                # (the cluster's worker processes, uvicorn's workers), not only the child itself.
+                children[name] = subprocess.Popen(command, start_new_session=True)
             self.stdout.write(
                 self.style.SUCCESS(f"mailagent is up at http://{options['host']}:{options['port']}/  (Ctrl-C stops)")
             )
@@ -93,12 +105,21 @@ class Command(BaseCommand):
         for child in children.values():
             if child.poll() is None:
                 child.send_signal(signal.SIGINT)
-        deadline = time.monotonic() + STOP_GRACE_SECONDS
+        grace = stop_grace_seconds()
+        deadline = time.monotonic() + grace
         for name, child in children.items():
             try:
                 child.wait(timeout=max(0.1, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
-                self.stderr.write(f"{name} did not stop in {STOP_GRACE_SECONDS}s; killing it")
-                child.kill()
-                child.wait()
+                # A busy or stuck worker (a long task, a child that ignores signals) must not outlive `serve`:
+                # the interrupted work is requeued by the sweeper on the next start.
+                self.stderr.write(f"{name} did not stop in {grace:g}s; killing it and the processes it started")
+            _kill_process_group(child.pid)
+            child.wait()
         self.stdout.write("stopped")
+
+
+def _kill_process_group(pgid: int) -> None:
+    """SIGKILL whatever is left of a child's process group (nothing, when it stopped cleanly)."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, signal.SIGKILL)
