@@ -11,6 +11,7 @@ import pytest
 
 from apps.accounts import parsing
 from apps.accounts.parsing import ParsedAddress, ParsedMessage, parse_message
+from apps.accounts.parsing.limits import MAX_HTML_SANITIZE_CHARS
 from tests.services import shared_path
 
 NOT_MAIL = {"LICENSE", "README"}
@@ -565,3 +566,12 @@ def test_a_stray_cr_inside_a_crlf_message_changes_nothing() -> None:
     parsed = parse_message(raw)
     assert parsed.subject == "ok" and "bare CR" not in parsed.parse_error
     assert "line two" in parsed.body_text
+
+
+def test_escaping_never_takes_the_stored_html_past_its_cap() -> None:
+    # Every stray "<" becomes "&lt;": 4.9 MB of such text came out of sanitizing as 3.6 MB, over the 2 MB cap.
+    html = "<p>" + "a < b & c > d " * 350_000 + "</p>"
+    parsed = parse_message(b"Subject: soup\r\nContent-Type: text/html; charset=utf-8\r\n\r\n" + html.encode())
+    assert 0.9 * MAX_HTML_SANITIZE_CHARS < len(parsed.body_html) <= MAX_HTML_SANITIZE_CHARS
+    assert parsed.body_html.startswith("<p>a &lt; b &amp; c &gt; d") and parsed.body_html.endswith("</p>")
+    assert parsed.parse_error.count("characters for display") == 1

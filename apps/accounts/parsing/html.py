@@ -88,6 +88,7 @@ _HTML_CLEANER = nh3.Cleaner(
     filter_style_properties=set(_STYLE_PROPERTIES),
     strip_comments=True,
 )
+_RECUT_MARGIN = 16 * 1024
 # A tag with at most 2,000 characters inside and no "<": a stray "<" can never make the scan quadratic.
 _TAG = re.compile(r"<[^<>]{0,2000}>")
 _TAG_NAME = re.compile(r"<(/?)([A-Za-z][A-Za-z0-9:-]{0,63})")
@@ -151,7 +152,15 @@ def render_html(html: str, errors: list[str], *, over_budget: Callable[[], bool]
     if len(html) > MAX_HTML_SANITIZE_CHARS:
         html = html[:MAX_HTML_SANITIZE_CHARS]
         errors.append(f"HTML body cut to {MAX_HTML_SANITIZE_CHARS} characters for display")
-    return _sanitize_html(html, errors)
+    clean = _sanitize_html(html, errors)
+    if len(clean) > MAX_HTML_SANITIZE_CHARS:
+        # Escaping makes the output longer than its input (every stray "<" becomes "&lt;"): the cap is on what
+        # is stored and shown. Sanitizing the cut output again closes the element or entity the cut broke;
+        # text already escaped does not grow again, so a small margin keeps the result under the cap.
+        clean = _sanitize_html(clean[: MAX_HTML_SANITIZE_CHARS - _RECUT_MARGIN], errors)
+        if f"HTML body cut to {MAX_HTML_SANITIZE_CHARS} characters for display" not in errors:
+            errors.append(f"HTML body cut to {MAX_HTML_SANITIZE_CHARS} characters for display")
+    return clean
 
 
 def _sanitize_html(html: str, errors: list[str]) -> str:
