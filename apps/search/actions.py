@@ -34,6 +34,7 @@ from apps.search.gist import (
     without_continuation,
 )
 from apps.search.models import SearchDocument, SearchGist, SearchIndexState
+from mailagent.liveness import holder_is_dead, process_identity
 
 logger = logging.getLogger(__name__)
 
@@ -110,25 +111,57 @@ def request_embedding_backfill() -> None:
     )
 
 
+class BackfillHeld(Exception):
+    """Another live process holds the embedding backfill's lease."""
+
+    def __init__(self, holder: str, until: dt.datetime | None) -> None:
+        self.holder = holder
+        self.until = until
+        host, _, pid = [*holder.split("|"), "", "", ""][:3]
+        who = f"process {pid} on {host}" if pid else "another process"
+        when = f" (its lease runs until {until:%H:%M:%S} UTC unless renewed)" if until else ""
+        super().__init__(f"another embedding backfill is running: {who}{when}; it embeds what is pending")
+
+
 def _acquire_backfill_lock() -> bool:
     SearchIndexState.objects.get_or_create(pk=1)
     now = timezone.now()
+    free = Q(backfill_lock_until__isnull=True) | Q(backfill_lock_until__lt=now)
+    holder = SearchIndexState.objects.filter(pk=1).values_list("backfill_holder", flat=True).first() or ""
+    if holder and holder_is_dead(holder):
+        free |= Q(backfill_holder=holder)  # killed mid-backfill on this machine: no need to wait for expiry
     claimed = (
         SearchIndexState.objects.filter(pk=1)
-        .filter(Q(backfill_lock_until__isnull=True) | Q(backfill_lock_until__lt=now))
-        .update(backfill_lock_until=now + dt.timedelta(seconds=BACKFILL_LOCK_SECONDS))
+        .filter(free)
+        .update(
+            backfill_lock_until=now + dt.timedelta(seconds=BACKFILL_LOCK_SECONDS), backfill_holder=process_identity()
+        )
     )
     return claimed == 1
 
 
+def backfill_held_by() -> BackfillHeld | None:
+    """Who holds the backfill lease now, when it is held by a process that may be alive."""
+    state = SearchIndexState.objects.filter(pk=1).values("backfill_lock_until", "backfill_holder").first()
+    if not state or state["backfill_lock_until"] is None or state["backfill_lock_until"] < timezone.now():
+        return None
+    holder = state["backfill_holder"] or ""
+    if holder and holder_is_dead(holder):
+        return None
+    return BackfillHeld(holder, state["backfill_lock_until"])
+
+
 def _renew_backfill_lock() -> None:
-    SearchIndexState.objects.filter(pk=1).update(
+    SearchIndexState.objects.filter(pk=1, backfill_holder=process_identity()).update(
         backfill_lock_until=timezone.now() + dt.timedelta(seconds=BACKFILL_LOCK_SECONDS)
     )
 
 
 def _release_backfill_lock() -> None:
-    SearchIndexState.objects.filter(pk=1).update(backfill_lock_until=None)
+    # Only our own lease: one that expired while we were slow may belong to another process by now.
+    SearchIndexState.objects.filter(pk=1, backfill_holder=process_identity()).update(
+        backfill_lock_until=None, backfill_holder=""
+    )
 
 
 def backfill_embeddings(
@@ -137,17 +170,24 @@ def backfill_embeddings(
     embedder: Embedder | None = None,
     progress: Callable[[int], object] | None = None,
     requeue: bool = True,
+    raise_if_held: bool = False,
 ) -> int:
     """Embed pending documents, then stale gists (apps/search/gist.py), until none are left or `seconds` have
     passed; then queue a continuation. Returns how many documents and gists were embedded.
 
     One backfill runs at a time (a lease on the state row); a second caller returns at once, and the
-    running one picks up whatever was stored meanwhile because it loops until nothing is pending."""
+    running one picks up whatever was stored meanwhile because it loops until nothing is pending. With
+    `raise_if_held`, a caller that finds the lease held by a live process gets BackfillHeld instead of 0.
+    A lease whose holder died on this machine is taken over at once (it does not wait for the expiry)."""
     budget = settings.SEARCH_BACKFILL_SECONDS if seconds is None else seconds
     deadline = time.monotonic() + budget if budget else None
     backend = get_search_backend()
     embedded = 0
-    while _acquire_backfill_lock():
+    if raise_if_held and not _acquire_backfill_lock():
+        raise backfill_held_by() or BackfillHeld("", None)
+    first = raise_if_held  # the lease is ours already
+    while first or _acquire_backfill_lock():
+        first = False
         try:
 
             def step(count: int) -> None:

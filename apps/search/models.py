@@ -142,8 +142,10 @@ class SearchIndexState(models.Model):
     generation = models.CharField(max_length=32, default="0")
     embedder = models.CharField(max_length=200, blank=True, help_text="Key of the embedder the vectors are from.")
     dimension = models.PositiveIntegerField(default=0)
-    # One embedding backfill at a time across processes; expires on its own if the worker dies.
+    # One embedding backfill at a time across processes; expires on its own if the worker dies, and is taken
+    # over at once when its holder (mailagent.liveness.process_identity) is certainly dead.
     backfill_lock_until = models.DateTimeField(null=True, blank=True)
+    backfill_holder = models.CharField(max_length=200, blank=True)
     # Changes whenever gists are stored: in-process gist matrices (apps/search/gist.py) add the new rows.
     gist_generation = models.CharField(max_length=32, default="0")
 

@@ -123,6 +123,42 @@ def test_one_backfill_at_a_time(make_message: Any, index_all: Any) -> None:
     assert not SearchDocument.objects.filter(embedded_with="").exists()
 
 
+def test_a_held_backfill_says_so_and_a_dead_holders_lease_is_taken_over_at_once(make_message: Any) -> None:
+    import datetime as dt
+    import subprocess
+
+    from django.utils import timezone
+
+    from apps.search.models import SearchIndexState
+    from mailagent.liveness import process_identity
+
+    make_message("Pending", "waiting for vectors")
+    holder = subprocess.Popen(["sleep", "120"])
+    try:
+        SearchIndexState.objects.update_or_create(
+            pk=1,
+            defaults={
+                "backfill_lock_until": timezone.now() + dt.timedelta(minutes=10),
+                "backfill_holder": process_identity(holder.pid),
+            },
+        )
+        # Before: "Embedded 0 documents" and exit status 0, with everything still pending.
+        with pytest.raises(CommandError) as held:
+            call_command("reindex", "--embeddings", "--no-progress", stdout=StringIO())
+        assert f"another embedding backfill is running: process {holder.pid} on" in str(held.value)
+        assert "1 documents and 1 gists are pending" in str(held.value)
+        assert SearchDocument.objects.filter(embedded_with="").count() == 1
+    finally:
+        holder.kill()
+        holder.wait()
+    # The holder is dead (killed, as a worker can be mid-backfill): its lease is taken, not waited out.
+    out = StringIO()
+    call_command("reindex", "--embeddings", "--no-progress", stdout=out)
+    assert "1/1 have vectors, 1/1 messages a gist" in out.getvalue()
+    state = SearchIndexState.objects.get(pk=1)
+    assert state.backfill_lock_until is None and state.backfill_holder == ""
+
+
 def test_search_command_prints_the_json_shape(corpus: dict[str, Message]) -> None:
     out = StringIO()
     call_command("search", "credit card statement payment deadline", "--json", "--limit", "2", stdout=out)

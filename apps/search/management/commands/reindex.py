@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
 from apps.accounts.models import Message
@@ -51,7 +51,15 @@ class Command(BaseCommand):
             # The backfill embeds search vectors, then the gists Ask reranks with (apps/search/gist.py).
             total = pending + (gists_total - gists_done if get_gist_embedder() else 0)
             with tqdm(total=total, unit="doc", desc=f"embeddings ({embedder.key}, gists)", disable=quiet) as bar:
-                done = actions.backfill_embeddings(seconds=0, embedder=embedder, progress=bar.update, requeue=False)
+                try:
+                    done = actions.backfill_embeddings(
+                        seconds=0, embedder=embedder, progress=bar.update, requeue=False, raise_if_held=True
+                    )
+                except actions.BackfillHeld as held:
+                    raise CommandError(
+                        f"Nothing embedded: {held}. {pending} documents and {gists_total - gists_done} gists are "
+                        "pending; run this again when it has finished, or leave them to it."
+                    ) from None
             progress = backend.embedding_progress(embedder.key)
             gists_done, gists_total = gist_progress()
             self.stdout.write(
