@@ -81,6 +81,9 @@ class MailAccount(models.Model):
     # Who holds the lock ("host:pid:process start"): a holder on this host whose process is gone loses it at
     # once instead of at expiry (mailagent.liveness).
     sync_lock_holder = models.CharField(max_length=255, blank=True)
+    # A sync asked for while another held the account (a write-back's follow-up during the routing's sync):
+    # the holder queues one more pass when it is done, so the change is not left for the next cycle.
+    sync_again_requested = models.BooleanField(default=False)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:

@@ -270,7 +270,13 @@ def sync_account(account_id: int, *, fetch_cycle_id: int | None = None) -> SyncO
         return SyncOutcome(account_id=account_id, status="disabled")
     token = acquire_sync_lock(account_id)
     if token is None:
-        return SyncOutcome(account_id=account_id, status="busy")
+        # Whoever holds the account queues one more pass when it is done; and if it released the lock before
+        # it could see this request, the lock is free now and this call does the pass itself.
+        _record(account_id, sync_again_requested=True)
+        token = acquire_sync_lock(account_id)
+        if token is None:
+            return SyncOutcome(account_id=account_id, status="busy")
+    _record(account_id, sync_again_requested=False)  # this pass serves every request made before it started
     started = timezone.now()
     _record(account_id, last_sync_status=SyncStatus.RUNNING)
     sink = AccountSink(account, lock_token=token, fetch_cycle_id=fetch_cycle_id)
@@ -325,7 +331,19 @@ def sync_account(account_id: int, *, fetch_cycle_id: int | None = None) -> SyncO
         fields["provider_signature"] = signature
     _record(account_id, **fields)
     release_sync_lock(account_id, token)
+    if MailAccount.objects.filter(pk=account_id, sync_again_requested=True).exists():
+        _queue_follow_up_sync(account_id)
     return outcome
+
+
+def _queue_follow_up_sync(account_id: int) -> None:
+    from django_q.tasks import async_task
+
+    transaction.on_commit(
+        lambda: async_task(
+            "apps.accounts.tasks.sync_account_task", account_id, task_name=f"sync {account_id} (requested meanwhile)"
+        )
+    )
 
 
 def _provider_signature(provider: object) -> str | None:

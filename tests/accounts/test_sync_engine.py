@@ -123,3 +123,18 @@ def test_unreachable_imap_server_is_recorded_as_network_error(user: Any) -> None
     account.refresh_from_db()
     assert account.last_sync_status == "error" and account.last_error_category == "network"
     assert account.sync_lock_token == ""  # released even on failure
+
+
+def test_a_sync_asked_for_while_the_account_is_busy_runs_once_the_holder_is_done(user: Any) -> None:
+    # A write-back's follow-up sync during the routing's sync was dropped as "busy": the moved copy stayed
+    # unknown here until the next fetch cycle. Now the request is recorded and the holder queues one more pass.
+    account = create_local_account(owner=user, name="again")
+    token = acquire_sync_lock(account.pk)
+    assert token
+    assert sync_account(account.pk).status == "busy"
+    assert MailAccount.objects.get(pk=account.pk).sync_again_requested
+    release_sync_lock(account.pk, token)
+    # The holder released before it could see the request: the next caller does the pass itself.
+    outcome = sync_account(account.pk)
+    assert outcome.status == "ok"
+    assert not MailAccount.objects.get(pk=account.pk).sync_again_requested

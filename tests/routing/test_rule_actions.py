@@ -12,7 +12,7 @@ from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
 
-from apps.accounts.models import MailAction, MailActionStatus, Message
+from apps.accounts.models import MailAccount, MailAction, MailActionStatus, Message
 from apps.routing.models import Filter
 from tests.accounts.test_imap_mirror import assert_mirrors, connect, synced
 from tests.fakes.dovecot import Mailbox, make_message
@@ -77,10 +77,12 @@ def test_enabled_rules_archive_move_and_mark_read_on_the_server(
     assert folders_of(box, "rule2@rules.test") == {"INBOX": (True, False)}
     assert folders_of(box, "rule3@rules.test") == {"INBOX": (False, False)}
     assert folders_of(box, "rule4@rules.test") == {"INBOX": (False, False)}
-    # The write-back's own follow-up sync finds the routing sync still holding the account; the next one (the
-    # watcher's, on the server's change) brings the moves home without downloading anything.
-    assert synced(account).created == 0
+    # The write-back's follow-up sync found the routing sync still holding the account: it asked for one more
+    # pass, which the routing sync queued when it was done, and that pass brought the moves home without
+    # downloading anything. No further sync is needed for the store to mirror the server.
     assert_mirrors(box, account)
+    assert not MailAccount.objects.get(pk=account.pk).sync_again_requested
+    assert synced(account).created == 0
     ledger = MailAction.objects.filter(account=account).order_by("pk")
     assert [(a.message.message_id, a.kind, a.origin, a.status) for a in ledger if a.message] == [
         ("rule0@rules.test", "archive", "rule", MailActionStatus.DONE),
