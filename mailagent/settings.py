@@ -340,6 +340,8 @@ MAILAGENT_UPLOAD_URL_NAMES = ["mail:account_import", "organization:upload", "api
 ROUTING_FILTER_TIMEOUT_MS = env_int("ROUTING_FILTER_TIMEOUT_MS", 50)
 ROUTING_MESSAGE_BUDGET_MS = env_int("ROUTING_MESSAGE_BUDGET_MS", 1000)
 MAILAGENT_FETCH_INTERVAL_MINUTES = env_int("MAILAGENT_FETCH_INTERVAL_MINUTES", 5)
+# The mailbox MCP audit ledger (Settings → MCP tokens) keeps each call this many days; 0 keeps them forever.
+MAILAGENT_MCP_AUDIT_DAYS = max(0, env_int("MAILAGENT_MCP_AUDIT_DAYS", 90))
 # The shortest fetcher interval anyone may set; per-user rate limits ("count/period", e.g. "30/10m"; empty = off)
 # for starting Ask runs and for fetcher start/fetch/run, counted in the cache (shared through Redis when set).
 MAILAGENT_FETCH_MIN_INTERVAL_MINUTES = env_int("MAILAGENT_FETCH_MIN_INTERVAL_MINUTES", 2)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 
+from django.conf import settings
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -28,6 +29,7 @@ def _page(
             for t in tokens
         ],
         "calls": workspace_selectors.recent_mcp_calls(user=request.user),
+        "audit_days": settings.MAILAGENT_MCP_AUDIT_DAYS,
         "new_token": new_token,
         "mcp_url": request.build_absolute_uri("/mcp/mailbox/"),
     }

@@ -12,6 +12,7 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -669,3 +670,13 @@ def reply_to_entry(*, entry: InboxEntry, text: str) -> InboxEntry:
             )
         hooks.announce_reply(locked)
     return locked
+
+
+def prune_mcp_calls(*, now: dt.datetime | None = None) -> int:
+    """Delete audit rows older than MAILAGENT_MCP_AUDIT_DAYS (none when it is 0); returns how many."""
+    days = int(settings.MAILAGENT_MCP_AUDIT_DAYS)
+    if days <= 0:
+        return 0
+    cutoff = (now or timezone.now()) - dt.timedelta(days=days)
+    deleted, _ = McpCall.objects.filter(at__lt=cutoff).delete()
+    return deleted

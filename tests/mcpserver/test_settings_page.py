@@ -85,3 +85,38 @@ def test_the_page_in_chromium_at_1280_and_390(asgi_server: str, chromium: Any, u
         page.wait_for_selector("text=is revoked")
         assert errors == []
         page.close()
+
+
+def test_the_audit_ledger_keeps_its_retention_and_the_schedule_prunes_it(
+    logged_in_client: Any, user: Any, settings: Any
+) -> None:
+    import datetime as dt
+
+    from django.core.management import call_command
+    from django.utils import timezone
+    from django_q.models import Schedule
+
+    from apps.workspaces.actions import issue_mailbox_token, record_mcp_call
+    from apps.workspaces.apps import MCP_AUDIT_SCHEDULE_NAME
+    from apps.workspaces.models import McpCall
+    from apps.workspaces.tasks import prune_mcp_calls_task
+
+    token, _ = issue_mailbox_token(owner=user, name="audit", scopes="read")
+    old = record_mcp_call(token_id=token.pk, owner_id=user.pk, tool="search_mail", argument_ids={}, ok=True)
+    edge = record_mcp_call(token_id=token.pk, owner_id=user.pk, tool="get_thread", argument_ids={}, ok=True)
+    fresh = record_mcp_call(token_id=token.pk, owner_id=user.pk, tool="get_message", argument_ids={}, ok=True)
+    now = timezone.now()
+    McpCall.objects.filter(pk=old.pk).update(at=now - dt.timedelta(days=91))
+    McpCall.objects.filter(pk=edge.pk).update(at=now - dt.timedelta(days=89))
+    assert "Calls are kept for 90 days." in logged_in_client.get("/settings/mcp/").content.decode()
+    assert prune_mcp_calls_task() == 1
+    assert set(McpCall.objects.values_list("pk", flat=True)) == {edge.pk, fresh.pk}
+    settings.MAILAGENT_MCP_AUDIT_DAYS = 0  # kept forever
+    McpCall.objects.filter(pk=edge.pk).update(at=now - dt.timedelta(days=900))
+    assert prune_mcp_calls_task() == 0 and McpCall.objects.count() == 2
+    assert "Calls are kept for" not in logged_in_client.get("/settings/mcp/").content.decode()
+    # The daily schedule exists after `migrate`, as the other maintenance schedules do.
+    Schedule.objects.filter(name=MCP_AUDIT_SCHEDULE_NAME).delete()
+    call_command("migrate", verbosity=0)
+    schedule = Schedule.objects.get(name=MCP_AUDIT_SCHEDULE_NAME)
+    assert (schedule.func, schedule.minutes) == ("apps.workspaces.tasks.prune_mcp_calls_task", 1440)
