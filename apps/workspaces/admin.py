@@ -3,7 +3,15 @@ from __future__ import annotations
 from django.contrib import admin
 from django.http import HttpRequest
 
-from apps.workspaces.models import InboxEntry, Workspace, WorkspaceItem, WorkspaceItemLog, WorkspaceToken
+from apps.workspaces.models import (
+    InboxEntry,
+    MailboxToken,
+    McpCall,
+    Workspace,
+    WorkspaceItem,
+    WorkspaceItemLog,
+    WorkspaceToken,
+)
 from mailagent.admin_scoping import OwnerScopedAdmin, OwnerScopedTabularInline
 
 
@@ -54,4 +62,36 @@ class WorkspaceTokenAdmin(OwnerScopedAdmin):
     readonly_fields = ("token_hash", "prefix", "created_at", "last_used_at")
 
     def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+@admin.register(MailboxToken)
+class MailboxTokenAdmin(OwnerScopedAdmin):
+    """Mailbox MCP tokens: created in Settings → MCP tokens or with manage.py mcp_token (shown once); here
+    their limits can be changed and they can be revoked. Only the token's SHA-256 is stored, never the token."""
+
+    list_display = ("prefix", "name", "owner", "scopes", "created_at", "expires_at", "last_used_at", "revoked_at")
+    list_filter = ("revoked_at",)
+    search_fields = ("name", "prefix")
+    raw_id_fields = ("owner", "workspace", "account")
+    readonly_fields = ("token_hash", "prefix", "created_at", "last_used_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+
+@admin.register(McpCall)
+class McpCallAdmin(OwnerScopedAdmin):
+    """The mailbox MCP audit ledger (ids only, never queries or text), read-only."""
+
+    list_display = ("at", "tool", "token", "owner", "ok", "result_bytes", "duration_ms")
+    list_filter = ("tool", "ok")
+    readonly_fields = (
+        "token", "owner", "tool", "argument_ids", "ok", "error", "result_bytes", "duration_ms", "at",
+    )  # fmt: skip
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        return False
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
         return False

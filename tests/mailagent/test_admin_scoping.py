@@ -125,3 +125,21 @@ def test_only_superusers_choose_a_filesystem_root(client: Any, staff: Any) -> No
     client.post(f"/admin/orchestration/filesystemroot/{row.pk}/change/", {"owner": staff.pk, "path": "/"})
     row.refresh_from_db()
     assert row.path == ""
+
+
+def test_mailbox_tokens_and_their_calls_in_the_admin_are_scoped_and_never_show_a_token(client: Any, staff: Any) -> None:
+    from apps.workspaces.actions import issue_mailbox_token, record_mcp_call
+
+    other = _user("other")
+    mine, raw_mine = issue_mailbox_token(owner=staff, name="my laptop", scopes="read")
+    theirs, _ = issue_mailbox_token(owner=other, name="their laptop", scopes="read")
+    record_mcp_call(token_id=mine.pk, owner_id=staff.pk, tool="search_mail", argument_ids={}, ok=True)
+    record_mcp_call(token_id=theirs.pk, owner_id=other.pk, tool="get_thread", argument_ids={}, ok=True)
+    tokens = client.get("/admin/workspaces/mailboxtoken/")
+    assert tokens.status_code == 200
+    assert [t.pk for t in tokens.context["cl"].result_list] == [mine.pk]
+    page = client.get(f"/admin/workspaces/mailboxtoken/{mine.pk}/change/").content.decode()
+    assert "my laptop" in page and raw_mine not in page and "their laptop" not in page
+    assert client.get("/admin/workspaces/mailboxtoken/add/").status_code == 403
+    calls = client.get("/admin/workspaces/mcpcall/").context["cl"].result_list
+    assert [c.tool for c in calls] == ["search_mail"]
