@@ -73,6 +73,15 @@ def test_signup_is_closed_unless_enabled(client: Any) -> None:
         assert response.status_code == 302
 
 
+def test_the_sign_in_page_links_to_sign_up_only_when_it_is_open(client: Any) -> None:
+    closed = client.get("/accounts/login/").content.decode()
+    assert "/accounts/signup/" not in closed and "created by an administrator" in closed
+    with override_settings(MAILAGENT_ALLOW_SIGNUP=True):
+        open_page = client.get("/accounts/login/").content.decode()
+    assert 'href="/accounts/signup/"' in open_page and "created by an administrator" not in open_page
+    assert 'name="login"' in closed and 'name="password"' in closed and "/accounts/password/reset/" in closed
+
+
 def test_diagnostics_need_staff(logged_in_client: Any) -> None:
     assert logged_in_client.get("/api/diagnostics/runtime").status_code == 403
     assert logged_in_client.get("/diagnostics/").status_code == 302
