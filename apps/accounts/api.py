@@ -19,7 +19,8 @@ router = Router(tags=["accounts"])
 
 class ConnectionTestOut(Schema):
     ok: bool
-    error: str | None = None
+    error: str | None = None  # the category (network, auth, ...)
+    message: str | None = None  # what exactly failed, the same words a failed sync records
     authorizeUrl: str | None = None  # the seed's JSON field name
 
 
@@ -35,7 +36,7 @@ def _probe(request: HttpRequest, account: MailAccount) -> dict[str, object]:
     if check.ok:
         return {"ok": True}
     url = request.build_absolute_uri(check.authorize_path) if check.authorize_path else None
-    return {"ok": False, "error": check.error, "authorizeUrl": url}
+    return {"ok": False, "error": check.error, "message": check.message[:500] or None, "authorizeUrl": url}
 
 
 @router.get("/{account_id}/test", response=ConnectionTestOut, exclude_unset=True)

@@ -76,6 +76,13 @@
     badge.className = "badge error";
     badge.textContent = "Failed: " + (labels[category] || category);
     target.append(badge);
+    if (data && data.message) {
+      // The specific cause (host, port, the server's words), as a failed sync records it.
+      var detail = document.createElement("span");
+      detail.className = "connection-detail";
+      detail.textContent = " " + String(data.message);
+      target.append(detail);
+    }
     if (data && safeUrl(data.authorizeUrl)) {
       var link = document.createElement("a");
       link.href = data.authorizeUrl;

@@ -572,6 +572,8 @@ def test_pages_work_in_chromium_under_the_policy(asgi_server: str, staff_user: A
             page.goto(f"{asgi_server}/mail/accounts/{account.pk}/")
             page.click("[data-connection-test]")
             page.wait_for_selector(f"#connection-result-{account.pk} .badge.error", timeout=30000)
+            # Not only "Failed: Network": the cause, in the words a failed sync records.
+            detail = page.inner_text(f"#connection-result-{account.pk} .connection-detail").strip()
             # The search box searches as you type (an hx-get swapping results in).
             page.goto(f"{asgi_server}/search/")
             page.fill("input[type=search]", "invoice")
@@ -580,3 +582,5 @@ def test_pages_work_in_chromium_under_the_policy(asgi_server: str, staff_user: A
         finally:
             browser.close()
     assert violations == []
+    recorded = MailAccount.objects.get(pk=account.pk).last_error_message
+    assert "127.0.0.1:1" in detail and detail == recorded[:500], (detail, recorded)
