@@ -234,3 +234,16 @@ def test_agents_and_ask_have_no_way_to_send() -> None:
                     names = [node.module, *(f"{node.module}.{alias.name}" for alias in node.names)]
                 offenders += [f"{path}: {name}" for name in names if name in send_modules]
     assert offenders == []
+
+
+def test_a_draft_from_an_account_without_an_address_never_shows_an_empty_sender(
+    logged_in_client: Any, user: Any
+) -> None:
+    imported = create_local_account(owner=user, name="Old archive", address="")
+    original = stored(imported, original_raw(), "9")
+    draft = start_reply(logged_in_client, item_for(user, original, "Thanks!"))
+    page = logged_in_client.get(f"/replies/{draft.pk}/").content.decode()
+    assert "&lt;&gt;" not in page
+    assert "From <strong>Old archive</strong> (this account has no email address)" in page
+    confirm = logged_in_client.get(f"/replies/{draft.pk}/confirm/").content.decode()
+    assert "&lt;&gt;" not in confirm and "(no email address)" in confirm
