@@ -9,7 +9,7 @@ from django.db.models import Count, Prefetch, QuerySet
 from django.shortcuts import get_object_or_404
 from django.urls import NoReverseMatch, reverse
 
-from apps.accounts.models import MailAccount
+from apps.accounts.models import MailAccount, Thread
 from apps.llm.models import ApiConfig
 from apps.orchestration.models import Agent, Director, FilesystemRoot, OrchestrationSettings, Prompt
 from apps.orchestration.selectors import default_filesystem_root
@@ -125,6 +125,16 @@ def filesystem_root(*, user: Any) -> tuple[str, str]:
 def session_timeout_minutes() -> int:
     current = OrchestrationSettings.objects.filter(pk=1).first()
     return current.session_timeout_minutes if current else 15
+
+
+def latest_thread(*, user: Any) -> Thread | None:
+    """The user's most recent conversation (any account): where the wizard's last step sends them to try a
+    director on mail they already have."""
+    return (
+        Thread.objects.filter(account__owner=user, last_message_at__isnull=False)
+        .order_by("-last_message_at", "-pk")
+        .first()
+    )
 
 
 def optional_url(name: str, *args: Any) -> str:

@@ -82,6 +82,7 @@ def setup_step(request: HttpRequest, step: str) -> HttpResponse:
             request,
             step,
             results_url=selectors.optional_url("results:page") or selectors.optional_url("runs:list"),
+            try_thread=selectors.latest_thread(user=request.user),
         ),
     )
 

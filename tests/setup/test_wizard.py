@@ -65,6 +65,20 @@ def test_the_wizard_resumes_where_the_data_says(logged_in_client: Any, user: Any
     assert not setup_progress(user=user).show
     page = logged_in_client.get(reverse("setup:step", args=["done"])).content.decode()
     assert "You're set up" in page and 'data-testid="results-link"' in page
+    assert 'data-testid="try-thread-link"' not in page  # no mail yet: nothing to link to
+    from apps.accounts.models import MailAccount
+    from apps.accounts.providers.base import RemoteMessage
+    from apps.accounts.store import store_remote_messages
+    from tests.fakes.dovecot import make_message
+
+    account = MailAccount.objects.get(owner=user)
+    stored = store_remote_messages(
+        account=account,
+        messages=[RemoteMessage(provider_id="1", raw=make_message(subject="Order 1234 is late", body="b"))],
+    )
+    thread_id = Message.objects.get(pk=stored.created_ids[0]).thread_id
+    page = logged_in_client.get(reverse("setup:step", args=["done"])).content.decode()
+    assert f'href="{reverse("mail:thread", args=[thread_id])}" data-testid="try-thread-link">Order 1234 is late' in page
 
 
 @pytest.mark.django_db
