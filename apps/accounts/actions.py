@@ -66,6 +66,29 @@ def create_imap_account(
     )
 
 
+def check_imap_settings(*, host: str, port: int, security: str, username: str, password: str) -> str:
+    """Log in to an IMAP server with settings not saved yet: "" when it works, else what failed (the same
+    words a failed sync records). Nothing is stored."""
+    if security not in ImapSecurity.values:
+        return f"Unknown IMAP security {security!r}"
+    unsaved = MailAccount(
+        provider=Provider.IMAP,
+        imap_host=host.strip(),
+        imap_port=port,
+        imap_security=security,
+        imap_username=username.strip(),
+        credentials={"password": password},
+    )
+    provider = get_provider(unsaved)
+    try:
+        provider.test_connection()
+    except ProviderError as exc:
+        return str(exc)
+    finally:
+        provider.close()
+    return ""
+
+
 def create_local_account(*, owner: Any, name: str, address: str = "") -> MailAccount:
     return _create_account(owner=owner, name=name.strip(), provider=Provider.LOCAL, address=address.strip())
 

@@ -36,6 +36,11 @@ class ImapAccountForm(forms.Form):
     security = forms.ChoiceField(choices=ImapSecurity.choices, initial=ImapSecurity.SSL)
     username = forms.CharField(max_length=320, required=False, help_text="Leave empty to use the email address.")
     password = forms.CharField(widget=forms.PasswordInput(render_value=False), max_length=1000, strip=False)
+    skip_check = forms.BooleanField(
+        required=False,
+        label="Save without checking the connection",
+        help_text="Otherwise the server is asked first, and nothing is saved if it refuses.",
+    )
 
     def __init__(self, *args: Any, owner: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

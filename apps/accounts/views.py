@@ -94,6 +94,21 @@ def account_add_imap(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return _render_accounts_page(request, imap_form=form)
     data = form.cleaned_data
+    if not data["skip_check"]:
+        problem = actions.check_imap_settings(
+            host=data["host"],
+            port=data["port"],
+            security=data["security"],
+            username=data["username"] or data["address"],
+            password=data["password"],
+        )
+        if problem:
+            form.add_error(
+                None,
+                f"Could not connect: {problem}. Check the server, port, security and password and try again; "
+                "nothing was saved. (Tick “Save without checking the connection” to add it anyway.)",
+            )
+            return _render_accounts_page(request, imap_form=form)
     try:
         account = actions.create_imap_account(
             owner=request.user,

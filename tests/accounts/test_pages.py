@@ -261,7 +261,8 @@ def test_imap_form_errors_are_shown_and_nothing_is_saved(logged_in_client: Clien
 
 
 def test_imap_form_creates_an_account_with_encrypted_password(logged_in_client: Client, user: Any) -> None:
-    response = logged_in_client.post(reverse("mail:account_add_imap"), imap_data())
+    # imap.work.example does not exist: saved only because the user asked to skip the connection check.
+    response = logged_in_client.post(reverse("mail:account_add_imap"), imap_data(skip_check="on"))
     account = MailAccount.objects.get(owner=user, name="Work")
     assert response.status_code == 302
     assert response["Location"] == reverse("mail:account_detail", args=[account.pk])
@@ -272,6 +273,29 @@ def test_imap_form_creates_an_account_with_encrypted_password(logged_in_client: 
     page = logged_in_client.get(response["Location"]).content.decode()
     assert "imap.work.example:993" in page
     assert "s3cret-password" not in page
+
+
+@pytest.mark.services
+def test_imap_form_checks_the_connection_before_saving(logged_in_client: Client, user: Any, imap_mailbox: Any) -> None:
+    url = reverse("mail:account_add_imap")
+    server = {
+        "address": imap_mailbox.username,
+        "host": "127.0.0.1",
+        "port": str(imap_mailbox.server.port),
+        "security": "none",
+        "username": imap_mailbox.username,
+    }
+    wrong = logged_in_client.post(url, imap_data(**server, password="not-the-password"))
+    content = wrong.content.decode()
+    assert wrong.status_code == 200 and "Could not connect:" in content and "nothing was saved" in content
+    assert "not-the-password" not in content and 'id="add-imap" open' in content
+    closed_port = logged_in_client.post(url, imap_data(**{**server, "port": "1"}, password=imap_mailbox.password))
+    assert "Could not connect: Cannot talk to IMAP server 127.0.0.1:1" in closed_port.content.decode()
+    assert not MailAccount.objects.filter(owner=user).exists()
+    right = logged_in_client.post(url, imap_data(**server, password=imap_mailbox.password))
+    assert right.status_code == 302
+    account = MailAccount.objects.get(owner=user, name="Work")
+    assert account.imap_port == imap_mailbox.server.port and account.credentials["password"] == imap_mailbox.password
 
 
 @override_settings(GMAIL_CLIENT_ID="", OUTLOOK_CLIENT_ID="")
