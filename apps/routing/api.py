@@ -17,6 +17,7 @@ from ninja import Field, Router, Schema, Status
 from ninja.errors import HttpError
 
 from apps.routing import actions, selectors
+from apps.routing.matching import backtracking_warning
 from apps.routing.models import CycleTrigger, FetchCycle, Filter
 from mailagent import ratelimit
 
@@ -77,6 +78,11 @@ class FilterOut(Schema):
     saveAttachments: bool
     mailAction: str
     mailActionFolder: str
+    warning: str = Field(
+        "",
+        description="Set when the pattern was just saved and measured to backtrack catastrophically (it would "
+        "time out on some mail); empty otherwise",
+    )
 
 
 class ErrorOut(Schema):
@@ -84,8 +90,9 @@ class ErrorOut(Schema):
     field: str | None = None
 
 
-def _filter_out(item: Filter) -> dict[str, Any]:
+def _filter_out(item: Filter, *, warning: str = "") -> dict[str, Any]:
     return {
+        "warning": warning,
         "id": item.pk,
         "directorId": item.director_id,
         "directorName": item.director.name,
@@ -132,7 +139,9 @@ def create_filter(request: HttpRequest, payload: FilterIn) -> Status:
         )
     except ValidationError as exc:
         return _validation_error(exc)
-    return Status(201, _filter_out(item))
+    return Status(
+        201, _filter_out(item, warning=backtracking_warning(item.regex, case_insensitive=item.case_insensitive))
+    )
 
 
 class RouteOut(Schema):
@@ -214,7 +223,10 @@ def update_filter(request: HttpRequest, filter_id: int, payload: FilterPatch) ->
         item = actions.update_filter(item=item, **changes)
     except ValidationError as exc:
         return _validation_error(exc)
-    return Status(200, _filter_out(item))
+    warning = ""
+    if "regex" in changes or "case_insensitive" in changes:
+        warning = backtracking_warning(item.regex, case_insensitive=item.case_insensitive)
+    return Status(200, _filter_out(item, warning=warning))
 
 
 @router.delete("/{filter_id}", response={204: None})

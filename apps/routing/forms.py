@@ -11,7 +11,7 @@ from django.utils.safestring import mark_safe
 
 from apps.orchestration.models import Director
 from apps.routing import actions
-from apps.routing.matching import InvalidPattern, compile_pattern
+from apps.routing.matching import InvalidPattern, backtracking_warning, compile_pattern
 from apps.routing.models import FILTER_HELP, Filter, FilterField, RuleAction
 
 # The pattern help as markup: its <code> examples stay code, and "Name <address>" is text, not an HTML
@@ -42,18 +42,27 @@ class FilterForm(forms.Form):
         max_length=512, required=False, label="Folder", help_text="For “Move to a folder”: its name, e.g. Receipts."
     )
 
-    def __init__(self, *args: Any, owner: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, owner: Any, refuse_slow: bool = False, **kwargs: Any) -> None:
+        """`refuse_slow`: a pattern measured to backtrack catastrophically is an error (the setup wizard),
+        not only a warning (`self.warning`, shown once the filter is saved)."""
         super().__init__(*args, **kwargs)
         self.fields["director"].queryset = Director.objects.filter(owner=owner).order_by("name")  # type: ignore[attr-defined]
+        self.refuse_slow = refuse_slow
+        self.warning = ""
 
     def clean(self) -> dict[str, Any]:
         data = super().clean() or {}
         pattern = data.get("regex")
         if pattern is not None:
+            case_insensitive = bool(data.get("case_insensitive"))
             try:
-                compile_pattern(pattern, case_insensitive=bool(data.get("case_insensitive")))
+                compile_pattern(pattern, case_insensitive=case_insensitive)
             except InvalidPattern as exc:
                 self.add_error("regex", str(exc))
+            else:
+                self.warning = backtracking_warning(pattern, case_insensitive=case_insensitive)
+                if self.warning and self.refuse_slow:
+                    self.add_error("regex", self.warning)
         return data
 
     def create_filter(self) -> Filter | None:

@@ -49,6 +49,8 @@ def filter_add(request: HttpRequest) -> HttpResponse:
     if item is None:
         return _filters_page(request, filter_form=form, status=400)
     messages.success(request, f"Filter /{item.regex}/ on {item.get_field_display()} → {item.director.name} added.")
+    if form.warning:
+        messages.warning(request, form.warning)
     return redirect("routing:filters")
 
 

@@ -40,6 +40,8 @@ def filters(request: HttpRequest) -> HttpResponse:
     form = FilterForm(request.POST, owner=request.user)
     if form.is_valid() and (item := form.create_filter()) is not None:
         messages.success(request, f"Filter /{item.regex}/ → {item.director.name} added.")
+        if form.warning:
+            messages.warning(request, form.warning)
         return redirect("settings:filters")
     return _filters_page(request, form, status=400)
 

@@ -148,7 +148,7 @@ def _filter_step(request: HttpRequest) -> HttpResponse:
     director = _latest_director(request)
     filters = list(routing_selectors.list_filters_for_user(user=request.user))
     if request.method == "POST":
-        form = FilterForm(request.POST, owner=request.user)
+        form = FilterForm(request.POST, owner=request.user, refuse_slow=True)  # a newcomer gets a safe first filter
         if form.is_valid() and (item := form.create_filter()) is not None:
             messages.success(
                 request, f"Filter /{item.regex}/ on {item.get_field_display()} → {item.director.name} added."

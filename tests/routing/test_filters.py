@@ -341,3 +341,38 @@ def test_a_stored_huge_pattern_never_compiles_when_routing(director: Any) -> Non
     Filter.objects.filter(pk=kept.pk).update(regex="a{100000}")  # stored before the check existed
     rules = selectors.load_rule_set()
     assert len(rules) == 0
+
+
+def test_a_runaway_pattern_is_measured_warned_about_and_refused_in_the_wizard(
+    logged_in_client: Any, director: Any
+) -> None:
+    support = director("Support")
+    # Measured, not guessed: (a+)+$ does not finish on a run of "a" followed by something else.
+    warning = "This pattern backtracks catastrophically: on a text of “a” repeated 2,000 times"
+    api = logged_in_client.post(
+        "/api/filters",
+        data=json.dumps({"directorId": support.pk, "field": "subject", "regex": "(a+)+$"}),
+        content_type="application/json",
+    )
+    assert api.status_code == 201 and api.json()["warning"].startswith(warning)
+    fine = logged_in_client.post(
+        "/api/filters",
+        data=json.dumps({"directorId": support.pk, "field": "subject", "regex": r"client.*@domain\.com"}),
+        content_type="application/json",
+    )
+    assert fine.json()["warning"] == ""
+    changed = logged_in_client.put(
+        f"/api/filters/{fine.json()['id']}", data=json.dumps({"regex": r"(\w+\s?)+$"}), content_type="application/json"
+    )
+    assert changed.status_code == 200 and "backtracks catastrophically" in changed.json()["warning"]
+    assert [f["warning"] for f in logged_in_client.get("/api/filters").json()] == ["", ""]  # only when saved
+
+    page = logged_in_client.post(
+        reverse("routing:filter_add"), {"director": support.pk, "field": "subject", "regex": "(x+x+)+y"}, follow=True
+    )
+    assert "backtracks catastrophically" in page.content.decode() and Filter.objects.count() == 3
+    wizard = logged_in_client.post(
+        reverse("setup:step", args=["filter"]), {"director": support.pk, "field": "subject", "regex": "(b+)+$"}
+    )
+    assert wizard.status_code == 400 and "backtracks catastrophically" in wizard.content.decode()
+    assert not Filter.objects.filter(regex="(b+)+$").exists()
