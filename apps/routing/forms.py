@@ -97,9 +97,28 @@ class DirectorForm(forms.Form):
 
 
 class TestFiltersForm(forms.Form):
-    last = forms.IntegerField(min_value=1, max_value=5000, initial=50, label="Last emails")
+    """The dry run: the saved filters, or (with `regex`) one pattern not saved yet, over the newest emails."""
+
+    last = forms.IntegerField(min_value=1, max_value=5000, initial=50, required=False, label="Last emails")
     director = forms.ModelChoiceField(queryset=Director.objects.none(), required=False, empty_label="All directors")
+    # Sent by the add-filter form's "Try this pattern" button (the same field names as FilterForm).
+    field = forms.ChoiceField(choices=FilterField.choices, required=False)
+    regex = forms.CharField(max_length=1000, required=False, strip=False)
+    case_insensitive = forms.BooleanField(required=False)
 
     def __init__(self, *args: Any, owner: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.fields["director"].queryset = Director.objects.filter(owner=owner).order_by("name")  # type: ignore[attr-defined]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean() or {}
+        if not data.get("last"):
+            data["last"] = 50
+        if data.get("regex"):
+            if not data.get("field"):
+                self.add_error("field", "Choose the field the pattern is matched against.")
+            try:
+                compile_pattern(data["regex"], case_insensitive=bool(data.get("case_insensitive")))
+            except InvalidPattern as exc:
+                self.add_error("regex", str(exc))
+        return data

@@ -242,10 +242,15 @@ def message_subjects(*, message_ids: list[int]) -> dict[int, str]:
 
 
 def evaluate_messages(
-    *, message_ids: list[int], respect_creation: bool = True, director_ids: set[int] | None = None
+    *,
+    message_ids: list[int],
+    respect_creation: bool = True,
+    director_ids: set[int] | None = None,
+    rules: RuleSet | None = None,
 ) -> RoutingOutcome:
-    """Run the current filters over stored messages without writing anything (replay --dry-run, tests)."""
-    rules = load_rule_set()
+    """Run the current filters (or `rules`) over stored messages without writing anything (replay --dry-run,
+    the dry-run panels, tests)."""
+    rules = load_rule_set() if rules is None else rules
     outcome = RoutingOutcome()
     if not len(rules) or not message_ids:
         return outcome
@@ -270,6 +275,27 @@ MAX_PREVIEW = 5000
 class RoutePreview:
     outcome: RoutingOutcome
     subjects: dict[int, str]
+
+
+def preview_pattern(
+    *, user: Any, last: int, field: str, regex: str, case_insensitive: bool, director: Director | None = None
+) -> RoutePreview:
+    """Shadow replay of one pattern not saved yet (the add-filter form's "Try this pattern"); raises
+    InvalidPattern for a pattern that does not compile."""
+    unsaved = CompiledFilter(
+        id=0,
+        director_id=director.pk if director else 0,
+        director_name=director.name if director else "(this pattern)",
+        owner_id=user.pk,
+        field=field,
+        regex=regex,
+        description="",
+        created_at=timezone.now(),
+        pattern=compile_pattern(regex, case_insensitive=case_insensitive),
+    )
+    ids = last_message_ids_for_user(user=user, last=min(max(last, 0), MAX_PREVIEW))
+    outcome = evaluate_messages(message_ids=ids, respect_creation=False, rules=RuleSet([unsaved]))
+    return RoutePreview(outcome=outcome, subjects=message_subjects(message_ids=[m for m, _ in outcome.routes]))
 
 
 def preview_routes(*, user: Any, last: int, director_ids: set[int] | None = None) -> RoutePreview:

@@ -92,9 +92,20 @@ def filters_test(request: HttpRequest) -> HttpResponse:
     if not form.is_valid():
         return render(request, "routing/partials/test_results.html", {"form_errors": form.errors}, status=400)
     director = form.cleaned_data.get("director")
-    preview = selectors.preview_routes(
-        user=request.user, last=form.cleaned_data["last"], director_ids={director.pk} if director else None
-    )
+    unsaved = bool(form.cleaned_data.get("regex"))
+    if unsaved:
+        preview = selectors.preview_pattern(
+            user=request.user,
+            last=form.cleaned_data["last"],
+            field=form.cleaned_data["field"],
+            regex=form.cleaned_data["regex"],
+            case_insensitive=form.cleaned_data["case_insensitive"],
+            director=director,
+        )
+    else:
+        preview = selectors.preview_routes(
+            user=request.user, last=form.cleaned_data["last"], director_ids={director.pk} if director else None
+        )
     rows = [
         {"message_id": message_id, "subject": preview.subjects.get(message_id, ""), "match": match}
         for message_id, match in preview.outcome.routes
@@ -102,7 +113,12 @@ def filters_test(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "routing/partials/test_results.html",
-        {"outcome": preview.outcome, "rows": rows, "matched": len({r["message_id"] for r in rows})},
+        {
+            "outcome": preview.outcome,
+            "rows": rows,
+            "matched": len({r["message_id"] for r in rows}),
+            "unsaved": unsaved,
+        },
     )
 
 

@@ -376,3 +376,28 @@ def test_a_runaway_pattern_is_measured_warned_about_and_refused_in_the_wizard(
     )
     assert wizard.status_code == 400 and "backtracks catastrophically" in wizard.content.decode()
     assert not Filter.objects.filter(regex="(b+)+$").exists()
+
+
+def test_an_unsaved_pattern_is_tried_on_the_newest_emails(
+    logged_in_client: Any, director: Any, store_mail: Any
+) -> None:
+    support = director("Support")
+    store_mail(subject="Invoice 12 from Acme", sender="billing@acme.example")
+    store_mail(subject="Lunch?", sender="friend@example.com")
+    store_mail(subject="invoice 13 from Acme", sender="billing@acme.example")
+    assert Filter.objects.count() == 0  # before the first filter exists the saved-filters dry run finds nothing
+    tried = logged_in_client.get(
+        reverse("routing:filters_test"),
+        {"field": "subject", "regex": r"invoice \d+", "case_insensitive": "on", "director": support.pk},
+    )
+    content = tried.content.decode()
+    assert tried.status_code == 200
+    assert "<strong>3</strong> emails checked, <strong>2</strong> match this pattern (not saved yet)" in content
+    assert "Invoice 12 from Acme" in content and "invoice 13 from Acme" in content and "Lunch?" not in content
+    assert Filter.objects.count() == 0 and not Run.objects.exists()
+    case_sensitive = logged_in_client.get(reverse("routing:filters_test"), {"field": "subject", "regex": "Invoice"})
+    assert "<strong>1</strong> match this pattern" in case_sensitive.content.decode()
+    broken = logged_in_client.get(reverse("routing:filters_test"), {"field": "subject", "regex": "(unclosed"})
+    assert broken.status_code == 400 and "Invalid regex pattern" in broken.content.decode()
+    for page in (reverse("routing:filters"), reverse("setup:step", args=["filter"])):
+        assert 'data-testid="try-pattern"' in logged_in_client.get(page).content.decode(), page
