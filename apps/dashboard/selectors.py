@@ -17,7 +17,7 @@ from django.utils import timezone
 from apps.accounts.models import ErrorCategory, MailAccount, Message, SyncStatus
 from apps.accounts.selectors import list_accounts_for_user
 from apps.llm.models import ApiConfig
-from apps.orchestration.models import Director, Run, RunStatus
+from apps.orchestration.models import Approval, ApprovalStatus, Director, Run, RunStatus
 from apps.orchestration.selectors import list_runs_for_user
 from apps.organization.models import Suggestion, SuggestionStatus
 from apps.replies.models import DraftStatus, ReplyDraft
@@ -57,6 +57,7 @@ class Counts:
     unread_inbox: int
     pending_suggestions: int
     open_drafts: int
+    pending_approvals: int
     # The user finished or skipped the setup wizard (apps/setup), when that app is installed.
     setup_closed: bool = False
 
@@ -128,6 +129,7 @@ COUNTED = (
     "unread_inbox",
     "pending_suggestions",
     "open_drafts",
+    "pending_approvals",
 )
 
 
@@ -157,6 +159,7 @@ def count_for_user(*, user: Any, now: dt.datetime | None = None) -> Counts:
         "open_drafts": _count(
             ReplyDraft.objects.filter(owner=user, status__in=[DraftStatus.DRAFT, DraftStatus.FAILED])
         ),
+        "pending_approvals": _count(Approval.objects.filter(owner=user, status=ApprovalStatus.PENDING)),
     }
     annotations = {f"n_{name}": subquery for name, subquery in subqueries.items()}
     setup_state = _setup_state_model()
@@ -243,6 +246,14 @@ def dashboard_for_user(*, user: Any) -> Dashboard:
     drafts_url = first_url("replies:drafts")
     days = FAILED_RUNS_WINDOW_DAYS
     attention = [
+        AttentionItem(
+            "approvals",
+            counts.pending_approvals,
+            _plural(
+                counts.pending_approvals, "request waiting for your approval", "requests waiting for your approval"
+            ),
+            first_url("runs:approvals"),
+        ),
         AttentionItem(
             "inbox",
             counts.unread_inbox,

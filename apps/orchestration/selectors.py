@@ -338,6 +338,14 @@ def access_approval(*, user: Any, approval_id: int) -> Approval:
     return approval
 
 
+def approvals_for_user(*, user: Any, decided_limit: int = 50) -> tuple[list[Approval], list[Approval]]:
+    """(every approval waiting for the user, oldest first; the latest decided ones, newest first)."""
+    rows = Approval.objects.filter(owner=user).select_related("account", "run")
+    pending = list(rows.filter(status="pending").order_by("created_at", "pk"))
+    decided = list(rows.exclude(status="pending").order_by("-created_at", "-pk")[:decided_limit])
+    return pending, decided
+
+
 def approvals_for_run(*, run: Run) -> list[Approval]:
     return list(Approval.objects.filter(run=run).select_related("account").order_by("created_at", "pk"))
 

@@ -174,6 +174,15 @@ def _approval_rows(approvals: list[Any]) -> list[dict[str, Any]]:
 
 
 @require_GET
+def approvals(request: HttpRequest) -> HttpResponse:
+    """Every approval waiting for the user, wherever it came from (a director run, an outside agent)."""
+    pending, decided = selectors.approvals_for_user(user=request.user)
+    return render(
+        request, "orchestration/pages/approvals.html", {"pending": _approval_rows(pending), "decided": decided}
+    )
+
+
+@require_GET
 def approval_detail(request: HttpRequest, approval_id: int) -> HttpResponse:
     approval = selectors.access_approval(user=request.user, approval_id=approval_id)
     return render(request, "orchestration/pages/approval.html", {"row": _approval_rows([approval])[0]})
@@ -182,6 +191,8 @@ def approval_detail(request: HttpRequest, approval_id: int) -> HttpResponse:
 def _back(request: HttpRequest, approval: Any) -> HttpResponse:
     if request.POST.get("back") == "run" and approval.run_id:
         return redirect("runs:detail", run_id=approval.run_id)
+    if request.POST.get("back") == "list":
+        return redirect("runs:approvals")
     return redirect("runs:approval", approval_id=approval.pk)
 
 

@@ -226,3 +226,36 @@ def test_approval_on_the_run_page_and_its_own_page_in_chromium(
     page.click("[data-testid=reject]")
     page.locator("[data-testid=approval-status]").filter(has_text="Rejected").wait_for()
     assert graph.calls("POST", EVENTS) == 0
+
+
+def test_the_approvals_page_lists_what_waits_from_every_run_and_the_home_page_counts_it(
+    client_manager: Director, fake_llm: FakeOpenAI, store_mail: Any, graph: FakeGraphServer, logged_in_client: Any
+) -> None:
+    empty = logged_in_client.get(reverse("runs:approvals")).content.decode()
+    assert 'data-testid="no-pending-approvals"' in empty
+    outlook = connect_outlook(logged_in_client, graph)
+    first_run, first = director_invites(fake_llm, store_mail, outlook.pk, "Kick-off", "client1@domain.com")
+    _run, second = director_invites(fake_llm, store_mail, outlook.pk, "Review", "client2@domain.com")
+    home = logged_in_client.get("/").content.decode()
+    assert (
+        f'data-kind="approvals">\n      <a href="{reverse("runs:approvals")}"><span class="attention-count">2</span> '
+        "requests waiting for your approval" in home
+    )
+    page = logged_in_client.get(reverse("runs:approvals")).content.decode()
+    assert "Waiting for you (2)" in page
+    assert page.index(f'id="approval-{first.pk}"') < page.index(f'id="approval-{second.pk}"')  # oldest first
+    assert 'name="back" value="list"' in page
+    # Deciding from the list comes back to the list, where the request has moved to "Decided".
+    rejected = logged_in_client.post(reverse("runs:approval_reject", args=[first.pk]), {"back": "list"})
+    assert rejected["Location"] == reverse("runs:approvals")
+    page = logged_in_client.get(reverse("runs:approvals")).content.decode()
+    assert "Waiting for you (1)" in page and f'id="approval-{first.pk}"' not in page
+    assert 'data-testid="decided-approvals"' in page and reverse("runs:detail", args=[first_run.pk]) in page
+    assert '<span class="attention-count">1</span> request waiting for your approval' in (
+        logged_in_client.get("/").content.decode()
+    )
+    assert graph.calls("POST", EVENTS) == 0
+    stranger = get_user_model().objects.create_user(username="s", email="s@example.com", password="pw-123456789")
+    logged_in_client.force_login(stranger)
+    theirs = logged_in_client.get(reverse("runs:approvals")).content.decode()
+    assert 'data-testid="no-pending-approvals"' in theirs and "Review" not in theirs
