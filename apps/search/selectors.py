@@ -201,6 +201,45 @@ def embedding_progress() -> EmbeddingProgress:
     return get_search_backend().embedding_progress()
 
 
+ETA_CACHE_KEY = "search:embedding-eta-samples"
+ETA_WINDOW_SECONDS = 180  # the rate is measured over the last few minutes of progress
+ETA_MIN_SPAN_SECONDS = 20  # and only once it spans this long (one batch is not a rate)
+
+
+def embedding_eta_seconds(done: int, pending: int, *, now: float | None = None) -> float | None:
+    """About how long until the pending documents and gists are embedded, at the rate measured between
+    the progress samples of the last few minutes (kept in the shared cache, so every process and every
+    poll of the panel adds to the same measurement); None while there is no rate to go by."""
+    import time
+
+    from django.core.cache import cache
+
+    now = time.time() if now is None else now
+    samples = [s for s in cache.get(ETA_CACHE_KEY, []) if now - s[0] <= ETA_WINDOW_SECONDS and s[1] <= done]
+    samples.append((now, done))
+    cache.set(ETA_CACHE_KEY, samples[-60:], ETA_WINDOW_SECONDS)
+    if not pending:
+        return 0.0
+    first_time, first_done = samples[0]
+    span = now - first_time
+    if span < ETA_MIN_SPAN_SECONDS or done <= first_done:
+        return None
+    return pending / ((done - first_done) / span)
+
+
+def progress_context() -> dict[str, Any]:
+    """The progress panel's numbers, with the time left at the measured rate (vectors and gists together)."""
+    progress, gists = embedding_progress(), gist_embedding_progress()
+    pending = progress.pending + (gists.pending if gists.embedder else 0)
+    eta = embedding_eta_seconds(progress.done + gists.done, pending)
+    return {
+        "progress": progress,
+        "gists": gists,
+        "eta_minutes": None if eta is None else max(1, round(eta / 60)),
+        "hidden": False,
+    }
+
+
 def index_work_pending() -> bool:
     """Whether documents wait for vectors or messages for a gist or its continuation: three cheap reads (~10 ms
     together on 44,715 mails, the last one on a partial index; the counts of the progress panel take 260 ms);

@@ -22,9 +22,8 @@ from apps.search.selectors import (
     ResultRow,
     SearchPage,
     document_preview,
-    embedding_progress,
-    gist_embedding_progress,
     normalize_mode,
+    progress_context,
     search_page,
 )
 
@@ -128,8 +127,4 @@ ICON_SVG = (
 
 @staff_member_required
 def progress(request: HttpRequest) -> HttpResponse:
-    return render(
-        request,
-        "search/partials/embedding_progress.html",
-        {"progress": embedding_progress(), "gists": gist_embedding_progress()},
-    )
+    return render(request, "search/partials/embedding_progress.html", progress_context())

@@ -272,17 +272,42 @@ def test_embedding_progress_panel(staff_client: Any, corpus: dict[str, Message])
     assert 'hx-trigger="every 5s"' not in page.content.decode()
 
 
-def test_the_search_page_shows_the_backfill_only_while_it_has_work(
-    logged_in_client: Any, corpus: dict[str, Message], settings: Any
+def test_the_search_and_home_pages_show_the_backfill_to_staff_only_while_it_has_work(
+    staff_user: Any, logged_in_client: Any, corpus: dict[str, Message], settings: Any
 ) -> None:
-    """The corpus has search vectors but no gists yet: the panel says so; once they are embedded it is gone."""
-    page = logged_in_client.get("/search/").content.decode()
-    assert 'data-testid="embedding-progress"' in page and "3 pending: embedded after the search vectors" in page
+    """The corpus has search vectors but no gists yet: the panel says so; once they are embedded it is gone.
+    The index is the server's (every user's documents), so its panel and its polling endpoint are staff-only."""
+    from django.test import Client
+
+    staff_client = Client()  # not the `staff_client` fixture: it shares Django's `client` with logged_in_client
+    staff_client.force_login(staff_user)
+    for url in ("/search/", "/"):
+        page = staff_client.get(url).content.decode()
+        assert 'data-testid="embedding-progress"' in page and "3 pending: embedded after the search vectors" in page
+        assert 'data-testid="embedding-eta"' in page
+        assert 'data-testid="embedding-progress"' not in logged_in_client.get(url).content.decode()
+    assert logged_in_client.get("/search/progress/").status_code == 302
     settings.SEARCH_GIST_EMBEDDER = "none"  # gists switched off: nothing is waiting
-    assert 'data-testid="embedding-progress"' not in logged_in_client.get("/search/").content.decode()
+    assert 'data-testid="embedding-progress"' not in staff_client.get("/search/").content.decode()
     settings.SEARCH_GIST_EMBEDDER = "e5"
     actions.embed_stale_gists()
-    assert 'data-testid="embedding-progress"' not in logged_in_client.get("/search/").content.decode()
+    assert 'data-testid="embedding-progress"' not in staff_client.get("/search/").content.decode()
+    assert 'data-testid="embedding-progress"' not in staff_client.get("/").content.decode()
+
+
+def test_the_time_left_is_measured_from_the_progress_of_the_last_minutes() -> None:
+    from django.core.cache import cache
+
+    from apps.search.selectors import ETA_CACHE_KEY, embedding_eta_seconds
+
+    cache.delete(ETA_CACHE_KEY)
+    assert embedding_eta_seconds(100, 900, now=1000.0) is None  # one sample is no rate
+    assert embedding_eta_seconds(105, 895, now=1010.0) is None  # ten seconds are not yet
+    assert embedding_eta_seconds(130, 870, now=1030.0) == pytest.approx(870 / (30 / 30))  # 1 document a second
+    assert embedding_eta_seconds(190, 810, now=1120.0) == pytest.approx(810 / (90 / 120))
+    assert embedding_eta_seconds(1000, 0, now=1130.0) == 0.0
+    # A reset (vectors dropped, counts going down) starts the measurement again instead of a negative rate.
+    assert embedding_eta_seconds(10, 990, now=1140.0) is None
 
 
 def test_system_checks_pass() -> None:

@@ -1,5 +1,5 @@
-"""`{% load search_tags %}{% search_embedding_progress %}`: the backfill progress panel for any page (the
-Diagnostics page always shows it);
+"""`{% load search_tags %}{% search_embedding_progress %}`: the backfill progress panel for staff on any page
+(the Diagnostics page always shows it; the home page and the Search page while work is pending);
 `{% search_embedding_progress when_pending=True %}` renders it only while vectors or gists are missing (the
 Search page: results found by words only until then)."""
 
@@ -9,13 +9,18 @@ from typing import Any
 
 from django import template
 
-from apps.search.selectors import embedding_progress, gist_embedding_progress, index_work_pending
+from apps.search.selectors import index_work_pending, progress_context
 
 register = template.Library()
 
 
-@register.inclusion_tag("search/partials/embedding_progress.html")
-def search_embedding_progress(when_pending: bool = False) -> dict[str, Any]:
+@register.inclusion_tag("search/partials/embedding_progress.html", takes_context=True)
+def search_embedding_progress(context: dict[str, Any], when_pending: bool = False) -> dict[str, Any]:
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if user is None or not user.is_staff:
+        # The index is the server's, shared by every user: its counts (and its polling endpoint) are staff-only.
+        return {"hidden": True}
     if when_pending and not index_work_pending():
         return {"hidden": True}  # without counting (the counts cost a quarter second on a large index)
-    return {"progress": embedding_progress(), "gists": gist_embedding_progress(), "hidden": False}
+    return progress_context()
