@@ -19,8 +19,10 @@ from apps.accounts.models import (
     MailAccount,
     MailAction,
     MailFolder,
+    MailTag,
     Message,
     MessageLocation,
+    MessageTag,
     Provider,
     Thread,
 )
@@ -346,3 +348,47 @@ def copy_keys(message_pks: list[int]) -> dict[int, tuple[Any, ...]]:
         for pk, text, size in rows:
             keys[pk] = (*heads[pk], " ".join((text or "").split()), size)
     return keys
+
+
+# --- tags ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TagCount:
+    name: str
+    count: int  # messages carrying the tag that are still in the mailbox (not deleted on the server)
+
+
+def list_tags_for_user(*, user: Any) -> list[TagCount]:
+    """The user's tags with how many of their messages carry each (one query)."""
+    rows = (
+        MailTag.objects.filter(owner=user)
+        .annotate(
+            count=Count(
+                "message_tags",
+                filter=Q(message_tags__message__deleted_at__isnull=True, message_tags__message__account__owner=user),
+            )
+        )
+        .order_by("key")
+        .values_list("name", "count")
+    )
+    return [TagCount(name=name, count=count) for name, count in rows]
+
+
+def tags_by_message(*, message_ids: list[int]) -> dict[int, list[str]]:
+    """Tag names per message id, sorted (one query)."""
+    found: dict[int, list[str]] = {pk: [] for pk in message_ids}
+    rows = (
+        MessageTag.objects.filter(message_id__in=message_ids)
+        .order_by("tag__key")
+        .values_list("message_id", "tag__name")
+    )
+    for message_id, name in rows:
+        found[message_id].append(name)
+    return found
+
+
+def tags_of_messages(*, message_ids: list[int]) -> list[str]:
+    """The tags any of the messages carries (a thread's chips), sorted."""
+    names = {name for tags in tags_by_message(message_ids=message_ids).values() for name in tags}
+    return sorted(names, key=str.casefold)

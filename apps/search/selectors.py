@@ -12,7 +12,8 @@ from django.db import connection
 from django.db.models import Q
 from django.utils import timezone
 
-from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, MessageLocation
+from apps.accounts.actions import tag_key
+from apps.accounts.models import Attachment, MailAccount, MailFolder, MailTag, Message, MessageLocation, MessageTag
 from apps.accounts.selectors import copy_keys
 from apps.search.backends import get_search_backend
 from apps.search.backends.base import MODES, EmbeddingProgress, Mode, SearchFilters, SearchHit
@@ -265,6 +266,11 @@ def _location_tables() -> tuple[str, str]:
     return quote(MessageLocation._meta.db_table), quote(MailFolder._meta.db_table)
 
 
+def _tag_tables() -> tuple[str, str]:
+    quote = connection.ops.quote_name
+    return quote(MessageTag._meta.db_table), quote(MailTag._meta.db_table)
+
+
 def _caseless(text: str) -> str:
     return unicodedata.normalize("NFC", text).casefold()
 
@@ -286,6 +292,15 @@ def _condition(op: Operator, account_ids: tuple[int, ...] | None) -> tuple[str, 
     if op.name == "is":
         column, wanted = {"unread": ("seen", False), "read": ("seen", True), "starred": ("flagged", True)}[value]
         return f"{{d}}.message_id IN (SELECT m.id FROM {messages} m WHERE m.{column} = %s)", (wanted,)  # noqa: S608
+    if op.name == "tag":
+        # The user's own tags (apps.accounts MailTag): only their accounts' documents are searched, and a tag is
+        # only ever on its owner's messages, so the key alone names the right rows.
+        tagged, tags = _tag_tables()
+        return (
+            f"{{d}}.message_id IN (SELECT mt.message_id FROM {tagged} mt"  # noqa: S608 (table names; values are params)
+            f" JOIN {tags} t ON t.id = mt.tag_id WHERE t.{connection.ops.quote_name('key')} = %s)",
+            (tag_key(value),),
+        )
     if op.name == "in":
         folder = value.strip().lower()
         folders = MailFolder.objects.all()
