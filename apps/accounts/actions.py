@@ -261,7 +261,9 @@ def clean_tag_name(name: str) -> str:
 
 
 def _own_messages(owner: Any, messages: list[Message]) -> list[Message]:
-    foreign = [message.pk for message in messages if message.account.owner_id != owner.pk]
+    pks = {message.pk for message in messages}
+    owned = set(Message.objects.filter(pk__in=pks, account__owner=owner).values_list("pk", flat=True))
+    foreign = sorted(pks - owned)
     if foreign:
         raise PermissionError(f"Messages {foreign} are not in this user's accounts")
     return messages
