@@ -66,6 +66,9 @@ mail_router = Router(tags=["tags"])
 TAG_NAME_HELP = "A tag: letters, digits and marks such as - _ . /, no spaces or quotes; compared case-insensitively"
 
 
+TAG_NAME_QUERY = Query("", max_length=TAG_MAX_LENGTH, description="The tag to take off")
+
+
 class TagCountOut(Schema):
     name: str
     count: int = Field(description="Your messages carrying the tag (not counting mail deleted on the server)")
@@ -106,6 +109,14 @@ def _add(request: HttpRequest, messages: list[Message], name: str) -> Status:
     return Status(200, _tags_out(messages))
 
 
+def _remove(request: HttpRequest, messages: list[Message], name: str) -> Status:
+    # The messages are looked up first: another user's id is a 404 whatever the name.
+    if not name.strip():
+        return Status(422, {"error": "Say which tag to take off: ?name=…", "field": "name"})
+    actions.remove_tag(owner=request.user, messages=messages, name=name)
+    return Status(200, _tags_out(messages))
+
+
 @mail_router.get("/messages/{message_id}/tags", response=TagsOut)
 def message_tags(request: HttpRequest, message_id: int) -> dict[str, object]:
     return _tags_out([selectors.access_message(user=request.user, message_id=message_id)])
@@ -116,13 +127,11 @@ def tag_message(request: HttpRequest, message_id: int, payload: TagIn) -> Status
     return _add(request, [selectors.access_message(user=request.user, message_id=message_id)], payload.name)
 
 
-@mail_router.delete("/messages/{message_id}/tags", response=TagsOut, summary="Take a tag off a message")
-def untag_message(
-    request: HttpRequest, message_id: int, name: str = Query(..., min_length=1, max_length=TAG_MAX_LENGTH)
-) -> dict[str, object]:
-    messages = [selectors.access_message(user=request.user, message_id=message_id)]
-    actions.remove_tag(owner=request.user, messages=messages, name=name)
-    return _tags_out(messages)
+@mail_router.delete(
+    "/messages/{message_id}/tags", response={200: TagsOut, 422: TagErrorOut}, summary="Take a tag off a message"
+)
+def untag_message(request: HttpRequest, message_id: int, name: str = TAG_NAME_QUERY) -> Status:
+    return _remove(request, [selectors.access_message(user=request.user, message_id=message_id)], name)
 
 
 @mail_router.get("/threads/{thread_id}/tags", response=TagsOut)
@@ -137,10 +146,10 @@ def tag_thread(request: HttpRequest, thread_id: int, payload: TagIn) -> Status:
     return _add(request, _thread_messages(request, thread_id), payload.name)
 
 
-@mail_router.delete("/threads/{thread_id}/tags", response=TagsOut, summary="Take a tag off every message of a thread")
-def untag_thread(
-    request: HttpRequest, thread_id: int, name: str = Query(..., min_length=1, max_length=TAG_MAX_LENGTH)
-) -> dict[str, object]:
-    messages = _thread_messages(request, thread_id)
-    actions.remove_tag(owner=request.user, messages=messages, name=name)
-    return _tags_out(messages)
+@mail_router.delete(
+    "/threads/{thread_id}/tags",
+    response={200: TagsOut, 422: TagErrorOut},
+    summary="Take a tag off every message of a thread",
+)
+def untag_thread(request: HttpRequest, thread_id: int, name: str = TAG_NAME_QUERY) -> Status:
+    return _remove(request, _thread_messages(request, thread_id), name)
