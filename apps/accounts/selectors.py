@@ -277,7 +277,9 @@ def thread_senders(thread: Thread) -> list[str]:
 def paginate_threads(*, account: MailAccount, folder: str | None, page: str | None) -> Page:
     paginator = Paginator(thread_list_queryset(account=account, folder=folder), THREADS_PER_PAGE)
     page_obj = paginator.get_page(page)
+    tags = tags_by_thread(thread_ids=[thread.pk for thread in page_obj.object_list])
     for thread in page_obj.object_list:
+        thread.tag_names = tags.get(thread.pk, [])  # type: ignore[attr-defined]
         senders = thread_senders(thread)
         thread.sender_names = senders[:MAX_SENDERS_SHOWN]  # type: ignore[attr-defined]
         thread.more_senders = max(0, len(senders) - MAX_SENDERS_SHOWN)  # type: ignore[attr-defined]
@@ -392,3 +394,14 @@ def tags_of_messages(*, message_ids: list[int]) -> list[str]:
     """The tags any of the messages carries (a thread's chips), sorted."""
     names = {name for tags in tags_by_message(message_ids=message_ids).values() for name in tags}
     return sorted(names, key=str.casefold)
+
+
+def tags_by_thread(*, thread_ids: list[int]) -> dict[int, list[str]]:
+    """The tags any live message of each thread carries, sorted (one query): the thread list's chips."""
+    found: dict[int, set[str]] = {}
+    rows = MessageTag.objects.filter(message__thread_id__in=thread_ids, message__deleted_at__isnull=True).values_list(
+        "message__thread_id", "tag__name"
+    )
+    for thread_id, name in rows:
+        found.setdefault(thread_id, set()).add(name)
+    return {thread_id: sorted(names, key=str.casefold) for thread_id, names in found.items()}
