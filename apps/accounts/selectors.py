@@ -371,6 +371,7 @@ def list_tags_for_user(*, user: Any) -> list[TagCount]:
                 filter=Q(message_tags__message__deleted_at__isnull=True, message_tags__message__account__owner=user),
             )
         )
+        .filter(count__gt=0)  # a tag left only on mail deleted on the server finds nothing: not listed
         .order_by("key")
         .values_list("name", "count")
     )

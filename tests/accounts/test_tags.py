@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 from django.contrib.auth import get_user_model
+from django.utils import timezone
 
 from apps.accounts import actions, selectors
 from apps.accounts.actions import create_local_account
@@ -58,6 +59,11 @@ def test_a_tagged_thread_is_found_by_tag_and_listed_with_its_count(
     assert response.json() == {"tags": []}
     assert logged_in_client.get(f"/api/mail/threads/{first.thread_id}/tags").json() == {"tags": ["Taxes"]}
     assert logged_in_client.get("/api/mail/tags").json() == [{"name": "Taxes", "count": 2}]
+
+    # Mail deleted on the server is not counted, and a tag left only there is not listed.
+    Message.objects.filter(pk=other.pk).update(deleted_at=timezone.now())
+    assert logged_in_client.get("/api/mail/tags").json() == [{"name": "Taxes", "count": 1}]
+    Message.objects.filter(pk=other.pk).update(deleted_at=None)
 
     # Off everything: the tag is gone, as in notmuch.
     logged_in_client.delete(f"/api/mail/threads/{first.thread_id}/tags?name=taxes")
