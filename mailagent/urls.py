@@ -8,6 +8,7 @@ from mailagent import views
 from mailagent.api import api
 
 api.add_router("/accounts", "apps.accounts.api.router")
+api.add_router("/mail", "apps.accounts.api.mail_router")
 api.add_router("/search", "apps.search.api.router")
 api.add_router("/filters", "apps.routing.api.router")
 api.add_router("/fetcher", "apps.routing.api.fetcher_router")

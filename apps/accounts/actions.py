@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -15,8 +17,10 @@ from apps.accounts.models import (
     MailAccount,
     MailAction,
     MailActionKind,
+    MailTag,
     Message,
     MessageLocation,
+    MessageTag,
     Provider,
     SignatureMode,
     Thread,
@@ -250,3 +254,65 @@ __all__ = [
     "update_imap_password",
     "update_signature",
 ]
+
+
+# --- tags --------------------------------------------------------------------------------------------------
+
+TAG_MAX_LENGTH = 64
+# A tag is one token of the search syntax (tag:name): no spaces or quotes, and something to read.
+TAG_RE = re.compile(r'[^\s"]+')
+
+
+class InvalidTag(ValueError):
+    pass
+
+
+def tag_key(name: str) -> str:
+    """The form tags are compared in: NFC, then casefolded (SQLite's lower() folds ASCII letters only)."""
+    return unicodedata.normalize("NFC", name).casefold()
+
+
+def clean_tag_name(name: str) -> str:
+    cleaned = unicodedata.normalize("NFC", (name or "").strip())
+    if not cleaned:
+        raise InvalidTag("A tag needs a name, e.g. taxes")
+    if len(cleaned) > TAG_MAX_LENGTH:
+        raise InvalidTag(f"A tag is at most {TAG_MAX_LENGTH} characters long")
+    if not TAG_RE.fullmatch(cleaned) or not any(c.isalnum() for c in cleaned):
+        raise InvalidTag(f"{cleaned!r} cannot be a tag: use letters or digits, no spaces or quotes (e.g. taxes-2024)")
+    return cleaned
+
+
+def _own_messages(owner: Any, messages: list[Message]) -> list[Message]:
+    pks = {message.pk for message in messages}
+    owned = set(Message.objects.filter(pk__in=pks, account__owner=owner).values_list("pk", flat=True))
+    foreign = sorted(pks - owned)
+    if foreign:
+        raise PermissionError(f"Messages {foreign} are not in this user's accounts")
+    return messages
+
+
+def add_tag(*, owner: Any, messages: list[Message], name: str) -> MailTag:
+    """Tag `messages` (a thread: all its messages) with `name`; the tag keeps the spelling it was first given."""
+    cleaned = clean_tag_name(name)
+    _own_messages(owner, messages)
+    with transaction.atomic():
+        tag, _ = MailTag.objects.get_or_create(owner=owner, key=tag_key(cleaned), defaults={"name": cleaned})
+        MessageTag.objects.bulk_create(
+            [MessageTag(tag=tag, message=message) for message in messages], ignore_conflicts=True
+        )
+    return tag
+
+
+def remove_tag(*, owner: Any, messages: list[Message], name: str) -> int:
+    """Take tag `name` off `messages`; a tag no message carries any more is gone (as in notmuch). Returns how
+    many messages lost it."""
+    _own_messages(owner, messages)
+    with transaction.atomic():
+        tag = MailTag.objects.select_for_update().filter(owner=owner, key=tag_key((name or "").strip())).first()
+        if tag is None:
+            return 0
+        removed, _ = MessageTag.objects.filter(tag=tag, message__in=[m.pk for m in messages]).delete()
+        if not MessageTag.objects.filter(tag=tag).exists():
+            tag.delete()
+    return removed

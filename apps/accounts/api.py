@@ -1,5 +1,9 @@
 """Accounts JSON API (mounted at /api/accounts): connection probes that drive re-authorization.
 
+Tags (mounted at /api/mail): `GET /api/mail/tags` lists your tags with counts; `GET|POST|DELETE
+/api/mail/messages/{id}/tags` and `/api/mail/threads/{id}/tags` read, add (`{"name": …}`) and remove (`?name=…`)
+them; tagging a thread tags each of its messages.
+
 `GET /api/accounts/{id}/test` answers `{"ok": true}` or
 `{"ok": false, "error": <category>, "authorizeUrl": <connect URL that restarts consent, or null>}`
 with category one of missing_refresh_token | invalid_grant | network | other (IMAP may also say auth).
@@ -9,9 +13,11 @@ from __future__ import annotations
 
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
-from ninja import Router, Schema
+from ninja import Field, Query, Router, Schema, Status
 
-from apps.accounts.models import MailAccount, Provider
+from apps.accounts import actions, selectors
+from apps.accounts.actions import TAG_MAX_LENGTH
+from apps.accounts.models import MailAccount, Message, Provider
 from apps.accounts.oauth import check_account_connection
 
 router = Router(tags=["accounts"])
@@ -52,3 +58,99 @@ def test_gmail_connection(request: HttpRequest, account_id: int) -> dict[str, ob
 @router.get("/{account_id}/outlook-test", response=ConnectionTestOut, exclude_unset=True)
 def test_outlook_connection(request: HttpRequest, account_id: int) -> dict[str, object]:
     return _probe(request, _owned_account(request, account_id, Provider.OUTLOOK))
+
+
+# --- tags: /api/mail/… ---------------------------------------------------------------------------------------
+
+mail_router = Router(tags=["tags"])
+
+TAG_NAME_HELP = "A tag: letters, digits and marks such as - _ . /, no spaces or quotes; compared case-insensitively"
+
+
+TAG_NAME_QUERY = Query("", max_length=TAG_MAX_LENGTH, description="The tag to take off")
+
+
+class TagCountOut(Schema):
+    name: str
+    count: int = Field(description="Your messages carrying the tag (not counting mail deleted on the server)")
+
+
+class TagIn(Schema):
+    name: str = Field(min_length=1, max_length=TAG_MAX_LENGTH, description=TAG_NAME_HELP)
+
+
+class TagsOut(Schema):
+    tags: list[str] = Field(description="The tags of the message, or every tag any message of the thread carries")
+
+
+class TagErrorOut(Schema):
+    error: str
+    field: str | None = None
+
+
+@mail_router.get("/tags", response=list[TagCountOut], summary="Your tags with how many messages carry each")
+def list_tags(request: HttpRequest) -> list[dict[str, object]]:
+    return [{"name": tag.name, "count": tag.count} for tag in selectors.list_tags_for_user(user=request.user)]
+
+
+def _tags_out(messages: list[Message]) -> dict[str, object]:
+    return {"tags": selectors.tags_of_messages(message_ids=[message.pk for message in messages])}
+
+
+def _thread_messages(request: HttpRequest, thread_id: int) -> list[Message]:
+    thread = selectors.access_thread(user=request.user, thread_id=thread_id)
+    return selectors.thread_messages(thread=thread)
+
+
+def _add(request: HttpRequest, messages: list[Message], name: str) -> Status:
+    try:
+        actions.add_tag(owner=request.user, messages=messages, name=name)
+    except actions.InvalidTag as exc:
+        return Status(422, {"error": str(exc), "field": "name"})
+    return Status(200, _tags_out(messages))
+
+
+def _remove(request: HttpRequest, messages: list[Message], name: str) -> Status:
+    # The messages are looked up first: another user's id is a 404 whatever the name.
+    if not name.strip():
+        return Status(422, {"error": "Say which tag to take off: ?name=…", "field": "name"})
+    actions.remove_tag(owner=request.user, messages=messages, name=name)
+    return Status(200, _tags_out(messages))
+
+
+@mail_router.get("/messages/{message_id}/tags", response=TagsOut)
+def message_tags(request: HttpRequest, message_id: int) -> dict[str, object]:
+    return _tags_out([selectors.access_message(user=request.user, message_id=message_id)])
+
+
+@mail_router.post("/messages/{message_id}/tags", response={200: TagsOut, 422: TagErrorOut}, summary="Tag a message")
+def tag_message(request: HttpRequest, message_id: int, payload: TagIn) -> Status:
+    return _add(request, [selectors.access_message(user=request.user, message_id=message_id)], payload.name)
+
+
+@mail_router.delete(
+    "/messages/{message_id}/tags", response={200: TagsOut, 422: TagErrorOut}, summary="Take a tag off a message"
+)
+def untag_message(request: HttpRequest, message_id: int, name: str = TAG_NAME_QUERY) -> Status:
+    return _remove(request, [selectors.access_message(user=request.user, message_id=message_id)], name)
+
+
+@mail_router.get("/threads/{thread_id}/tags", response=TagsOut)
+def thread_tags(request: HttpRequest, thread_id: int) -> dict[str, object]:
+    return _tags_out(_thread_messages(request, thread_id))
+
+
+@mail_router.post(
+    "/threads/{thread_id}/tags", response={200: TagsOut, 422: TagErrorOut}, summary="Tag every message of a thread"
+)
+def tag_thread(request: HttpRequest, thread_id: int, payload: TagIn) -> Status:
+    return _add(request, _thread_messages(request, thread_id), payload.name)
+
+
+@mail_router.delete(
+    "/threads/{thread_id}/tags",
+    response={200: TagsOut, 422: TagErrorOut},
+    summary="Take a tag off every message of a thread",
+)
+def untag_thread(request: HttpRequest, thread_id: int, name: str = TAG_NAME_QUERY) -> Status:
+    return _remove(request, _thread_messages(request, thread_id), name)

@@ -364,3 +364,34 @@ class MailAction(models.Model):
 
     def __str__(self) -> str:
         return f"{self.get_kind_display()} message {self.message_id}: {self.status}"
+
+
+class MailTag(models.Model):
+    """A user's own tag (notmuch tags, Gmail-style labels kept here only): exists while a message carries it.
+    `key` is the NFC-casefolded name, so `tag:Über` finds a tag written "über" on SQLite too."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="mail_tags")
+    name = models.CharField(max_length=64)
+    key = models.CharField(max_length=64)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["owner", "key"], name="mail_tag_unique_key")]
+        ordering = ["key"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class MessageTag(models.Model):
+    tag = models.ForeignKey(MailTag, on_delete=models.CASCADE, related_name="message_tags")
+    message = models.ForeignKey(Message, on_delete=models.CASCADE, related_name="message_tags")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["tag", "message"], name="mail_message_tag_unique")]
+        # tag:name looks up the messages of one tag (the unique index); the chips look up a message's tags.
+        indexes = [models.Index(fields=["message", "tag"], name="mail_message_tag_by_message")]
+
+    def __str__(self) -> str:
+        return f"{self.tag_id} on {self.message_id}"

@@ -19,8 +19,10 @@ from apps.accounts.models import (
     MailAccount,
     MailAction,
     MailFolder,
+    MailTag,
     Message,
     MessageLocation,
+    MessageTag,
     Provider,
     Thread,
 )
@@ -275,7 +277,9 @@ def thread_senders(thread: Thread) -> list[str]:
 def paginate_threads(*, account: MailAccount, folder: str | None, page: str | None) -> Page:
     paginator = Paginator(thread_list_queryset(account=account, folder=folder), THREADS_PER_PAGE)
     page_obj = paginator.get_page(page)
+    tags = tags_by_thread(thread_ids=[thread.pk for thread in page_obj.object_list])
     for thread in page_obj.object_list:
+        thread.tag_names = tags.get(thread.pk, [])  # type: ignore[attr-defined]
         senders = thread_senders(thread)
         thread.sender_names = senders[:MAX_SENDERS_SHOWN]  # type: ignore[attr-defined]
         thread.more_senders = max(0, len(senders) - MAX_SENDERS_SHOWN)  # type: ignore[attr-defined]
@@ -346,3 +350,59 @@ def copy_keys(message_pks: list[int]) -> dict[int, tuple[Any, ...]]:
         for pk, text, size in rows:
             keys[pk] = (*heads[pk], " ".join((text or "").split()), size)
     return keys
+
+
+# --- tags ---------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class TagCount:
+    name: str
+    count: int  # messages carrying the tag that are still in the mailbox (not deleted on the server)
+
+
+def list_tags_for_user(*, user: Any) -> list[TagCount]:
+    """The user's tags with how many of their messages carry each (one query)."""
+    rows = (
+        MailTag.objects.filter(owner=user)
+        .annotate(
+            count=Count(
+                "message_tags",
+                filter=Q(message_tags__message__deleted_at__isnull=True, message_tags__message__account__owner=user),
+            )
+        )
+        .filter(count__gt=0)  # a tag left only on mail deleted on the server finds nothing: not listed
+        .order_by("key")
+        .values_list("name", "count")
+    )
+    return [TagCount(name=name, count=count) for name, count in rows]
+
+
+def tags_by_message(*, message_ids: list[int]) -> dict[int, list[str]]:
+    """Tag names per message id, sorted (one query)."""
+    found: dict[int, list[str]] = {pk: [] for pk in message_ids}
+    rows = (
+        MessageTag.objects.filter(message_id__in=message_ids)
+        .order_by("tag__key")
+        .values_list("message_id", "tag__name")
+    )
+    for message_id, name in rows:
+        found[message_id].append(name)
+    return found
+
+
+def tags_of_messages(*, message_ids: list[int]) -> list[str]:
+    """The tags any of the messages carries (a thread's chips), sorted."""
+    names = {name for tags in tags_by_message(message_ids=message_ids).values() for name in tags}
+    return sorted(names, key=str.casefold)
+
+
+def tags_by_thread(*, thread_ids: list[int]) -> dict[int, list[str]]:
+    """The tags any live message of each thread carries, sorted (one query): the thread list's chips."""
+    found: dict[int, set[str]] = {}
+    rows = MessageTag.objects.filter(message__thread_id__in=thread_ids, message__deleted_at__isnull=True).values_list(
+        "message__thread_id", "tag__name"
+    )
+    for thread_id, name in rows:
+        found.setdefault(thread_id, set()).add(name)
+    return {thread_id: sorted(names, key=str.casefold) for thread_id, names in found.items()}

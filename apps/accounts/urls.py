@@ -13,6 +13,7 @@ urlpatterns: list[URLPattern | URLResolver] = [
     path("threads/<int:thread_id>/", views.thread, name="thread"),
     path("threads/<int:thread_id>/unread/", views.thread_mark_unread, name="thread_mark_unread"),
     path("threads/<int:thread_id>/action/", views.thread_action, name="thread_action"),
+    path("threads/<int:thread_id>/tags/", views.thread_tags, name="thread_tags"),
     path("server-changes/<int:action_id>/undo/", views.mail_action_undo, name="mail_action_undo"),
     path("messages/<int:message_id>/", views.message, name="message"),
     path("attachments/<int:attachment_id>/download/", views.attachment_download, name="attachment_download"),

@@ -524,6 +524,9 @@ def _render_conversation(
 ) -> HttpResponse:
     remote_images = request.GET.get("images") == "1"
     entries = [_message_entry(item, remote_images=remote_images) for item in thread_messages]
+    tags = selectors.tags_by_message(message_ids=[item.pk for item in thread_messages])
+    for entry in entries:
+        entry["tags"] = tags[entry["message"].pk]
     context = {
         "title": title,
         "account": account,
@@ -537,8 +540,37 @@ def _render_conversation(
         "server_changes": selectors.recent_mail_actions(messages=thread_messages),
         "current_folder": request.GET.get("folder") or "",
         "ask_url": _ask_url(mail_thread),
+        "thread_tags": sorted({name for entry in entries for name in entry["tags"]}, key=str.casefold),
     }
     return render(request, "accounts/pages/thread.html", context)
+
+
+@require_POST
+def thread_tags(request: HtmxHttpRequest, thread_id: int) -> HttpResponse:
+    """Add (`tag=…`) or take off (`remove=…`) a tag on every message of the thread; htmx gets the chips back."""
+    mail_thread = selectors.access_thread(user=request.user, thread_id=thread_id)
+    thread_messages = selectors.thread_messages(thread=mail_thread)
+    error = ""
+    if request.POST.get("remove"):
+        actions.remove_tag(owner=request.user, messages=thread_messages, name=request.POST["remove"])
+    else:
+        try:
+            actions.add_tag(owner=request.user, messages=thread_messages, name=request.POST.get("tag", ""))
+        except actions.InvalidTag as exc:
+            error = str(exc)
+    if not request.htmx:
+        if error:
+            messages.error(request, error)
+        url = reverse("mail:thread", args=[mail_thread.pk])
+        folder = request.POST.get("folder")
+        return HttpResponseRedirect(f"{url}?{urlencode({'folder': folder})}" if folder is not None else url)
+    context = {
+        "thread": mail_thread,
+        "thread_tags": selectors.tags_of_messages(message_ids=[item.pk for item in thread_messages]),
+        "tag_error": error,
+        "current_folder": request.POST.get("folder") or "",
+    }
+    return render(request, "accounts/partials/thread_tags.html", context)  # htmx swaps 2xx only: the error is shown
 
 
 def _ask_url(mail_thread: Thread | None) -> str:

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -33,7 +33,9 @@ from apps.search.gist import (
     stored_gists,
     without_continuation,
 )
-from apps.search.models import SearchDocument, SearchGist, SearchIndexState
+from apps.search.models import SavedSearch, SearchDocument, SearchGist, SearchIndexState
+from apps.search.query import parse_search
+from apps.search.selectors import filters_for_query
 from mailagent.liveness import holder_is_dead, process_identity
 
 logger = logging.getLogger(__name__)
@@ -353,3 +355,59 @@ def gists_for(
         texts = list(SearchDocument.objects.filter(pk__in=missing).values("id", "title", "body", "content_hash"))
         found.update(store_gists(texts, embedder))
     return found
+
+
+# --- saved searches ---------------------------------------------------------------------------------------
+
+NAME_MAX_LENGTH = 100
+QUERY_MAX_LENGTH = 1000
+
+
+class InvalidSavedSearch(ValueError):
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def _clean(*, owner: Any, name: str, query: str) -> tuple[str, str]:
+    name, query = (name or "").strip(), (query or "").strip()
+    if not name:
+        raise InvalidSavedSearch("A saved search needs a name, e.g. Taxes", field="name")
+    if len(name) > NAME_MAX_LENGTH:
+        raise InvalidSavedSearch(f"A name is at most {NAME_MAX_LENGTH} characters long", field="name")
+    if not query:
+        raise InvalidSavedSearch("A saved search needs a query, e.g. tag:taxes after:2024", field="query")
+    if len(query) > QUERY_MAX_LENGTH:
+        raise InvalidSavedSearch(f"A query is at most {QUERY_MAX_LENGTH} characters long", field="query")
+    try:  # the same check as the search box: unknown operators, dates and account names are refused
+        filters_for_query(parse_search(query), user=owner)
+    except ValueError as exc:
+        raise InvalidSavedSearch(str(exc), field="query") from exc
+    return name, query
+
+
+def _save(saved: SavedSearch, fields: list[str] | None) -> SavedSearch:
+    try:
+        with transaction.atomic():
+            saved.save(update_fields=fields)
+    except IntegrityError as exc:
+        raise InvalidSavedSearch(f"You already have a saved search named {saved.name!r}", field="name") from exc
+    return saved
+
+
+def create_saved_search(*, owner: Any, name: str, query: str) -> SavedSearch:
+    name, query = _clean(owner=owner, name=name, query=query)
+    return _save(SavedSearch(owner=owner, name=name, query=query), None)
+
+
+def update_saved_search(*, saved: SavedSearch, name: str | None = None, query: str | None = None) -> SavedSearch:
+    saved.name, saved.query = _clean(
+        owner=saved.owner,
+        name=saved.name if name is None else name,
+        query=saved.query if query is None else query,
+    )
+    return _save(saved, ["name", "query"])
+
+
+def delete_saved_search(*, saved: SavedSearch) -> None:
+    saved.delete()

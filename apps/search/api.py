@@ -1,6 +1,8 @@
 """GET /api/search: the search syntax of the search page and `manage.py search` (operators such as
 `from:lena is:unread date:2024-03` inside `q`), one page of results grouped by thread, the count and a
-"did you mean"."""
+"did you mean".
+
+/api/search/saved: your saved searches (name + query) with their counts; POST, GET/PATCH/DELETE by id."""
 
 from __future__ import annotations
 
@@ -8,10 +10,20 @@ import datetime as dt
 from typing import Literal
 
 from django.http import HttpRequest
-from ninja import Field, Query, Router, Schema
+from ninja import Field, Query, Router, Schema, Status
 from ninja.errors import HttpError
 
-from apps.search.selectors import account_ids_for_user, build_filters, search_page
+from apps.search import actions
+from apps.search.actions import NAME_MAX_LENGTH, QUERY_MAX_LENGTH
+from apps.search.models import SavedSearch
+from apps.search.selectors import (
+    access_saved_search,
+    account_ids_for_user,
+    build_filters,
+    count_matches,
+    list_saved_searches,
+    search_page,
+)
 
 router = Router(tags=["search"])
 
@@ -73,7 +85,7 @@ class SearchParams(Schema):
         min_length=1,
         max_length=1000,
         description='Words, "phrases", -excluded words and operators: from: to: cc: bcc: subject: has:attachment'
-        " filename: is:unread|read|starred in: account: before: after: date: kind:mail|file",
+        " filename: is:unread|read|starred in: account: before: after: date: kind:mail|file tag:",
     )
     mode: Literal["keyword", "semantic", "hybrid"] = "hybrid"
     limit: int = Field(10, ge=1, le=100, description="Results per page")
@@ -120,3 +132,85 @@ def search(request: HttpRequest, params: Query[SearchParams]) -> dict[str, objec
         "did_you_mean": result.suggestion or None,
         "results": [row.as_json() for row in result.rows],
     }
+
+
+# --- saved searches: /api/search/saved ------------------------------------------------------------------------
+
+
+class SavedSearchIn(Schema):
+    name: str = Field(min_length=1, max_length=NAME_MAX_LENGTH)
+    query: str = Field(min_length=1, max_length=QUERY_MAX_LENGTH, description="A query in the syntax of `q` above")
+
+
+class SavedSearchPatch(Schema):
+    name: str | None = Field(None, min_length=1, max_length=NAME_MAX_LENGTH)
+    query: str | None = Field(None, min_length=1, max_length=QUERY_MAX_LENGTH)
+
+
+class SavedSearchOut(Schema):
+    id: int
+    name: str
+    query: str
+    count: int | None = Field(
+        description="Messages and files the query matches by words and operators; null when it cannot run now"
+    )
+    error: str = Field(description="Why the query cannot run now (an account it names was removed), else empty")
+    createdAt: dt.datetime
+
+
+class SavedSearchErrorOut(Schema):
+    error: str
+    field: str | None = None
+
+
+def _saved_out(saved: SavedSearch, count: int | None, error: str) -> dict[str, object]:
+    return {
+        "id": saved.pk,
+        "name": saved.name,
+        "query": saved.query,
+        "count": count,
+        "error": error,
+        "createdAt": saved.created_at,
+    }
+
+
+def _saved_with_count(user: object, saved: SavedSearch) -> dict[str, object]:
+    try:
+        return _saved_out(saved, count_matches(user=user, query=saved.query), "")
+    except ValueError as exc:
+        return _saved_out(saved, None, str(exc))
+
+
+@router.get("/saved", response=list[SavedSearchOut], summary="Your saved searches with their counts")
+def list_saved(request: HttpRequest) -> list[dict[str, object]]:
+    return [_saved_out(row.saved, row.count, row.error) for row in list_saved_searches(user=request.user)]
+
+
+@router.post("/saved", response={201: SavedSearchOut, 422: SavedSearchErrorOut}, summary="Save a search")
+def create_saved(request: HttpRequest, payload: SavedSearchIn) -> Status:
+    try:
+        saved = actions.create_saved_search(owner=request.user, name=payload.name, query=payload.query)
+    except actions.InvalidSavedSearch as exc:
+        return Status(422, {"error": str(exc), "field": exc.field})
+    return Status(201, _saved_with_count(request.user, saved))
+
+
+@router.get("/saved/{saved_search_id}", response=SavedSearchOut)
+def get_saved(request: HttpRequest, saved_search_id: int) -> dict[str, object]:
+    return _saved_with_count(request.user, access_saved_search(user=request.user, saved_search_id=saved_search_id))
+
+
+@router.patch("/saved/{saved_search_id}", response={200: SavedSearchOut, 422: SavedSearchErrorOut})
+def update_saved(request: HttpRequest, saved_search_id: int, payload: SavedSearchPatch) -> Status:
+    saved = access_saved_search(user=request.user, saved_search_id=saved_search_id)
+    try:
+        saved = actions.update_saved_search(saved=saved, name=payload.name, query=payload.query)
+    except actions.InvalidSavedSearch as exc:
+        return Status(422, {"error": str(exc), "field": exc.field})
+    return Status(200, _saved_with_count(request.user, saved))
+
+
+@router.delete("/saved/{saved_search_id}", response={204: None})
+def delete_saved(request: HttpRequest, saved_search_id: int) -> Status:
+    actions.delete_saved_search(saved=access_saved_search(user=request.user, saved_search_id=saved_search_id))
+    return Status(204, None)

@@ -183,3 +183,21 @@ class SearchGist(models.Model):
 
     def __str__(self) -> str:
         return f"gist of {self.document_id} ({self.embedder})"
+
+
+class SavedSearch(models.Model):
+    """A user's named query in the search syntax (notmuch saved queries, paperless saved views): in the mailbox
+    sidebar with its count, run by a click, and usable wherever a query is."""
+
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="saved_searches")
+    name = models.CharField(max_length=100)
+    query = models.CharField(max_length=1000)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        db_table = "search_saved_search"
+        constraints = [models.UniqueConstraint(fields=["owner", "name"], name="search_saved_search_unique_name")]
+        ordering = ["name", "pk"]
+
+    def __str__(self) -> str:
+        return self.name

@@ -34,6 +34,7 @@ OPERATORS = (
     "after",
     "date",
     "kind",
+    "tag",
 )
 HEADER_OPERATORS = frozenset({"from", "to", "cc", "bcc", "subject"})
 ME = "me"  # from:me, to:me, cc:me, bcc:me: the address of the account the message is in
@@ -173,6 +174,7 @@ def _example(name: str) -> str:
         "after": "2024-01-01",
         "date": "2024-03",
         "kind": "file",
+        "tag": "taxes",
     }.get(name, "value")
 
 

@@ -10,9 +10,11 @@ from typing import Any
 
 from django.db import connection
 from django.db.models import Q
+from django.http import Http404
 from django.utils import timezone
 
-from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, MessageLocation
+from apps.accounts.actions import tag_key
+from apps.accounts.models import Attachment, MailAccount, MailFolder, MailTag, Message, MessageLocation, MessageTag
 from apps.accounts.selectors import copy_keys
 from apps.search.backends import get_search_backend
 from apps.search.backends.base import MODES, EmbeddingProgress, Mode, SearchFilters, SearchHit
@@ -20,7 +22,7 @@ from apps.search.folding import STOPWORDS, fold_tokens
 from apps.search.gist import get_gist_embedder, gist_progress, gists_enabled
 from apps.search.headers import exact_address, term_pattern
 from apps.search.kinds import DocumentPreview, document_kind
-from apps.search.models import DocumentKind, SearchDocument, SearchGist, SearchHeaders
+from apps.search.models import DocumentKind, SavedSearch, SearchDocument, SearchGist, SearchHeaders
 from apps.search.query import HEADER_OPERATORS, ME, Operator, SearchQuery, parse_search
 
 MAX_LIMIT = 100
@@ -304,6 +306,11 @@ def _location_tables() -> tuple[str, str]:
     return quote(MessageLocation._meta.db_table), quote(MailFolder._meta.db_table)
 
 
+def _tag_tables() -> tuple[str, str]:
+    quote = connection.ops.quote_name
+    return quote(MessageTag._meta.db_table), quote(MailTag._meta.db_table)
+
+
 def _caseless(text: str) -> str:
     return unicodedata.normalize("NFC", text).casefold()
 
@@ -325,6 +332,15 @@ def _condition(op: Operator, account_ids: tuple[int, ...] | None) -> tuple[str, 
     if op.name == "is":
         column, wanted = {"unread": ("seen", False), "read": ("seen", True), "starred": ("flagged", True)}[value]
         return f"{{d}}.message_id IN (SELECT m.id FROM {messages} m WHERE m.{column} = %s)", (wanted,)  # noqa: S608
+    if op.name == "tag":
+        # The user's own tags (apps.accounts MailTag): only their accounts' documents are searched, and a tag is
+        # only ever on its owner's messages, so the key alone names the right rows.
+        tagged, tags = _tag_tables()
+        return (
+            f"{{d}}.message_id IN (SELECT mt.message_id FROM {tagged} mt"  # noqa: S608 (table names; values are params)
+            f" JOIN {tags} t ON t.id = mt.tag_id WHERE t.{connection.ops.quote_name('key')} = %s)",
+            (tag_key(value),),
+        )
     if op.name == "in":
         folder = value.strip().lower()
         folders = MailFolder.objects.all()
@@ -751,3 +767,48 @@ def document_preview(user: Any, kind: str, pk: int) -> DocumentPreview | None:
     """One of `user`'s documents of a registered kind (None: not theirs, gone, or no such kind)."""
     entry = document_kind(kind)
     return entry.preview(user, pk) if entry is not None else None
+
+
+# --- saved searches ---------------------------------------------------------------------------------------
+
+
+def access_saved_search(*, user: Any, saved_search_id: object) -> SavedSearch:
+    try:
+        pk = int(str(saved_search_id))
+    except (TypeError, ValueError):
+        raise Http404("No such saved search") from None
+    saved = SavedSearch.objects.select_related("owner").filter(pk=pk, owner=user).first()
+    if saved is None:
+        raise Http404("No such saved search")
+    return saved
+
+
+@dataclass(frozen=True, slots=True)
+class SavedSearchCount:
+    saved: SavedSearch
+    count: int | None  # messages and files the query matches by its words and operators; None: it cannot run
+    error: str = ""
+
+
+def count_matches(*, user: Any, query: str) -> int:
+    """What the query matches by words and operators (the keyword side: no model is loaded for a count)."""
+    parsed = parse_search(query)
+    filters = filters_for_query(parsed, user=user)
+    backend = get_search_backend()
+    text = parsed.text.strip()
+    if not text:
+        return int(backend.browse(filters=filters, limit=1)[1])
+    return int(backend.keyword_count(text, filters=filters))
+
+
+def list_saved_searches(*, user: Any, counts: bool = True) -> list[SavedSearchCount]:
+    rows = []
+    for saved in SavedSearch.objects.filter(owner=user).order_by("name", "pk"):
+        if not counts:
+            rows.append(SavedSearchCount(saved=saved, count=None))
+            continue
+        try:  # an account named in the query may have been removed since
+            rows.append(SavedSearchCount(saved=saved, count=count_matches(user=user, query=saved.query)))
+        except ValueError as exc:
+            rows.append(SavedSearchCount(saved=saved, count=None, error=str(exc)))
+    return rows

@@ -9,4 +9,6 @@ urlpatterns = [
     path("", views.search_results, name="results"),
     path("files/<int:file_id>/thumbnail/", views.file_thumbnail, name="file_thumbnail"),
     path("progress/", views.progress, name="progress"),
+    path("saved/", views.saved_search_create, name="saved_create"),
+    path("saved/<int:saved_search_id>/delete/", views.saved_search_delete, name="saved_delete"),
 ]

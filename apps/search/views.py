@@ -8,12 +8,15 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import urlencode
 
+from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
-from django.http import Http404, HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import NoReverseMatch, reverse
 from django.utils.html import escape
+from django.views.decorators.http import require_POST
 
+from apps.search import actions
 from apps.search.backends.base import MODES, Mode
 from apps.search.query import OPERATORS
 from apps.search.selectors import (
@@ -21,6 +24,7 @@ from apps.search.selectors import (
     PER_PAGE,
     ResultRow,
     SearchPage,
+    access_saved_search,
     document_preview,
     normalize_mode,
     progress_context,
@@ -87,6 +91,13 @@ def search_results(request: HttpRequest) -> HttpResponse:
     except ValueError as exc:
         context["error"] = str(exc) if "invalid literal" not in str(exc) else "page must be a number"
     context["mode"] = mode
+    saved_id = request.GET.get("saved")
+    if saved_id and query:  # run from the sidebar: the page names it and can delete it
+        try:
+            saved = access_saved_search(user=request.user, saved_search_id=saved_id)
+        except Http404:
+            saved = None
+        context["saved_search"] = saved if saved is not None and saved.query == query else None
     template = "search/partials/results.html" if is_htmx else "search/pages/results.html"
     return render(request, template, context)
 
@@ -128,3 +139,23 @@ ICON_SVG = (
 @staff_member_required
 def progress(request: HttpRequest) -> HttpResponse:
     return render(request, "search/partials/embedding_progress.html", progress_context())
+
+
+@require_POST
+def saved_search_create(request: HttpRequest) -> HttpResponse:
+    query = request.POST.get("query", "")
+    try:
+        saved = actions.create_saved_search(owner=request.user, name=request.POST.get("name", ""), query=query)
+    except actions.InvalidSavedSearch as exc:
+        messages.error(request, str(exc))
+        return HttpResponseRedirect(f"{reverse('search:results')}?{urlencode({'q': query})}")
+    messages.success(request, f"Saved “{saved.name}”: it is in the mailbox sidebar with its count.")
+    return HttpResponseRedirect(f"{reverse('search:results')}?{urlencode({'q': saved.query, 'saved': saved.pk})}")
+
+
+@require_POST
+def saved_search_delete(request: HttpRequest, saved_search_id: int) -> HttpResponse:
+    saved = access_saved_search(user=request.user, saved_search_id=saved_search_id)
+    actions.delete_saved_search(saved=saved)
+    messages.success(request, f"Deleted the saved search “{saved.name}”.")
+    return HttpResponseRedirect(f"{reverse('search:results')}?{urlencode({'q': saved.query})}")

@@ -25,6 +25,18 @@
     }
   }, true);
 
+  // <input data-shortcut="l">: pressing that key anywhere but in a field focuses the input (the thread page's
+  // "Add tag", as in Gmail's `l`). Modifier keys are left to the browser.
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey || event.key.length !== 1) return;
+    var active = document.activeElement;
+    if (active && (active.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(active.tagName))) return;
+    var target = document.querySelector('[data-shortcut="' + event.key.replace(/["\\]/g, "") + '"]');
+    if (!target) return;
+    event.preventDefault();
+    target.focus();
+  });
+
   // <textarea data-submit-on-enter>: Enter sends the form, Shift+Enter starts a new line.
   document.addEventListener("keydown", function (event) {
     var field = event.target;

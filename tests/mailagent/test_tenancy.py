@@ -24,8 +24,8 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import URLPattern, URLResolver, get_resolver
 
-from apps.accounts.actions import create_local_account
-from apps.accounts.models import Attachment, MailAccount, MailAction, Message
+from apps.accounts.actions import add_tag, create_local_account
+from apps.accounts.models import Attachment, MailAccount, MailAction, Message, MessageTag
 from apps.accounts.providers.base import RemoteMessage
 from apps.accounts.store import store_remote_messages
 from apps.ask import actions as ask_actions
@@ -47,6 +47,8 @@ from apps.replies import actions as reply_actions
 from apps.replies.models import ReplyDraft
 from apps.routing import actions as routing_actions
 from apps.routing.models import FetchCycle, Filter
+from apps.search import actions as search_actions
+from apps.search.models import SavedSearch
 from apps.workspaces import actions as workspace_actions
 from apps.workspaces.models import InboxEntry, WorkspaceItem, WorkspaceToken
 
@@ -131,6 +133,8 @@ def _tenant(label: str) -> Tenant:
     ask = ask_actions.create_ask_run(owner=user, question=f"{label}-secret question")
     cycle = FetchCycle.objects.create(owner=user, trigger="fetch", error=f"{label}-secret cycle")
     reply = reply_actions.create_draft_from_item(owner=user, item=item)
+    add_tag(owner=user, messages=[message], name=f"{label}-secret-tag")
+    saved = search_actions.create_saved_search(owner=user, name=f"{label}-secret search", query=f"{label}-secret")
     ask_draft = AskDraft.objects.create(owner=user, account=account, subject=f"{label}-secret ask draft", body="x")
     ids: dict[str, Any] = {
         "account_id": account.pk,
@@ -153,6 +157,7 @@ def _tenant(label: str) -> Tenant:
         "ask_run_id": ask.pk,
         "draft_id": reply.pk,
         "ask_draft_id": ask_draft.pk,
+        "saved_search_id": saved.pk,
         "orchestration_run_id": run.pk,
         "action_id": MailAction.objects.create(
             account=account, message=message, kind="read", status="done", source_folders=["INBOX"]
@@ -218,7 +223,10 @@ def _url(route: str, tenant: Tenant) -> str:
 
 # One body that satisfies every write schema's required fields (extra fields are ignored), so each write
 # reaches its ownership check instead of stopping at body validation.
-WRITE_BODY = {"patch": {"label": "hijacked"}, "text": "hijacked", "action": "reject", "label": "hijacked"}
+WRITE_BODY = {
+    "patch": {"label": "hijacked"}, "text": "hijacked", "action": "reject", "label": "hijacked", "name": "hijacked",
+    "query": "hijacked",
+}  # fmt: skip
 NOT_IDS = ("command", "step")  # path parameters that name an operation, not an object
 
 
@@ -257,6 +265,8 @@ def _snapshot(tenant: Tenant) -> dict[str, Any]:
         "approvals": list(Approval.objects.filter(owner=user).values_list("pk", "status", "attempts")),
         "prompts": list(PromptMessage.objects.filter(prompt__owner=user).values_list("pk", "content")),
         "ask_runs": list(AskRun.objects.filter(owner=user).values_list("pk", "status")),
+        "tags": list(MessageTag.objects.filter(tag__owner=user).values_list("message_id", "tag__name")),
+        "saved_searches": list(SavedSearch.objects.filter(owner=user).values_list("pk", "name", "query")),
         "reply_drafts": list(ReplyDraft.objects.filter(owner=user).values_list("pk", "body", "status", "revision")),
     }
 

@@ -23,9 +23,9 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 
-from apps.accounts.actions import create_local_account
+from apps.accounts.actions import add_tag, create_local_account
 from apps.accounts.importers import import_path
-from apps.accounts.models import MailAccount
+from apps.accounts.models import MailAccount, Message
 from tests.services import find_executable, missing_service
 
 pytestmark = pytest.mark.django_db
@@ -305,7 +305,20 @@ CASES = [
     complement("-to:me", "m03 m06 m07 m11 m14", None),
     case("from:kaminski -subject:presentation", "m01", "from:kaminski and not subject:presentation"),
     case("to:vince.kaminski@enron.com has:attachment", "m07", "to:vince.kaminski@enron.com and tag:attachment"),
+    # tag: the user's own tags (TAGS below, given to both indexes); ours compare casefolded, notmuch's exactly.
+    case("tag:taxes", "m01 m03"),
+    case("tag:Über", "m03"),
+    case("tag:über", "m03", None),
+    case("tag:TAXES", "m01 m03", None),
+    case("tag:nosuchtag", ""),
+    complement("-tag:taxes", "m01 m03"),
+    case("tag:taxes from:kaminski", "m01", "tag:taxes and from:kaminski"),
+    case("tag:taxes -tag:Über", "m01", "tag:taxes and not tag:Über"),
+    case("tag:taxes tag:todo", "", "tag:taxes and tag:todo"),
+    case("tag:todo date:2002-02", "m05", "tag:todo and date:2002-02"),
 ]
+# The tags the contract corpus carries, in notmuch and in the store (apps.accounts.actions.add_tag).
+TAGS = {"taxes": ("m01", "m03"), "Über": ("m03",), "todo": ("m05", "m14")}
 
 
 @pytest.fixture(scope="module")
@@ -334,6 +347,9 @@ def notmuch_answers(maildir: Path, tmp_path_factory: Any) -> Iterator[dict[str, 
     )
     env = {**os.environ, "NOTMUCH_CONFIG": str(config), "TZ": "UTC", "HOME": str(home)}
     subprocess.run([executable, "new", "--quiet"], env=env, check=True, capture_output=True, timeout=60)
+    for name, keys in TAGS.items():
+        ids = " or ".join(f"id:{key}@contract.example" for key in keys)
+        subprocess.run([executable, "tag", f"+{name}", "--", ids], env=env, check=True, capture_output=True, timeout=30)
     answers: dict[str, frozenset[str]] = {}
     for item in CASES:
         if item.notmuch is None:
@@ -356,6 +372,10 @@ def contract_account(user: Any, maildir: Path, django_capture_on_commit_callback
     with django_capture_on_commit_callbacks(execute=True):
         summary = import_path(account, maildir)
     assert summary.imported == len(ALL), summary.errors
+    for name, keys in TAGS.items():
+        tagged = list(Message.objects.filter(account=account, message_id__in=[f"{k}@contract.example" for k in keys]))
+        assert len(tagged) == len(keys)
+        add_tag(owner=user, messages=tagged, name=name)
     return account
 
 

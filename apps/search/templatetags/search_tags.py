@@ -9,7 +9,8 @@ from typing import Any
 
 from django import template
 
-from apps.search.selectors import index_work_pending, progress_context
+from apps.accounts.selectors import list_tags_for_user
+from apps.search.selectors import index_work_pending, list_saved_searches, progress_context
 
 register = template.Library()
 
@@ -24,3 +25,13 @@ def search_embedding_progress(context: dict[str, Any], when_pending: bool = Fals
     if when_pending and not index_work_pending():
         return {"hidden": True}  # without counting (the counts cost a quarter second on a large index)
     return progress_context()
+
+
+@register.inclusion_tag("search/partials/sidebar_searches.html", takes_context=True)
+def mailbox_saved_searches(context: template.Context) -> dict[str, Any]:
+    """The mailbox sidebar's saved searches and tags, each with its count and a link that runs it."""
+    request = context.get("request")
+    user = getattr(request, "user", None)
+    if user is None or not user.is_authenticated:
+        return {"saved": [], "tags": [], "show": False}
+    return {"saved": list_saved_searches(user=user), "tags": list_tags_for_user(user=user), "show": True}
