@@ -51,6 +51,18 @@ class InvalidCall:
     problems: tuple[str, ...]
     how: str
     name: str = ""
+    truncated: bool = False  # the endpoint stopped at the reply's token limit (finish_reason "length")
+
+
+def cut_off_call(found: InvalidCall, max_tokens: int | None) -> InvalidCall:
+    """An invalid call from a reply the endpoint cut at its token limit: the JSON never ended, so the
+    schema problems are noise; what the model must do is write a shorter call."""
+    limit = f" of {max_tokens} tokens" if max_tokens else ""
+    problem = (
+        f"the reply was cut off at the output limit{limit} before the JSON ended; "
+        "write a shorter call (keep free text such as data or comments brief)"
+    )
+    return InvalidCall((problem,), found.how, found.name, truncated=True)
 
 
 def tool_function(schema: dict[str, Any]) -> dict[str, Any]:
