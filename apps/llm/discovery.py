@@ -24,7 +24,8 @@ DISCOVERY_TIMEOUT_SECONDS = 0.8
 MAX_MODELS = 50
 MAX_BODY = 2_000_000
 
-# (kind, label, host:port) tried by default; `LLM_LOCAL_ENDPOINTS` in settings replaces the list.
+# (kind, label, host:port) tried by default; `LLM_LOCAL_ENDPOINTS` in settings (the environment's
+# MAILAGENT_LOCAL_ENDPOINTS) replaces the list.
 DEFAULT_LOCAL_ENDPOINTS: tuple[tuple[str, str, str], ...] = (
     ("ollama", "Ollama", "127.0.0.1:11434"),
     ("llamacpp", "llama.cpp server", "127.0.0.1:8080"),
@@ -94,7 +95,10 @@ def candidates() -> list[tuple[str, str, str]]:
     configured = getattr(settings, "LLM_LOCAL_ENDPOINTS", None)
     if configured is None:
         return list(DEFAULT_LOCAL_ENDPOINTS)
-    return [(str(kind), str(label), str(address)) for kind, label, address in configured]
+    labels = {kind: label for kind, label, _ in DEFAULT_LOCAL_ENDPOINTS}
+    return [
+        (str(kind), str(label or labels.get(kind, "Model server")), str(address)) for kind, label, address in configured
+    ]
 
 
 def discover_local_endpoints(*, timeout: float = DISCOVERY_TIMEOUT_SECONDS) -> list[LocalEndpoint]:

@@ -85,3 +85,23 @@ def test_no_servers_no_endpoints() -> None:
 )
 def test_loopback_urls(url: str, loopback: bool) -> None:
     assert is_loopback_url(url) is loopback
+
+
+def test_the_environment_can_point_discovery_at_other_ports(ollama: FakeOllama) -> None:
+    import subprocess
+    import sys
+
+    from tests.services import REPO_ROOT, subprocess_env
+
+    # The setting is read from MAILAGENT_LOCAL_ENDPOINTS in the process that serves the pages.
+    code = (
+        "import django; django.setup(); from apps.llm.discovery import candidates, discover_local_endpoints; "
+        "print(candidates()); print([e.summary for e in discover_local_endpoints()])"
+    )
+    env = subprocess_env(MAILAGENT_LOCAL_ENDPOINTS=f"ollama=127.0.0.1:{ollama.port}, vllm=127.0.0.1:{free_port()}")
+    env["DJANGO_SETTINGS_MODULE"] = "mailagent.settings"
+    out = subprocess.run(
+        [sys.executable, "-c", code], cwd=REPO_ROOT, env=env, capture_output=True, text=True, check=True
+    ).stdout.splitlines()
+    assert out[0].startswith(f"[('ollama', 'Ollama', '127.0.0.1:{ollama.port}'), ('vllm', 'vLLM', ")
+    assert out[1] == f"['found Ollama at 127.0.0.1:{ollama.port} with 3 models']"
