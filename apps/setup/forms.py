@@ -90,6 +90,9 @@ class ApiConfigForm(forms.Form):
     def __init__(self, *args: Any, editing: ApiConfig | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.editing = editing
+        for name, value in LOCAL_DEFAULTS.items():  # setup.js applies them when the base URL is on this machine
+            field = self.fields[name]
+            field.widget.attrs.update({"data-local-default": str(value), "data-generic-default": str(field.initial)})
         encrypted = get_keyring().enabled
         storage = "encrypted (AES-256-GCM)" if encrypted else "in plaintext (VX_MAILAGENT_KEY is not set)"
         self.fields["api_key"].help_text = f"Stored {storage}; never shown again. Local servers usually need none."

@@ -133,3 +133,11 @@ def test_the_connection_test_shows_the_measured_speed(logged_in_client: Any, fak
     fake_llm.script(Reply.text("OK"))
     page = logged_in_client.post(reverse("settings:model_test"), data, HTTP_HX_REQUEST="true").content.decode()
     assert "Connection works." in page and "Speed not measured:" in page and "tokens/s" not in page
+
+
+def test_the_form_carries_both_sets_of_defaults_for_the_page_script(logged_in_client: Any) -> None:
+    html = logged_in_client.get(reverse("settings:models")).content.decode()
+    assert 'name="timeout_seconds" value="60"' in html
+    assert 'data-local-default="300" data-generic-default="60"' in html
+    assert 'data-local-default="json_schema" data-generic-default="auto"' in html
+    assert html.count('data-local-default="1" data-generic-default="4"') == 2  # parallel requests, retries

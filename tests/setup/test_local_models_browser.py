@@ -67,6 +67,25 @@ def test_pick_a_local_model_in_chromium(
     small.wait_for_selector("[data-testid=local-endpoint][data-kind=ollama]")
     screenshot(small, "local-models-settings-390")
     assert horizontal_overflow(small) == 0
+    # Typing or choosing a base URL on this machine applies the CPU defaults to fields still at the generic
+    # ones (a value the user changed stays), and a URL elsewhere restores them.
+    assert small.input_value("input[name=timeout_seconds]") == "60"
+    small.fill("input[name=max_concurrency]", "3")
+    small.select_option("select[name=provider]", "ollama")
+    assert small.input_value("input[name=base_url]") == "http://127.0.0.1:11434/v1"
+    assert small.input_value("input[name=timeout_seconds]") == "300"
+    assert small.input_value("select[name=tool_call_mode]") == "json_schema"
+    assert small.input_value("input[name=max_output_tokens]") == "1024"
+    assert small.input_value("input[name=max_concurrency]") == "3"
+    assert small.is_visible("[data-local-defaults-note]")
+    screenshot(small, "local-models-defaults-390")
+    small.select_option("select[name=provider]", "openai")
+    assert small.input_value("input[name=base_url]") == "https://api.openai.com/v1"
+    assert small.input_value("input[name=timeout_seconds]") == "60"
+    assert small.input_value("select[name=tool_call_mode]") == "auto"
+    assert not small.is_visible("[data-local-defaults-note]")
+    small.fill("input[name=base_url]", "http://localhost:8080/v1")
+    assert small.input_value("input[name=max_retries]") == "1"
     small.click("[data-kind=ollama] [data-testid=use-local-model]:has-text('qwen2.5:1.5b')")
     small.wait_for_selector("[data-testid=local-endpoints]")
     assert small.input_value("input[name=model]") == "qwen2.5:1.5b"
