@@ -226,7 +226,9 @@ def model_step(
         return chat(
             config,
             [*wire, *extra],
-            response_format=toolcalls.response_format(schemas) if constrained else None,
+            response_format=(
+                toolcalls.response_format(schemas, max_output_tokens=config.max_output_tokens) if constrained else None
+            ),
             max_tokens=config.max_output_tokens,
             events=events,
             sleep=sleep,
