@@ -137,9 +137,8 @@ class FilesystemSearchArgs(Args):
 
 
 class FilesystemRetrieveArgs(Args):
-    filePath: str = Field(
-        ..., min_length=1, max_length=1000, description="Path relative to the virtual root, as search returned it"
-    )
+    # Not bounded here: the tool itself refuses a path over 1024 characters with a clearer message.
+    filePath: str = Field(..., min_length=1, description="Path relative to the virtual root, as search returned it")
 
 
 class DateRange(Args):
