@@ -31,7 +31,7 @@
 
   // A base URL on this machine (typed, or from the Ollama preset) usually means a CPU: fields still at the
   // generic defaults take the local ones the server put on them (data-local-default, apps/setup/forms.py),
-  // and go back when the URL leaves this machine. A value the user changed is never touched.
+  // and go back when the URL leaves this machine. A field the user set is never touched again.
   function isLoopback(url) {
     var match = /^[a-z]+:\/\/(\[[^\]]*\]|[^\/:?#]*)/i.exec((url || "").trim());
     if (!match) return false;
@@ -44,10 +44,17 @@
     var fields = form.querySelectorAll("[data-local-default]");
     var note = form.querySelector("[data-local-defaults-note]");
     if (!baseUrl || !fields.length) return;
+    // Setting .value fires no event: an input/change event on one of these fields is the user's own choice.
+    fields.forEach(function (field) {
+      var mark = function () { field.setAttribute("data-user-set", ""); };
+      field.addEventListener("input", mark);
+      field.addEventListener("change", mark);
+    });
     function apply() {
       var local = isLoopback(baseUrl.value);
       var changed = false;
       fields.forEach(function (field) {
+        if (field.hasAttribute("data-user-set")) return;
         var from = field.getAttribute(local ? "data-generic-default" : "data-local-default");
         var to = field.getAttribute(local ? "data-local-default" : "data-generic-default");
         if (field.value === from && from !== to) { field.value = to; changed = true; }
