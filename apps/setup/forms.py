@@ -35,7 +35,7 @@ LOCAL_DEFAULTS: dict[str, Any] = {
     "max_concurrency": 1,
     "max_retries": 1,
     "tool_call_mode": "json_schema",
-    "max_output_tokens": 1024,
+    "max_output_tokens": 512,
 }
 
 

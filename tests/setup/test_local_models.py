@@ -82,7 +82,7 @@ def test_one_click_fills_the_form_with_the_model_and_cpu_defaults(
         "max_concurrency": 1,
         "max_retries": 1,
         "tool_call_mode": "json_schema",
-        "max_output_tokens": 1024,
+        "max_output_tokens": 512,
     }
     html = response.content.decode()
     assert f'value="http://127.0.0.1:{ollama.port}/v1"' in html and 'value="qwen2.5:1.5b"' in html
@@ -107,10 +107,10 @@ def test_saving_the_picked_model_keeps_the_cpu_defaults(logged_in_client: Any, u
         300,
         1,
     )
-    assert (config.tool_call_mode, config.max_output_tokens, config.max_retries) == ("json_schema", 1024, 1)
+    assert (config.tool_call_mode, config.max_output_tokens, config.max_retries) == ("json_schema", 512, 1)
     # Editing shows and keeps them too.
     edit = logged_in_client.get(reverse("settings:model_edit", args=[config.pk])).context["form"]
-    assert edit.initial["tool_call_mode"] == "json_schema" and edit.initial["max_output_tokens"] == 1024
+    assert edit.initial["tool_call_mode"] == "json_schema" and edit.initial["max_output_tokens"] == 512
 
 
 def test_the_connection_test_shows_the_measured_speed(logged_in_client: Any, fake_llm: FakeOpenAI) -> None:

@@ -75,7 +75,7 @@ def test_pick_a_local_model_in_chromium(
     assert small.input_value("input[name=base_url]") == "http://127.0.0.1:11434/v1"
     assert small.input_value("input[name=timeout_seconds]") == "300"
     assert small.input_value("select[name=tool_call_mode]") == "json_schema"
-    assert small.input_value("input[name=max_output_tokens]") == "1024"
+    assert small.input_value("input[name=max_output_tokens]") == "512"
     assert small.input_value("input[name=max_concurrency]") == "3"
     assert small.is_visible("[data-local-defaults-note]")
     screenshot(small, "local-models-defaults-390")
