@@ -351,6 +351,13 @@ MAILAGENT_RATE_LIMITS = {
 }
 # LLM retries: exponential backoff with full jitter from this base (Retry-After wins when the provider sends it).
 LLM_BACKOFF_BASE_SECONDS = env_float("LLM_BACKOFF_BASE_SECONDS", 0.05 if TESTING else 0.5)
+# Where the wizard and Settings → Models look for local model servers: "kind=host:port,…" (kinds: ollama,
+# llamacpp, lmstudio, vllm); unset = each runtime's default loopback port (apps/llm/discovery.py).
+LLM_LOCAL_ENDPOINTS = [
+    (kind.strip(), "", address.strip())
+    for kind, _, address in (item.partition("=") for item in env_list("MAILAGENT_LOCAL_ENDPOINTS", []))
+    if address.strip()
+] or None
 # Organization libraries: each user's root is under ORGANIZATION_LIBRARY_DIR/<user id> (the server chooses it);
 # a superuser may also put their root under one of these parent directories (os.pathsep-separated absolute
 # paths), never overlapping the data directory, the code, the Python environment or another user's library.

@@ -18,6 +18,8 @@ API_CONFIG_FIELDS = {
     "timeout_seconds",
     "max_retries",
     "max_concurrency",
+    "tool_call_mode",
+    "max_output_tokens",
     "input_cost_per_mtok",
     "output_cost_per_mtok",
 }
@@ -33,6 +35,8 @@ def create_api_config(
     timeout_seconds: int = 60,
     max_retries: int = 4,
     max_concurrency: int = 4,
+    tool_call_mode: str = "auto",
+    max_output_tokens: int = 0,
     input_cost_per_mtok: Decimal = Decimal(0),
     output_cost_per_mtok: Decimal = Decimal(0),
 ) -> ApiConfig:
@@ -47,6 +51,8 @@ def create_api_config(
                 timeout_seconds=timeout_seconds,
                 max_retries=max_retries,
                 max_concurrency=max_concurrency,
+                tool_call_mode=tool_call_mode,
+                max_output_tokens=max_output_tokens,
                 input_cost_per_mtok=input_cost_per_mtok,
                 output_cost_per_mtok=output_cost_per_mtok,
             )

@@ -77,3 +77,63 @@ def test_connection(
 
 
 test_connection.__test__ = False  # type: ignore[attr-defined]  # not a pytest test despite its name
+
+SPEED_MAX_TOKENS = 32
+SPEED_PROMPT = "Count from 1 to 30 in digits, separated by spaces."
+
+
+@dataclass(frozen=True, slots=True)
+class SpeedResult:
+    ok: bool
+    message: str  # "about 14.2 tokens/s (32 tokens in 2.25 s, prompt processing included)" or why not
+    tokens_per_second: float = 0.0
+    completion_tokens: int = 0
+    elapsed_ms: int = 0
+
+
+def measure_speed(
+    *,
+    base_url: str,
+    api_key: str,
+    model: str,
+    timeout: float = PROBE_TIMEOUT_SECONDS,
+    name: str = "",
+) -> SpeedResult:
+    """One short real generation: completion tokens (the server's own count, from `usage`) over the wall time
+    of the request. Honest rather than flattering: the time includes reading the prompt, as every real call
+    does; a server that reports no usage gets no number."""
+    config = LLMConfig(
+        key="probe-speed",
+        base_url=base_url,
+        api_key=api_key,
+        model=model.strip(),
+        timeout=min(float(timeout), PROBE_TIMEOUT_SECONDS),
+        max_concurrency=1,
+        max_retries=0,
+        name=name,
+        cache_client=False,
+    )
+    started = time.monotonic()
+    try:
+        result = chat(config, [{"role": "user", "content": SPEED_PROMPT}], max_tokens=SPEED_MAX_TOKENS, temperature=0)
+    except LLMError as exc:
+        return SpeedResult(ok=False, message=f"Speed not measured: {exc}")
+    elapsed = max(time.monotonic() - started, 1e-3)
+    tokens = int(result.usage.get("completion_tokens") or 0)
+    if tokens <= 0:
+        return SpeedResult(
+            ok=False,
+            message="Speed not measured: the server reported no token usage.",
+            elapsed_ms=round(elapsed * 1000),
+        )
+    rate = tokens / elapsed
+    return SpeedResult(
+        ok=True,
+        message=(
+            f"about {rate:.1f} tokens/s ({tokens} token{'' if tokens == 1 else 's'} in {elapsed:.2f} s, "
+            "prompt processing included)"
+        ),
+        tokens_per_second=rate,
+        completion_tokens=tokens,
+        elapsed_ms=round(elapsed * 1000),
+    )

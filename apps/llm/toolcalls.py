@@ -51,6 +51,18 @@ class InvalidCall:
     problems: tuple[str, ...]
     how: str
     name: str = ""
+    truncated: bool = False  # the endpoint stopped at the reply's token limit (finish_reason "length")
+
+
+def cut_off_call(found: InvalidCall, max_tokens: int | None) -> InvalidCall:
+    """An invalid call from a reply the endpoint cut at its token limit: the JSON never ended, so the
+    schema problems are noise; what the model must do is write a shorter call."""
+    limit = f" of {max_tokens} tokens" if max_tokens else ""
+    problem = (
+        f"the reply was cut off at the output limit{limit} before the JSON ended; "
+        "write a shorter call (keep free text such as data or comments brief)"
+    )
+    return InvalidCall((problem,), found.how, found.name, truncated=True)
 
 
 def tool_function(schema: dict[str, Any]) -> dict[str, Any]:
@@ -103,15 +115,48 @@ def _strip_titles(node: Any) -> Any:
     return stripped
 
 
-def tool_call_schema(tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """One JSON schema for "exactly one call of one of these tools": the constraint given to the endpoint."""
+# Under constrained output a string may not outgrow the reply: each is capped at this many characters per
+# token of the reply's limit (English runs about 4 characters a token, so one capped string takes about half
+# the budget and the call around it still fits). A cap, not a promise: a reply cut anyway gets the repair turn.
+CHARS_PER_OUTPUT_TOKEN = 2
+MIN_STRING_CAP = 32
+
+
+def _cap_strings(node: Any, cap: int) -> Any:
+    """Every string schema with `maxLength` at most `cap` (enums and consts are left alone)."""
+    if isinstance(node, list):
+        return [_cap_strings(item, cap) for item in node]
+    if not isinstance(node, dict):
+        return node
+    capped = {key: _cap_strings(value, cap) for key, value in node.items()}
+    if capped.get("type") == "string" and "enum" not in capped and "const" not in capped:
+        capped["maxLength"] = min(int(capped.get("maxLength") or cap), cap)
+        if int(capped.get("minLength") or 0) > capped["maxLength"]:
+            capped["minLength"] = capped["maxLength"]
+    return capped
+
+
+def string_cap(max_output_tokens: int | None) -> int | None:
+    """The longest string a constrained reply may hold with this token limit (None: no limit set)."""
+    if not max_output_tokens:
+        return None
+    return max(MIN_STRING_CAP, int(max_output_tokens) * CHARS_PER_OUTPUT_TOKEN)
+
+
+def tool_call_schema(tools: Sequence[dict[str, Any]], *, max_output_tokens: int | None = None) -> dict[str, Any]:
+    """One JSON schema for "exactly one call of one of these tools": the constraint given to the endpoint.
+    With a reply token limit, string arguments are capped to fit it (`string_cap`)."""
+    cap = string_cap(max_output_tokens)
     options = []
     for schema in tools:
         function = tool_function(schema)
+        arguments = parameters_of(schema)
+        if cap is not None:
+            arguments = _cap_strings(arguments, cap)
         options.append(
             {
                 "type": "object",
-                "properties": {"tool": {"const": function["name"]}, "arguments": parameters_of(schema)},
+                "properties": {"tool": {"const": function["name"]}, "arguments": arguments},
                 "required": ["tool", "arguments"],
                 "additionalProperties": False,
             }
@@ -119,9 +164,10 @@ def tool_call_schema(tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return options[0] if len(options) == 1 else {"oneOf": options}
 
 
-def response_format(tools: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def response_format(tools: Sequence[dict[str, Any]], *, max_output_tokens: int | None = None) -> dict[str, Any]:
     """`response_format` for /v1/chat/completions (llama.cpp's server, vLLM, LM Studio, Ollama, OpenAI)."""
-    return {"type": "json_schema", "json_schema": {"name": "tool_call", "schema": tool_call_schema(tools)}}
+    schema = tool_call_schema(tools, max_output_tokens=max_output_tokens)
+    return {"type": "json_schema", "json_schema": {"name": "tool_call", "schema": schema}}
 
 
 def describe_tools(tools: Sequence[dict[str, Any]], *, constrained: bool) -> str:

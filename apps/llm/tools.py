@@ -29,9 +29,11 @@ from apps.llm.client import (
 )
 from apps.llm.toolcalls import (
     FINISH_TOOL,
+    NOT_A_CALL,
     TOOL_CALL_MODES,
     InvalidCall,
     ParsedCall,
+    cut_off_call,
     describe_tools,
     parse_text_call,
     repair_message,
@@ -139,8 +141,9 @@ def tool_message(record: ToolCallRecord) -> dict[str, Any]:
 
 # answered: a plain answer; finished: the `finish` tool before the last step; finished_at_limit: `finish` on
 # the last step, when the model was told to finish; step_limit: the budget ran out without an end;
-# invalid_output: a tool call still invalid after its repair turn.
-StopReason = Literal["answered", "finished", "finished_at_limit", "step_limit", "invalid_output"]
+# invalid_output: a tool call still invalid after its repair turn; output_truncated: the same, because the
+# endpoint cut the reply at its token limit both times (the JSON never ended).
+StopReason = Literal["answered", "finished", "finished_at_limit", "step_limit", "invalid_output", "output_truncated"]
 
 
 MAX_FINISH_ANSWER = 600
@@ -229,7 +232,9 @@ def model_step(
         return chat(
             config,
             [*wire, *extra],
-            response_format=toolcalls.response_format(schemas) if constrained else None,
+            response_format=(
+                toolcalls.response_format(schemas, max_output_tokens=config.max_output_tokens) if constrained else None
+            ),
             max_tokens=config.max_output_tokens,
             events=events,
             sleep=sleep,
@@ -239,6 +244,10 @@ def model_step(
     if result.tool_calls or mode == "native" or not schemas:
         return result, None, 0
     found = parse_text_call(result.content, schemas, constrained=constrained)
+    if found is None and result.finish_reason == "length" and constrained:
+        found = InvalidCall((NOT_A_CALL,), how="constrained")
+    if isinstance(found, InvalidCall) and result.finish_reason == "length":
+        found = cut_off_call(found, config.max_output_tokens)
     if found is None:
         return result, None, 0  # a plain answer
     if isinstance(found, ParsedCall):
@@ -256,6 +265,7 @@ def model_step(
             "tool": found.name,
             "problems": list(found.problems),
             "text": result.content,
+            "finish_reason": result.finish_reason,
         },
     )
     messages.append(result.message)
@@ -265,6 +275,10 @@ def model_step(
     if result.tool_calls:
         return result, None, 1
     again = parse_text_call(result.content, schemas, constrained=constrained)
+    if again is None and result.finish_reason == "length" and constrained:
+        again = InvalidCall((NOT_A_CALL,), how="constrained")
+    if isinstance(again, InvalidCall) and result.finish_reason == "length":
+        again = cut_off_call(again, config.max_output_tokens)
     if isinstance(again, ParsedCall):
         _recovery_event(events, config, {"action": "repaired", "how": again.how, "tool": again.name})
         return _as_tool_call(result, again), None, 1
@@ -273,7 +287,13 @@ def model_step(
     _recovery_event(
         events,
         config,
-        {"action": "repair_failed", "tool": again.name, "problems": list(again.problems), "text": result.content},
+        {
+            "action": "repair_failed",
+            "tool": again.name,
+            "problems": list(again.problems),
+            "text": result.content,
+            "finish_reason": result.finish_reason,
+        },
     )
     return result, again, 1
 
@@ -326,7 +346,7 @@ def run_tool_loop(
             on_assistant(result)
         if invalid is not None:
             outcome.final = result.content or ""
-            outcome.reason = "invalid_output"
+            outcome.reason = "output_truncated" if invalid.truncated else "invalid_output"
             return outcome
         if not result.tool_calls:
             outcome.final = result.content or ""

@@ -138,6 +138,11 @@ def stop_reason(reason: str, step_limit: int) -> str:
         return f"stopped at the step limit ({step_limit}) without finishing"
     if reason == "invalid_output":
         return "stopped: the model's tool call was still invalid after a repair turn"
+    if reason == "output_truncated":
+        return (
+            "stopped: the model's reply was cut off at its output token limit, also after a repair turn "
+            "(raise “Max output tokens” under Settings → Models, or ask for shorter items)"
+        )
     return ""
 
 

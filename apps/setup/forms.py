@@ -7,7 +7,8 @@ from typing import Any
 
 from django import forms
 
-from apps.llm.models import ApiConfig
+from apps.llm.discovery import candidates, is_loopback_url
+from apps.llm.models import TOOL_CALL_MODE_CHOICES, ApiConfig
 from apps.orchestration.models import Prompt
 from apps.setup import selectors
 from apps.setup.director_templates import TEMPLATES
@@ -24,6 +25,17 @@ PROVIDER_URLS = {
     "azure": "",
     "ollama": "http://127.0.0.1:11434/v1",
     "custom": "",
+}
+# Defaults for a model server on this machine, usually a CPU (issue 39's study on 2 cores: a director step of
+# 1 to 2 minutes, generation collapsing when requests compete for the cores): a long timeout, one request at a
+# time, few retries (each repeats a long wait), constrained tool calls (10/10 valid with small models), and a
+# bounded reply so a step cannot run for ever.
+LOCAL_DEFAULTS: dict[str, Any] = {
+    "timeout_seconds": 300,
+    "max_concurrency": 1,
+    "max_retries": 1,
+    "tool_call_mode": "json_schema",
+    "max_output_tokens": 512,
 }
 
 
@@ -53,6 +65,21 @@ class ApiConfigForm(forms.Form):
         min_value=0, max_value=10, initial=4, help_text="For timeouts, 429 and 5xx; a refused connection fails at once."
     )
     max_concurrency = forms.IntegerField(min_value=1, max_value=64, initial=4, label="Parallel requests")
+    tool_call_mode = forms.ChoiceField(
+        choices=TOOL_CALL_MODE_CHOICES,
+        required=False,
+        initial="auto",
+        label="Tool calls",
+        help_text="Constrained output suits small local models (llama.cpp, Ollama, LM Studio, vLLM).",
+    )
+    max_output_tokens = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=200_000,
+        initial=0,
+        label="Max output tokens",
+        help_text="Longest reply in tokens (0 = the endpoint's default); bounds a step on a CPU.",
+    )
     input_cost_per_mtok = forms.DecimalField(
         min_value=Decimal(0), max_digits=10, decimal_places=4, initial=0, label="Input cost (USD per million tokens)"
     )
@@ -63,6 +90,9 @@ class ApiConfigForm(forms.Form):
     def __init__(self, *args: Any, editing: ApiConfig | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.editing = editing
+        for name, value in LOCAL_DEFAULTS.items():  # setup.js applies them when the base URL is on this machine
+            field = self.fields[name]
+            field.widget.attrs.update({"data-local-default": str(value), "data-generic-default": str(field.initial)})
         encrypted = get_keyring().enabled
         storage = "encrypted (AES-256-GCM)" if encrypted else "in plaintext (VX_MAILAGENT_KEY is not set)"
         self.fields["api_key"].help_text = f"Stored {storage}; never shown again. Local servers usually need none."
@@ -85,6 +115,31 @@ class ApiConfigForm(forms.Form):
     @classmethod
     def initial_for(cls, config: ApiConfig) -> dict[str, Any]:
         return {name: getattr(config, name) for name in cls.base_fields if name not in ("api_key", "provider")}
+
+    @classmethod
+    def initial_for_local(cls, query: Any) -> dict[str, Any]:
+        """The form filled for a model picked from a local server (one click in the list of found servers:
+        `?local_url=…&local_model=…&local_kind=…`): its URL and model, a name, and the CPU-friendly defaults.
+        Empty unless the URL is on this machine (a link cannot prefill the form with some other host)."""
+        base_url = str(query.get("local_url") or "")
+        model = str(query.get("local_model") or "")
+        kind = str(query.get("local_kind") or "")
+        if not is_loopback_url(base_url) or not model.strip():
+            return {}
+        label = next((entry[1] for entry in candidates() if entry[0] == kind), "Local model")
+        return {
+            "provider": "ollama" if kind == "ollama" else "custom",
+            "name": f"{label}: {model.strip()}"[:100],
+            "base_url": base_url.strip(),
+            "model": model.strip(),
+            **LOCAL_DEFAULTS,
+        }
+
+    def clean_tool_call_mode(self) -> str:
+        return str(self.cleaned_data.get("tool_call_mode") or "auto")
+
+    def clean_max_output_tokens(self) -> int:
+        return int(self.cleaned_data.get("max_output_tokens") or 0)
 
     def changes(self) -> dict[str, Any]:
         data = self.cleaned_data

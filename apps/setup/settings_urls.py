@@ -12,6 +12,7 @@ urlpatterns: list[URLPattern] = [
     path("", settings_views.settings_index, name="index"),
     path("models/", settings_views.models_page, name="models"),
     path("models/test/", settings_views.model_test, name="model_test"),
+    path("models/local/", settings_views.local_models, name="local_models"),
     path("models/<int:config_id>/", settings_views.model_edit, name="model_edit"),
     path("models/<int:config_id>/test/", settings_views.model_test_saved, name="model_test_saved"),
     path("models/<int:config_id>/delete/", settings_views.model_delete, name="model_delete"),

@@ -4,14 +4,18 @@ filter_views.py."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from apps.llm import actions as llm_actions
-from apps.llm.probe import test_connection
+from apps.llm.discovery import candidates, discover_local_endpoints
+from apps.llm.probe import ProbeResult, measure_speed, test_connection
 from apps.setup import actions, selectors
 from apps.setup.forms import PROVIDER_URLS, ApiConfigForm, FilesystemRootForm, SessionTimeoutForm
 from mailagent.crypto import SecretDecryptionError, reveal
@@ -40,7 +44,7 @@ def settings_index(request: HttpRequest) -> HttpResponse:
 def _models_page(request: HttpRequest, form: ApiConfigForm | None = None, status: int = 200) -> HttpResponse:
     context = {
         "configs": list(selectors.list_api_configs_for_user(user=request.user)),
-        "form": form or ApiConfigForm(),
+        "form": form or ApiConfigForm(initial=ApiConfigForm.initial_for_local(request.GET)),
         "provider_urls": PROVIDER_URLS,
     }
     return render(request, "setup/pages/models.html", context, status=status)
@@ -121,14 +125,12 @@ def model_test(request: HttpRequest) -> HttpResponse:
             "setup/partials/probe_result.html",
             {"error": f"The base URL is not valid: {' '.join(str(e) for e in form.errors['base_url'])}"},
         )
-    result = test_connection(
-        base_url=str(data.get("base_url") or ""),
-        api_key=api_key,
-        model=str(data.get("model") or request.POST.get("model", "")),
-        timeout=float(data.get("timeout_seconds") or 20),
-        name=str(data.get("name") or ""),
-    )
-    return render(request, "setup/partials/probe_result.html", {"result": result})
+    base_url, name = str(data.get("base_url") or ""), str(data.get("name") or "")
+    timeout = float(data.get("timeout_seconds") or 20)
+    model = str(data.get("model") or request.POST.get("model", ""))
+    result = test_connection(base_url=base_url, api_key=api_key, model=model, timeout=timeout, name=name)
+    context = _probe_context(result, base_url=base_url, api_key=api_key, model=model, timeout=timeout, name=name)
+    return render(request, "setup/partials/probe_result.html", context)
 
 
 def _same_url(typed: str, saved: str) -> bool:
@@ -147,14 +149,37 @@ def model_test_saved(request: HttpRequest, config_id: int) -> HttpResponse:
         api_key = reveal(config.api_key) or ""
     except SecretDecryptionError as exc:
         return _undecryptable(request, exc)
+    timeout = float(config.timeout_seconds)
     result = test_connection(
-        base_url=config.base_url,
-        api_key=api_key,
-        model=config.model,
-        timeout=float(config.timeout_seconds),
-        name=config.name,
+        base_url=config.base_url, api_key=api_key, model=config.model, timeout=timeout, name=config.name
     )
-    return render(request, "setup/partials/probe_result.html", {"result": result})
+    context = _probe_context(
+        result, base_url=config.base_url, api_key=api_key, model=config.model, timeout=timeout, name=config.name
+    )
+    return render(request, "setup/partials/probe_result.html", context)
+
+
+def _probe_context(
+    result: ProbeResult, *, base_url: str, api_key: str, model: str, timeout: float, name: str
+) -> dict[str, Any]:
+    """The connection test's outcome and, when it worked, the speed of one short real generation."""
+    context: dict[str, Any] = {"result": result}
+    if result.ok:
+        context["speed"] = measure_speed(base_url=base_url, api_key=api_key, model=model, timeout=timeout, name=name)
+    return context
+
+
+@require_GET
+def local_models(request: HttpRequest) -> HttpResponse:
+    """Model servers on this machine (htmx, loaded after the page): each model one click away from the form,
+    on the page that asked (`?for=wizard` or Settings → Models)."""
+    target = reverse("setup:step", args=["model"]) if request.GET.get("for") == "wizard" else reverse("settings:models")
+    context = {
+        "endpoints": discover_local_endpoints(),
+        "target": target,
+        "tried": [f"{label} {address}" for _, label, address in candidates()],
+    }
+    return render(request, "setup/partials/local_endpoints.html", context)
 
 
 # --- general -----------------------------------------------------------------------------------------

@@ -103,7 +103,8 @@ def _model_step(request: HttpRequest) -> HttpResponse:
                 return redirect("setup:step", step="director")
         context = _context(request, "model", form=form, configs=configs)
         return render(request, "setup/pages/wizard.html", context, status=400)
-    return render(request, "setup/pages/wizard.html", _context(request, "model", form=ApiConfigForm(), configs=configs))
+    form = ApiConfigForm(initial=ApiConfigForm.initial_for_local(request.GET))
+    return render(request, "setup/pages/wizard.html", _context(request, "model", form=form, configs=configs))
 
 
 def _director_step(request: HttpRequest) -> HttpResponse:

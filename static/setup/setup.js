@@ -29,6 +29,44 @@
     });
   }
 
+  // A base URL on this machine (typed, or from the Ollama preset) usually means a CPU: fields still at the
+  // generic defaults take the local ones the server put on them (data-local-default, apps/setup/forms.py),
+  // and go back when the URL leaves this machine. A field the user set is never touched again.
+  function isLoopback(url) {
+    var match = /^[a-z]+:\/\/(\[[^\]]*\]|[^\/:?#]*)/i.exec((url || "").trim());
+    if (!match) return false;
+    var host = match[1].toLowerCase();
+    return host === "localhost" || host === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(host);
+  }
+
+  function initLocalDefaults(form) {
+    var baseUrl = form.querySelector("input[name=base_url]");
+    var fields = form.querySelectorAll("[data-local-default]");
+    var note = form.querySelector("[data-local-defaults-note]");
+    if (!baseUrl || !fields.length) return;
+    // Setting .value fires no event: an input/change event on one of these fields is the user's own choice.
+    fields.forEach(function (field) {
+      var mark = function () { field.setAttribute("data-user-set", ""); };
+      field.addEventListener("input", mark);
+      field.addEventListener("change", mark);
+    });
+    function apply() {
+      var local = isLoopback(baseUrl.value);
+      var changed = false;
+      fields.forEach(function (field) {
+        if (field.hasAttribute("data-user-set")) return;
+        var from = field.getAttribute(local ? "data-generic-default" : "data-local-default");
+        var to = field.getAttribute(local ? "data-local-default" : "data-generic-default");
+        if (field.value === from && from !== to) { field.value = to; changed = true; }
+      });
+      if (note && changed) note.hidden = !local;
+    }
+    baseUrl.addEventListener("change", apply);
+    baseUrl.addEventListener("input", apply);
+    var select = form.querySelector("select[name=provider]");
+    if (select) select.addEventListener("change", function () { setTimeout(apply, 0); });
+  }
+
   function initTemplateNames(form) {
     var name = form.querySelector("input[name=name]");
     if (!name) return;
@@ -126,6 +164,7 @@
   function init(root) {
     root.querySelectorAll("form[data-confirm]").forEach(initConfirm);
     root.querySelectorAll(".api-config-form").forEach(initProviderPresets);
+    root.querySelectorAll(".api-config-form").forEach(initLocalDefaults);
     root.querySelectorAll("[data-testid=template-form]").forEach(initTemplateNames);
     root.querySelectorAll("[data-sortable]").forEach(initSortable);
   }

@@ -33,6 +33,9 @@ class Reply:
     error: str = ""
     retry_after: str | None = None
     delay: float = 0.0
+    # As a real server does with `max_tokens`: the text is cut where the token budget ends (4 characters a
+    # token, this server's count) and finish_reason is "length". Off by default (scripts predate it).
+    honour_max_tokens: bool = False
 
     @classmethod
     def text(cls, content: str) -> Reply:
@@ -138,18 +141,22 @@ class FakeOpenAI(LoopbackServer):
                     },
                 }
             )
-        message: dict[str, Any] = {"role": "assistant", "content": reply.content}
+        content, finish_reason = reply.content, "tool_calls" if tool_calls else "stop"
+        max_tokens = body.get("max_tokens")
+        if reply.honour_max_tokens and content and isinstance(max_tokens, int) and len(content) > 4 * max_tokens:
+            content, finish_reason = content[: 4 * max_tokens], "length"
+        message: dict[str, Any] = {"role": "assistant", "content": content}
         if tool_calls:
             message["tool_calls"] = tool_calls
         prompt_tokens = sum(len(str(m.get("content") or "")) // 4 + 4 for m in body.get("messages") or [])
-        completion_tokens = len(reply.content or "") // 4 + 10 * len(tool_calls) + 1
+        completion_tokens = len(content or "") // 4 + 10 * len(tool_calls) + 1
         return FakeResponse.json(
             {
                 "id": f"chatcmpl-{next(self._ids)}",
                 "object": "chat.completion",
                 "created": int(time.time()),
                 "model": body.get("model") or "fake-model",
-                "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls" if tool_calls else "stop"}],
+                "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
                 "usage": {
                     "prompt_tokens": prompt_tokens,
                     "completion_tokens": completion_tokens,

@@ -81,3 +81,28 @@ def test_ollama_refusal_reads_like_the_issue() -> None:
         timeout=60,
     )
     assert text.startswith("Ollama at http://127.0.0.1:11434/v1 refused the connection: is it running (ollama serve)?")
+
+
+def test_speed_is_the_servers_completion_tokens_over_the_wall_time(fake: FakeOpenAI) -> None:
+    from apps.llm.probe import SPEED_MAX_TOKENS, measure_speed
+
+    # 120 characters: 31 completion tokens by this server's count, answered after 0.5 s.
+    fake.script(Reply(content=" ".join(str(n) for n in range(1, 45))[:120], delay=0.5))
+    speed = measure_speed(base_url=fake.base_url, api_key="", model="fake-model")
+    [request] = fake.chat_requests()
+    assert request["max_tokens"] == SPEED_MAX_TOKENS and request["temperature"] == 0
+    assert speed.ok and speed.completion_tokens == 31
+    assert speed.elapsed_ms >= 500
+    assert speed.tokens_per_second == pytest.approx(31 / (speed.elapsed_ms / 1000), rel=0.02)
+    assert speed.tokens_per_second < 62  # the delay is counted: at most 31 tokens / 0.5 s
+    assert speed.message.startswith(f"about {speed.tokens_per_second:.1f} tokens/s (31 tokens in ")
+    assert speed.message.endswith(" s, prompt processing included)")
+
+
+def test_no_speed_without_usage_or_when_the_call_fails(fake: FakeOpenAI) -> None:
+    from apps.llm.probe import measure_speed
+
+    fake.script(Reply.failure(500, "model crashed"))
+    failed = measure_speed(base_url=fake.base_url, api_key="", model="fake-model")
+    assert not failed.ok and failed.message.startswith("Speed not measured: ") and "500" in failed.message
+    assert failed.tokens_per_second == 0.0

@@ -78,3 +78,32 @@ def test_the_wire_transcript_has_no_tool_role() -> None:
     assert [m["role"] for m in wire] == ["system", "system", "user", "assistant", "user"]
     assert wire[3]["content"] == '{"tool": "push", "arguments": {}}'
     assert wire[4]["content"] == 'Result of push:\n{"pushed": true}'
+
+
+def test_strings_are_capped_to_the_reply_token_limit_under_constrained_output() -> None:
+    from apps.llm.toolcalls import MIN_STRING_CAP, string_cap, tool_call_schema
+
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "note",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "text": {"type": "string", "maxLength": 5000},
+                    "code": {"type": "string", "minLength": 100},
+                    "kind": {"type": "string", "enum": ["a", "b"]},
+                    "count": {"type": "integer"},
+                },
+            },
+        },
+    }
+    uncapped = tool_call_schema([tool])["properties"]["arguments"]["properties"]
+    assert uncapped["text"] == {"type": "string", "maxLength": 5000} and "maxLength" not in uncapped["code"]
+    capped = tool_call_schema([tool], max_output_tokens=100)["properties"]["arguments"]["properties"]
+    assert capped["text"]["maxLength"] == 200 == string_cap(100)
+    assert capped["code"] == {"type": "string", "minLength": 100, "maxLength": 200}
+    assert capped["kind"] == {"type": "string", "enum": ["a", "b"]} and capped["count"] == {"type": "integer"}
+    tiny = tool_call_schema([tool], max_output_tokens=4)["properties"]["arguments"]["properties"]
+    assert tiny["text"]["maxLength"] == MIN_STRING_CAP and tiny["code"]["minLength"] == MIN_STRING_CAP
+    assert string_cap(0) is None and string_cap(None) is None

@@ -185,6 +185,7 @@ EXPECTED_URL_PATTERNS = {
     "settings/",
     "settings/models/",
     "settings/models/test/",
+    "settings/models/local/",
     "settings/models/<int:config_id>/",
     "settings/models/<int:config_id>/test/",
     "settings/models/<int:config_id>/delete/",

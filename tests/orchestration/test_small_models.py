@@ -193,3 +193,105 @@ def test_inbox_push_is_allowed_again_after_the_user_replied(
         push_tool(ctx, actor, InboxPushArgs(comments="again"))
     InboxEntry.objects.filter(pk=entry.pk).update(reply="Monday", replied_at=timezone.now())
     assert push_tool(ctx, actor, InboxPushArgs(comments="Booked Monday"))["pushed"] is True
+
+
+def set_max_output_tokens(director: Any, tokens: int) -> None:
+    api_config = director.api_config
+    api_config.max_output_tokens = tokens
+    api_config.save(update_fields=["max_output_tokens"])
+
+
+def long_add(words: int) -> str:
+    data = " ".join(f"line{i}" for i in range(words))
+    return json.dumps({"tool": "workspace_add_item", "arguments": {"label": "Notes", "data": data}})
+
+
+def string_bound(prop: dict[str, Any]) -> int | None:
+    """maxLength of a string property, also when it is optional (anyOf [string, null])."""
+    for option in [prop, *(prop.get("anyOf") or [])]:
+        if option.get("type") == "string":
+            return option.get("maxLength")
+    return None
+
+
+def test_free_text_arguments_carry_a_max_length_in_the_constrained_schema(
+    client_manager: Any, store_mail: Any, fake_llm: FakeOpenAI
+) -> None:
+    set_mode(client_manager, "json_schema")
+    fake_llm.when(is_director, Reply.text(json.dumps({"tool": "finish", "arguments": {"answer": "Nothing."}})))
+    Run.objects.get(message=store_mail(subject="bounds", sender=CLIENT))
+    schema = next(r for r in fake_llm.chat_requests() if is_director(r))["response_format"]["json_schema"]["schema"]
+    options = {o["properties"]["tool"]["const"]: o["properties"]["arguments"] for o in schema["oneOf"]}
+    add = options["workspace_add_item"]["properties"]
+    assert {name: string_bound(add[name]) for name in ("label", "description", "data", "path")} == {
+        "label": 300,
+        "description": 1000,
+        "data": 12_000,
+        "path": 300,
+    }
+    patch = options["workspace_update_item"]["properties"]["patch"]
+    patch = next(o for o in [patch, *(patch.get("anyOf") or [])] if o.get("type") == "object")
+    assert string_bound(patch["properties"]["data"]) == 12_000
+    assert options["inbox_push"]["properties"]["comments"]["maxLength"] == 4000
+    assert options["finish"]["properties"]["answer"]["maxLength"] == 600
+    # Every string argument the director can write is bounded, down to ids and dates.
+    unbounded = []
+    for tool, arguments in options.items():
+        for name, prop in (arguments.get("properties") or {}).items():
+            options_ = [prop, *(prop.get("anyOf") or [])]
+            is_text = any(o.get("type") == "string" and "enum" not in o for o in options_)
+            if is_text and string_bound(prop) is None:
+                unbounded.append(f"{tool}.{name}")
+    assert unbounded == []
+
+
+def test_a_reply_cut_at_the_token_limit_gets_one_repair_turn_saying_so(
+    client_manager: Any, store_mail: Any, fake_llm: FakeOpenAI
+) -> None:
+    set_mode(client_manager, "json_schema")
+    set_max_output_tokens(client_manager, 40)
+    fake_llm.when(
+        is_director,
+        Reply(content=long_add(200), honour_max_tokens=True),  # 1,600 characters: cut at 160
+        Reply(content=long_add(5), honour_max_tokens=True),  # short enough this time
+        Reply.text(json.dumps({"tool": "finish", "arguments": {"answer": "Saved short notes."}})),
+    )
+    run = Run.objects.get(message=store_mail(subject="long notes", sender=CLIENT))
+    assert run.status == RunStatus.COMPLETED and run.status_reason == ""
+    assert WorkspaceItem.objects.get(workspace__run_id=run.pk).data.startswith("line0 line1")
+    requests = [r for r in fake_llm.chat_requests() if is_director(r)]
+    assert requests[0]["max_tokens"] == 40
+    # The schema's strings are capped to fit 40 tokens (2 characters a token): a grammar-following server
+    # could not have run past the limit; this scripted one ignores the grammar, so the repair path shows.
+    schema = requests[0]["response_format"]["json_schema"]["schema"]
+    options = {o["properties"]["tool"]["const"]: o["properties"]["arguments"] for o in schema["oneOf"]}
+    add = options["workspace_add_item"]["properties"]
+    assert string_bound(add["data"]) == 80 and string_bound(add["label"]) == 80 and string_bound(add["path"]) == 80
+    assert options["finish"]["properties"]["answer"]["maxLength"] == 80
+    assert options["workspace_add_item"]["properties"]["encoding"] == {
+        "type": "string",
+        "enum": ["utf8", "base64"],
+        "default": "utf8",
+    }
+    repair = requests[1]["messages"][-1]["content"]
+    assert "cut off at the output limit of 40 tokens" in repair and "shorter" in repair
+    actions = recoveries(run)
+    assert [(p["action"], p["finish_reason"]) for p in actions[:1]] == [("repair", "length")]
+    assert [p["action"] for p in actions] == ["repair", "repaired"]
+
+
+def test_a_reply_cut_twice_stops_the_run_and_says_the_token_limit_did_it(
+    client_manager: Any, store_mail: Any, fake_llm: FakeOpenAI
+) -> None:
+    set_mode(client_manager, "json_schema")
+    set_max_output_tokens(client_manager, 40)
+    cut = Reply(content=long_add(200), honour_max_tokens=True)
+    fake_llm.when(is_director, cut, cut, Reply.text("never reached"))
+    run = Run.objects.get(message=store_mail(subject="longer notes", sender=CLIENT))
+    assert run.status == RunStatus.COMPLETED
+    assert run.status_reason.startswith("stopped: the model's reply was cut off at its output token limit")
+    assert "Max output tokens" in run.status_reason
+    assert len([r for r in fake_llm.chat_requests() if is_director(r)]) == 2  # no silent loop
+    assert [p["action"] for p in recoveries(run)] == ["repair", "repair_failed"]
+    complete = OrchLog.objects.get(run=run, phase="result")
+    assert complete.detail is not None and complete.detail["stop"] == "output_truncated"

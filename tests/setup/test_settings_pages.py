@@ -84,17 +84,19 @@ def test_test_connection_calls_the_model_once(logged_in_client: Any, user: Any, 
     )
     page = response.content.decode()
     assert response.status_code == 200 and "Connection works." in page and fake_llm.base_url in page
-    assert fake_llm.chat_requests()[0]["max_tokens"] == 1 and fake_llm.api_keys == ["Bearer sk-typed"]
+    # One one-token call, then one short call that measures the speed (tests/setup/test_local_models.py).
+    assert [r["max_tokens"] for r in fake_llm.chat_requests()] == [1, 32]
+    assert fake_llm.api_keys == ["Bearer sk-typed", "Bearer sk-typed"]
     # On a saved config a blank key field tests with the stored key.
     config = ApiConfig.objects.create(
         owner=user, name="Saved", base_url=fake_llm.base_url, api_key="sk-stored", model="m"
     )
-    fake_llm.script(Reply.text("OK"), Reply.text("OK"))
+    fake_llm.script(Reply.text("OK"), Reply.text("1 2 3"), Reply.text("OK"), Reply.text("1 2 3"))
     logged_in_client.post(
         reverse("settings:model_test"), model_form(base_url=fake_llm.base_url, api_key="", config_id=config.pk)
     )
     logged_in_client.post(reverse("settings:model_test_saved", args=[config.pk]))
-    assert fake_llm.api_keys[1:] == ["Bearer sk-stored", "Bearer sk-stored"]
+    assert fake_llm.api_keys[2:] == ["Bearer sk-stored"] * 4
 
 
 @pytest.mark.django_db

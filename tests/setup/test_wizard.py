@@ -214,6 +214,10 @@ def test_first_run_in_chromium(asgi_server: str, chromium: Any, user: Any, fake_
         page.fill("input[name=name]", "Local")
         page.fill("input[name=base_url]", dead)
         page.fill("input[name=model]", "fake-model")
+        # A URL on this machine brought the CPU defaults (constrained output among them); the scripted server
+        # below answers with native tool calls, as OpenAI does, so this user chooses those.
+        assert page.input_value("select[name=tool_call_mode]") == "json_schema"
+        page.select_option("select[name=tool_call_mode]", "auto")
         page.click("[data-testid=test-connection]")
         failure = page.wait_for_selector("[data-testid=probe-result]")
         # A closed port: the message names the endpoint and says what to fix.
@@ -221,6 +225,7 @@ def test_first_run_in_chromium(asgi_server: str, chromium: Any, user: Any, fake_
         screenshot(page, "setup-model-dead-1280")
         fake_llm.script(Reply.text("OK"))
         page.fill("input[name=base_url]", fake_llm.base_url)
+        assert page.input_value("select[name=tool_call_mode]") == "auto"  # the user's choice stays
         page.click("[data-testid=test-connection]")
         page.wait_for_selector("[data-testid=probe-result]:has-text('Connection works.')")
         screenshot(page, "setup-model-1280")

@@ -7,6 +7,16 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# Free text is bounded: under constrained output (a JSON schema grammar) `maxLength` is enforced while the
+# model writes, so a small model cannot ramble past the reply's token limit and leave a cut-off, invalid call.
+# Generous for a large model (a report item is a few pages of markdown), far below a context window.
+MAX_ITEM_DATA = 12_000
+MAX_DESCRIPTION = 1_000
+MAX_MESSAGE = 4_000
+MAX_SHORT = 300
+MAX_ID = 100  # item ids, session ids, slugs
+MAX_DATE = 40  # ISO 8601 with a zone offset
+
 
 class Args(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -22,54 +32,62 @@ class AgentOptions(Args):
 
 
 class AgentCallArgs(Args):
-    input: str = Field(..., min_length=1, description="What you ask the agent to do, with everything it needs")
-    sessionId: str | None = Field(None, description="Continue an earlier conversation with this agent")
+    input: str = Field(
+        ..., min_length=1, max_length=MAX_MESSAGE, description="What you ask the agent to do, with everything it needs"
+    )
+    sessionId: str | None = Field(
+        None, max_length=MAX_ID, description="Continue an earlier conversation with this agent"
+    )
     options: AgentOptions | None = None
 
 
 class WorkspaceAddArgs(Args):
-    label: str = Field("", max_length=300)
-    description: str = ""
-    mimeType: str = Field("text/markdown", description="e.g. text/markdown, text/plain, application/json, image/png")
+    label: str = Field("", max_length=MAX_SHORT)
+    description: str = Field("", max_length=MAX_DESCRIPTION)
+    mimeType: str = Field(
+        "text/markdown", max_length=100, description="e.g. text/markdown, text/plain, application/json, image/png"
+    )
     encoding: Literal["utf8", "base64"] = "utf8"
-    data: str = Field("", description="The content; base64 when encoding is base64")
-    tags: list[str] = Field(default_factory=list)
-    path: str | None = Field(None, description="Where inbox_push docs find it, e.g. reports/summary.md (unique)")
+    data: str = Field("", max_length=MAX_ITEM_DATA, description="The content; base64 when encoding is base64")
+    tags: list[str] = Field(default_factory=list, max_length=20)
+    path: str | None = Field(
+        None, max_length=MAX_SHORT, description="Where inbox_push docs find it, e.g. reports/summary.md (unique)"
+    )
 
 
 class WorkspaceListArgs(Args):
-    mimeType: str | None = None
-    tag: str | None = None
+    mimeType: str | None = Field(None, max_length=100)
+    tag: str | None = Field(None, max_length=MAX_SHORT)
     includeDeleted: bool = False
 
 
 class WorkspaceGetArgs(Args):
-    id: str
+    id: str = Field(..., max_length=MAX_ID)
 
 
 class WorkspacePatch(Args):
-    label: str | None = None
-    description: str | None = None
-    mimeType: str | None = None
+    label: str | None = Field(None, max_length=MAX_SHORT)
+    description: str | None = Field(None, max_length=MAX_DESCRIPTION)
+    mimeType: str | None = Field(None, max_length=100)
     encoding: Literal["utf8", "base64"] | None = None
-    data: str | None = None
-    tags: list[str] | None = None
-    path: str | None = Field(None, description="New path; empty string removes it")
+    data: str | None = Field(None, max_length=MAX_ITEM_DATA)
+    tags: list[str] | None = Field(None, max_length=20)
+    path: str | None = Field(None, max_length=MAX_SHORT, description="New path; empty string removes it")
 
 
 class WorkspaceUpdateArgs(Args):
-    id: str
+    id: str = Field(..., max_length=MAX_ID)
     patch: WorkspacePatch
     expectedRevision: int | None = Field(None, description="Fail instead of overwriting a newer revision")
 
 
 class WorkspaceRemoveArgs(Args):
-    id: str
+    id: str = Field(..., max_length=MAX_ID)
     hardDelete: bool = False
 
 
 class InboxDoc(Args):
-    path: str = Field(..., description="Path of a live workspace item, e.g. reports/summary.md")
+    path: str = Field(..., max_length=MAX_SHORT, description="Path of a live workspace item, e.g. reports/summary.md")
 
 
 class InboxAsk(Args):
@@ -79,7 +97,9 @@ class InboxAsk(Args):
 
 class InboxPushArgs(Args):
     docs: list[InboxDoc] | None = Field(None, description="Pointers to workspace items (give them a path first)")
-    comments: str = Field("", description="Markdown: what you did, or what you need from the user")
+    comments: str = Field(
+        "", max_length=MAX_MESSAGE, description="Markdown: what you did, or what you need from the user"
+    )
     ask: InboxAsk | None = Field(
         None, description="A decision for the user; their answer comes back to you as a user message"
     )
@@ -89,9 +109,11 @@ class MemorySearchArgs(Args):
     scope: Literal["local", "shared", "global"] | None = Field(
         None, description="Only this scope; default: local, then shared, then global"
     )
-    owner: str | None = Field(None, description="Only local memories of this agent (its slug) or 'director'")
-    tag: str | None = None
-    query: str | None = Field(None, description="Words that must appear in the memory")
+    owner: str | None = Field(
+        None, max_length=MAX_ID, description="Only local memories of this agent (its slug) or 'director'"
+    )
+    tag: str | None = Field(None, max_length=MAX_SHORT)
+    query: str | None = Field(None, max_length=MAX_SHORT, description="Words that must appear in the memory")
 
 
 class MemoryAddArgs(Args):
@@ -108,17 +130,20 @@ class MemoryEditArgs(Args):
 
 
 class FilesystemSearchArgs(Args):
-    query: str = Field(..., min_length=1, description="Part of a file name, or words inside text files")
+    query: str = Field(
+        ..., min_length=1, max_length=MAX_SHORT, description="Part of a file name, or words inside text files"
+    )
     limit: int = Field(20, ge=1, le=100)
 
 
 class FilesystemRetrieveArgs(Args):
+    # Not bounded here: the tool itself refuses a path over 1024 characters with a clearer message.
     filePath: str = Field(..., min_length=1, description="Path relative to the virtual root, as search returned it")
 
 
 class DateRange(Args):
-    start: str = Field(..., description="ISO 8601 date or datetime")
-    end: str = Field(..., description="ISO 8601 date or datetime")
+    start: str = Field(..., max_length=MAX_DATE, description="ISO 8601 date or datetime")
+    end: str = Field(..., max_length=MAX_DATE, description="ISO 8601 date or datetime")
 
 
 class CalendarReadArgs(Args):
@@ -127,11 +152,11 @@ class CalendarReadArgs(Args):
 
 
 class CalendarEvent(Args):
-    title: str = Field(..., min_length=1)
-    start: str
-    end: str
-    description: str = ""
-    location: str = ""
+    title: str = Field(..., min_length=1, max_length=MAX_SHORT)
+    start: str = Field(..., max_length=MAX_DATE)
+    end: str = Field(..., max_length=MAX_DATE)
+    description: str = Field("", max_length=MAX_MESSAGE)
+    location: str = Field("", max_length=MAX_SHORT)
     attendees: list[str] = Field(default_factory=list)
 
 
@@ -141,9 +166,9 @@ class CalendarAddArgs(Args):
 
 
 class TodoTask(Args):
-    title: str = Field(..., min_length=1)
-    notes: str = ""
-    due: str | None = Field(None, description="ISO 8601 date")
+    title: str = Field(..., min_length=1, max_length=MAX_SHORT)
+    notes: str = Field("", max_length=MAX_MESSAGE)
+    due: str | None = Field(None, max_length=MAX_DATE, description="ISO 8601 date")
 
 
 class TodoAddArgs(Args):
