@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from django.http import HttpRequest
-from ninja import Router
+from ninja import Router, Schema
 from ninja.errors import HttpError
 
 from apps.orchestration import selectors
@@ -33,3 +33,45 @@ def unified(request: HttpRequest, limit: int = 50) -> dict[str, Any]:
 def unified_node(request: HttpRequest, node_id: str) -> dict[str, Any]:
     _require_staff(request)
     return selectors.unified_node(user=request.user, node_id=node_id)
+
+
+conversations_router = Router(tags=["conversations"])
+
+
+class ConversationOut(Schema):
+    id: int
+    sessionId: str
+    kind: str
+    runId: int
+    directorId: int
+    directorName: str
+    emailId: int
+    workspaceId: int | None
+    status: str
+    finalized: bool
+    created: str
+    lastActiveAt: str
+    endedAt: str | None
+    messages: list[dict[str, Any]]
+
+
+@conversations_router.get("/byDirectorEmail", response={200: ConversationOut, 404: ErrorOut})
+def by_director_email(request: HttpRequest, directorId: int, emailId: int) -> dict[str, Any]:
+    """The director thread of one email under one director, with the workspace that holds its results."""
+    thread = selectors.director_thread_for_email(user=request.user, director_id=directorId, email_id=emailId)
+    return {
+        "id": thread.pk,
+        "sessionId": thread.session_id,
+        "kind": thread.kind,
+        "runId": thread.run_id,
+        "directorId": thread.director_id,
+        "directorName": thread.director.name,
+        "emailId": thread.run.message_id,
+        "workspaceId": selectors.workspace_id_for_run(user=request.user, run_id=thread.run_id),
+        "status": thread.status,
+        "finalized": thread.finalized,
+        "created": thread.created_at.isoformat(),
+        "lastActiveAt": thread.last_active_at.isoformat(),
+        "endedAt": thread.ended_at.isoformat() if thread.ended_at else None,
+        "messages": list(thread.messages or []),
+    }

@@ -27,7 +27,7 @@ from apps.orchestration.models import (
     ThreadKind,
 )
 from apps.orchestration.prepared import PreparedQuery
-from apps.workspaces.models import WorkspaceItem
+from apps.workspaces.models import Workspace, WorkspaceItem
 
 
 def default_filesystem_root(*, owner_id: int) -> Path:
@@ -398,3 +398,25 @@ def director_name_for_prompt(*, prompt: Prompt) -> str:
 
 def prompt_try_events(*, prompt: Prompt, limit: int = 10) -> list[ProviderEvent]:
     return list(ProviderEvent.objects.filter(prompt=prompt).order_by("-created_at", "-pk")[:limit])
+
+
+def director_thread_for_email(*, user: Any, director_id: int, email_id: int) -> Conversation:
+    """The director thread of the user's run of this director on this message (spec §3.2.0:
+    conversations/byDirectorEmail), 404 when the user owns no such run or it has not started a thread."""
+    thread = (
+        Conversation.objects.filter(
+            kind=ThreadKind.DIRECTOR,
+            run__director_id=director_id,
+            run__message_id=email_id,
+            run__director__owner=user,
+        )
+        .select_related("run", "director")
+        .first()
+    )
+    if thread is None:
+        raise Http404("No such conversation")
+    return thread
+
+
+def workspace_id_for_run(*, user: Any, run_id: int) -> int | None:
+    return Workspace.objects.filter(run_id=run_id, owner=user).values_list("pk", flat=True).first()

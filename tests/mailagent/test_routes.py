@@ -204,6 +204,9 @@ EXPECTED_URL_PATTERNS = {
 EXPECTED_API_OPERATIONS = {
     "GET /api/health",
     "GET /api/diagnostics/runtime",
+    "GET /api/auth/whoami",
+    "POST /api/auth/logout",
+    "GET /api/conversations/byDirectorEmail",
     "GET /api/accounts/{account_id}/test",
     "GET /api/accounts/{account_id}/gmail-test",
     "GET /api/accounts/{account_id}/outlook-test",

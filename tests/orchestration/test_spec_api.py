@@ -1,0 +1,90 @@
+"""The design spec's JSON routes through the real URLconf: auth/whoami, auth/logout, conversations/byDirectorEmail."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.test import Client
+
+from apps.orchestration.actions import create_director
+from apps.orchestration.models import Conversation, ThreadKind
+from tests.results.conftest import make_run, store_message
+
+pytestmark = pytest.mark.django_db
+
+
+def _director_thread(owner: Any, *, name: str = "Clients", subject: str = "Invoice 42") -> tuple[Any, Any]:
+    director = create_director(owner=owner, name=name)
+    result = make_run(owner, message=store_message(owner, subject=subject), director=director)
+    thread = Conversation.objects.create(
+        run=result.run,
+        kind=ThreadKind.DIRECTOR,
+        director=director,
+        messages=[{"role": "system", "content": f"secret of {owner.username}"}],
+    )
+    return result, thread
+
+
+def test_whoami_answers_anonymous_and_signed_in(client: Client, user: Any) -> None:
+    anonymous = client.get("/api/auth/whoami")
+    assert anonymous.status_code == 200 and anonymous.json()["authenticated"] is False
+    client.force_login(user)
+    me = client.get("/api/auth/whoami").json()
+    assert me["authenticated"] is True and me["id"] == user.pk and me["username"] == "owner"
+    assert me["email"] == "owner@example.com" and me["isSuperuser"] is False
+
+
+def test_logout_ends_the_session_and_needs_csrf(user: Any) -> None:
+    strict = Client(enforce_csrf_checks=True)
+    strict.force_login(user)
+    assert strict.post("/api/auth/logout").status_code == 403  # no CSRF token: refused like every API write
+    client = Client()
+    assert client.post("/api/auth/logout").status_code == 401
+    client.force_login(user)
+    assert client.post("/api/auth/logout").json() == {"loggedOut": True}
+    assert client.get("/api/auth/whoami").json()["authenticated"] is False
+    assert client.get("/api/conversations/byDirectorEmail", {"directorId": 1, "emailId": 1}).status_code == 401
+
+
+def test_by_director_email_finds_the_director_thread_and_its_workspace(client: Client, user: Any) -> None:
+    from apps.workspaces.models import Workspace
+
+    result, thread = _director_thread(user)
+    client.force_login(user)
+    answer = client.get(
+        "/api/conversations/byDirectorEmail", {"directorId": result.run.director_id, "emailId": result.message.pk}
+    )
+    assert answer.status_code == 200, answer.content
+    body = answer.json()
+    assert body["id"] == thread.pk and body["sessionId"] == thread.session_id and body["runId"] == result.run.pk
+    assert body["kind"] == "director" and body["emailId"] == result.message.pk
+    assert body["workspaceId"] == Workspace.objects.get(run_id=result.run.pk).pk
+    assert body["messages"] == [{"role": "system", "content": "secret of owner"}]
+    # The workspace it names lists the run's items through the workspaces API.
+    assert client.get(f"/api/workspaces/{body['workspaceId']}/items").status_code == 200
+    # Another email of the same director has no thread: 404, not someone else's.
+    other_mail = store_message(user, subject="Other")
+    missing = client.get(
+        "/api/conversations/byDirectorEmail", {"directorId": result.run.director_id, "emailId": other_mail.pk}
+    )
+    assert missing.status_code == 404 and missing.json() == {"error": "Not found"}
+
+
+def test_by_director_email_is_owner_scoped(client: Client, user: Any) -> None:
+    other = get_user_model().objects.create_user(username="other", email="other@example.com", password="x" * 12)
+    theirs, _ = _director_thread(other, name="Theirs", subject="Their secret")
+    client.force_login(user)
+    answer = client.get(
+        "/api/conversations/byDirectorEmail", {"directorId": theirs.run.director_id, "emailId": theirs.message.pk}
+    )
+    assert answer.status_code == 404 and b"secret" not in answer.content
+    client.force_login(other)
+    assert (
+        client.get(
+            "/api/conversations/byDirectorEmail",
+            {"directorId": theirs.run.director_id, "emailId": theirs.message.pk},
+        ).status_code
+        == 200
+    )
