@@ -5,13 +5,15 @@ like the runtime diagnostics; everyone else gets 403."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from django.db import transaction
 from django.http import HttpRequest
 from ninja import Router, Schema
 from ninja.errors import HttpError
 
-from apps.orchestration import selectors
+from apps.orchestration import config_actions, selectors
 from mailagent.api import ErrorOut
 
 router = Router(tags=["diagnostics"])
@@ -75,3 +77,59 @@ def by_director_email(request: HttpRequest, directorId: int, emailId: int) -> di
         "endedAt": thread.ended_at.isoformat() if thread.ended_at else None,
         "messages": list(thread.messages or []),
     }
+
+
+settings_router = Router(tags=["settings"])
+SESSION_TIMEOUT_MAX_MINUTES = 24 * 60
+
+
+class SettingsOut(Schema):
+    sessionTimeoutMinutes: int
+    virtualRoot: str
+    effectiveVirtualRoot: str
+    canEditSessionTimeout: bool
+    canEditVirtualRoot: bool
+
+
+class SettingsIn(Schema):
+    sessionTimeoutMinutes: int | None = None
+    virtualRoot: str | None = None
+
+
+def _settings_out(user: Any) -> dict[str, Any]:
+    configured = selectors.configured_filesystem_root(owner_id=user.pk)
+    return {
+        "sessionTimeoutMinutes": selectors.session_timeout_minutes(),
+        "virtualRoot": configured,
+        "effectiveVirtualRoot": selectors.filesystem_root_for_owner(owner_id=user.pk),
+        "canEditSessionTimeout": bool(user.is_staff),
+        "canEditVirtualRoot": bool(user.is_superuser),
+    }
+
+
+@settings_router.get("", response={200: SettingsOut})
+def get_settings(request: HttpRequest) -> dict[str, Any]:
+    """Spec §3.2.8: the agent session timeout (for everyone) and this user's virtual root."""
+    return _settings_out(request.user)
+
+
+@settings_router.put("", response={200: SettingsOut, 403: ErrorOut, 422: ErrorOut})
+def put_settings(request: HttpRequest, payload: SettingsIn) -> dict[str, Any]:
+    """Change the session timeout (staff: it applies to every user) and/or the virtual root (superusers: it
+    decides which files the tools may read)."""
+    if payload.sessionTimeoutMinutes is not None:
+        if not request.user.is_staff:
+            raise HttpError(403, "Only staff can change the session timeout: it applies to every user")
+        if not 1 <= payload.sessionTimeoutMinutes <= SESSION_TIMEOUT_MAX_MINUTES:
+            raise HttpError(422, f"sessionTimeoutMinutes must be between 1 and {SESSION_TIMEOUT_MAX_MINUTES}")
+    if payload.virtualRoot is not None:
+        if not request.user.is_superuser:
+            raise HttpError(403, "Only an administrator (superuser) can change the directory the tools may read")
+        if payload.virtualRoot.strip() and not Path(payload.virtualRoot.strip()).is_absolute():
+            raise HttpError(422, "virtualRoot must be an absolute path, e.g. /srv/mailagent/files (or empty)")
+    with transaction.atomic():
+        if payload.sessionTimeoutMinutes is not None:
+            config_actions.set_session_timeout(minutes=payload.sessionTimeoutMinutes)
+        if payload.virtualRoot is not None:
+            config_actions.set_filesystem_root(owner=request.user, path=payload.virtualRoot)
+    return _settings_out(request.user)

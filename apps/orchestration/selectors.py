@@ -20,6 +20,7 @@ from apps.orchestration.models import (
     Director,
     FilesystemRoot,
     Memory,
+    OrchestrationSettings,
     OrchLog,
     Prompt,
     ProviderEvent,
@@ -40,6 +41,17 @@ _FILESYSTEM_ROOT = PreparedQuery(
     lambda owner_id: FilesystemRoot.objects.filter(owner_id=owner_id).order_by("pk").values_list("path", flat=True)[:1],
     "owner_id",
 )
+
+
+def configured_filesystem_root(*, owner_id: int) -> str:
+    """The owner's configured directory ("" when none is set: the default applies)."""
+    return (next(iter(_FILESYSTEM_ROOT(owner_id=owner_id)), None) or "").strip()
+
+
+def session_timeout_minutes() -> int:
+    """The agent session inactivity timeout (spec §3.2.8), 15 minutes until staff change it."""
+    current = OrchestrationSettings.objects.filter(pk=1).values_list("session_timeout_minutes", flat=True).first()
+    return current if current is not None else 15
 
 
 def filesystem_root_for_owner(*, owner_id: int) -> str:

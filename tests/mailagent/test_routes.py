@@ -207,6 +207,8 @@ EXPECTED_API_OPERATIONS = {
     "GET /api/auth/whoami",
     "POST /api/auth/logout",
     "GET /api/conversations/byDirectorEmail",
+    "GET /api/settings",
+    "PUT /api/settings",
     "GET /api/accounts/{account_id}/test",
     "GET /api/accounts/{account_id}/gmail-test",
     "GET /api/accounts/{account_id}/outlook-test",

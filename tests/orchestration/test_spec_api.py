@@ -88,3 +88,36 @@ def test_by_director_email_is_owner_scoped(client: Client, user: Any) -> None:
         ).status_code
         == 200
     )
+
+
+def test_settings_timeout_is_staff_only_and_virtual_root_superuser_only(
+    client: Client, user: Any, staff_user: Any, tmp_path: Any
+) -> None:
+    from apps.orchestration.selectors import filesystem_root_for_owner
+
+    assert Client().get("/api/settings").status_code == 401
+    client.force_login(user)
+    mine = client.get("/api/settings").json()
+    assert mine["sessionTimeoutMinutes"] == 15 and mine["virtualRoot"] == ""
+    assert mine["canEditSessionTimeout"] is False and mine["canEditVirtualRoot"] is False
+    assert mine["effectiveVirtualRoot"] == filesystem_root_for_owner(owner_id=user.pk)
+    put = client.put("/api/settings", {"sessionTimeoutMinutes": 5}, content_type="application/json")
+    assert put.status_code == 403
+    put = client.put("/api/settings", {"virtualRoot": str(tmp_path)}, content_type="application/json")
+    assert put.status_code == 403
+    assert client.get("/api/settings").json()["sessionTimeoutMinutes"] == 15
+
+    client.force_login(staff_user)  # staff and superuser
+    bad = client.put("/api/settings", {"sessionTimeoutMinutes": 0}, content_type="application/json")
+    assert bad.status_code == 422
+    relative = client.put("/api/settings", {"virtualRoot": "files"}, content_type="application/json")
+    assert relative.status_code == 422
+    saved = client.put(
+        "/api/settings", {"sessionTimeoutMinutes": 7, "virtualRoot": str(tmp_path)}, content_type="application/json"
+    ).json()
+    assert saved["sessionTimeoutMinutes"] == 7 and saved["virtualRoot"] == str(tmp_path)
+    assert filesystem_root_for_owner(owner_id=staff_user.pk) == str(tmp_path)
+    # The timeout is global, the root per owner: the plain user sees the new timeout and still the default root.
+    client.force_login(user)
+    theirs = client.get("/api/settings").json()
+    assert theirs["sessionTimeoutMinutes"] == 7 and theirs["virtualRoot"] == ""
