@@ -13,6 +13,7 @@ from typing import Any
 
 from django.db import DatabaseError, connections, models, router, transaction
 from django.utils import timezone
+from pydantic import ValidationError as PydanticValidationError
 
 from apps.llm import (
     ChatResult,
@@ -25,6 +26,7 @@ from apps.llm import (
     run_tool_loop,
 )
 from apps.llm.configs import llm_config
+from apps.llm.tools import parameters_schema
 from apps.orchestration.models import (
     Agent,
     Conversation,
@@ -56,7 +58,9 @@ from apps.orchestration.tools.schemas import (
     AGENT_TOOL_DESCRIPTION,
     DESCRIPTIONS,
     AgentCallArgs,
+    DescribeToolArgs,
     NoArgs,
+    ValidateToolParamsArgs,
     params_summary,
 )
 from apps.workspaces import actions as workspace_actions
@@ -291,6 +295,18 @@ class RunEngine:
         tools = [
             Tool("list_agents", DESCRIPTIONS["list_agents"][0], NoArgs, lambda _args: self.list_agents()),
             Tool("list_tools", DESCRIPTIONS["list_tools"][0], NoArgs, lambda _args: self.list_tools(actor)),
+            Tool(
+                "describe_tool",
+                DESCRIPTIONS["describe_tool"][0],
+                DescribeToolArgs,
+                lambda args: self.describe_tool(actor, args.name),
+            ),
+            Tool(
+                "validate_tool_params",
+                DESCRIPTIONS["validate_tool_params"][0],
+                ValidateToolParamsArgs,
+                lambda args: self.validate_tool_params(actor, args.name, args.params),
+            ),
         ]
         for slug, agent in self.agents.items():
             tools.append(
@@ -331,6 +347,28 @@ class RunEngine:
                 for tool in self.director_tools(actor)
             ]
         }
+
+    def _director_tool(self, actor: Actor, name: str) -> Tool:
+        for tool in self.director_tools(actor):
+            if tool.name == name:
+                return tool
+        raise ToolFailure(f"no tool named {name!r} is available to you; call list_tools for the names")
+
+    def describe_tool(self, actor: Actor, name: str) -> dict[str, Any]:
+        tool = self._director_tool(actor, name)
+        return {"name": tool.name, "description": tool.description, "parameters": parameters_schema(tool.arguments)}
+
+    def validate_tool_params(self, actor: Actor, name: str, params: dict[str, Any]) -> dict[str, Any]:
+        tool = self._director_tool(actor, name)
+        try:
+            tool.arguments.model_validate(params)
+        except PydanticValidationError as exc:
+            errors = [
+                {"field": ".".join(str(part) for part in error["loc"]), "message": error["msg"]}
+                for error in exc.errors()
+            ]
+            return {"name": tool.name, "valid": False, "errors": errors}
+        return {"name": tool.name, "valid": True, "errors": []}
 
     def initial_messages(self) -> list[dict[str, Any]]:
         director = self.director
