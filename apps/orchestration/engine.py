@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db import DatabaseError, connections, models, router, transaction
+from django.urls import get_resolver
 from django.utils import timezone
 from pydantic import ValidationError as PydanticValidationError
 
@@ -60,11 +61,13 @@ from apps.orchestration.tools.schemas import (
     AgentCallArgs,
     DescribeToolArgs,
     NoArgs,
+    ReadApiDocsArgs,
     ValidateToolParamsArgs,
     params_summary,
 )
 from apps.workspaces import actions as workspace_actions
 from apps.workspaces.models import WorkspaceItem
+from mailagent.api import api
 from mailagent.bulk import insert_rows, insert_values
 
 logger = logging.getLogger(__name__)
@@ -143,6 +146,32 @@ def stop_reason(reason: str, step_limit: int) -> str:
     if reason == "invalid_output":
         return "stopped: the model's tool call was still invalid after a repair turn"
     return ""
+
+
+def read_api_docs(path_prefix: str) -> dict[str, Any]:
+    """The mounted JSON API's operations from its OpenAPI document (what /api/docs shows)."""
+    get_resolver().url_patterns  # noqa: B018 - loads the URLconf, which mounts the apps' routers on `api`
+    schema = api.get_openapi_schema()
+    operations = []
+    for path, methods in schema["paths"].items():
+        if path_prefix and not path.startswith(path_prefix):
+            continue
+        for method, operation in methods.items():
+            operations.append(
+                {
+                    "method": method.upper(),
+                    "path": path,
+                    "summary": operation.get("summary", ""),
+                    "description": (operation.get("description") or "")[:500],
+                    "parameters": [
+                        {"name": p.get("name"), "in": p.get("in"), "required": bool(p.get("required"))}
+                        for p in operation.get("parameters", [])
+                    ],
+                }
+            )
+    if not operations:
+        raise ToolFailure(f"no API operation under {path_prefix!r}; call read_api_docs without a path for all")
+    return {"title": schema["info"]["title"], "version": schema["info"]["version"], "operations": operations}
 
 
 class RunEngine:
@@ -300,6 +329,12 @@ class RunEngine:
                 DESCRIPTIONS["describe_tool"][0],
                 DescribeToolArgs,
                 lambda args: self.describe_tool(actor, args.name),
+            ),
+            Tool(
+                "read_api_docs",
+                DESCRIPTIONS["read_api_docs"][0],
+                ReadApiDocsArgs,
+                lambda args: read_api_docs(args.path),
             ),
             Tool(
                 "validate_tool_params",

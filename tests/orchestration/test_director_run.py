@@ -426,3 +426,18 @@ def test_director_describes_and_validates_tools_before_calling_them(
     assert results[3] == {"name": "workspace_get_item", "valid": True, "errors": []}
     assert results[4]["valid"] is False and [e["field"] for e in results[4]["errors"]] == ["bogus"]
     assert not WorkspaceItem.objects.filter(workspace__run_id=run.pk).exists()  # validating called nothing
+
+
+def test_director_reads_the_api_docs(client_manager: Any, store_mail: Any, fake_llm: FakeOpenAI) -> None:
+    fake_llm.when(
+        is_director,
+        Reply.calls(("read_api_docs", {"path": "/api/workspaces"}), ("read_api_docs", {"path": "/api/nowhere"})),
+        Reply.text("done"),
+    )
+    run = Run.objects.get(message=store_mail(subject="docs", sender=CLIENT))
+    thread = Conversation.objects.get(run=run, kind=ThreadKind.DIRECTOR)
+    results = [json.loads(m["content"]) for m in thread.messages if m["role"] == "tool"]
+    operations = {(op["method"], op["path"]) for op in results[0]["operations"]}
+    assert ("GET", "/api/workspaces/{workspace_id}/items") in operations
+    assert all(path.startswith("/api/workspaces") for _, path in operations)
+    assert "no API operation under '/api/nowhere'" in results[1]["error"]

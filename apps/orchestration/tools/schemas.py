@@ -167,12 +167,23 @@ class ValidateToolParamsArgs(Args):
     params: dict[str, Any] = Field(default_factory=dict, description="The arguments you mean to call it with")
 
 
+class ReadApiDocsArgs(Args):
+    path: str = Field(
+        "", max_length=300, description="Only operations whose path starts with this, e.g. /api/workspaces; empty: all"
+    )
+
+
 DESCRIPTIONS: dict[str, tuple[str, type[Args]]] = {
     "list_agents": ("List the agents you can delegate to, with what each does.", NoArgs),
     "list_tools": ("List the tools available to you right now.", NoArgs),
     "describe_tool": (
         "Describe one of your tools: what it does and the full JSON schema of its parameters.",
         DescribeToolArgs,
+    ),
+    "read_api_docs": (
+        "Read the application's JSON API documentation (its OpenAPI operations: method, path, summary, "
+        "parameters), optionally only under one path.",
+        ReadApiDocsArgs,
     ),
     "validate_tool_params": (
         "Check arguments against a tool's parameter schema without calling it; lists what is wrong.",
