@@ -10,7 +10,7 @@ from typing import Any
 
 from django.db import transaction
 from django.http import HttpRequest
-from ninja import Router, Schema
+from ninja import Field, Router, Schema
 from ninja.errors import HttpError
 
 from apps.orchestration import config_actions, selectors
@@ -133,3 +133,76 @@ def put_settings(request: HttpRequest, payload: SettingsIn) -> dict[str, Any]:
         if payload.virtualRoot is not None:
             config_actions.set_filesystem_root(owner=request.user, path=payload.virtualRoot)
     return _settings_out(request.user)
+
+
+directors_router = Router(tags=["directors"])
+
+
+class AgentOut(Schema):
+    id: int
+    directorId: int
+    name: str
+    slug: str
+    summary: str
+    order: int
+    enabled: bool
+    apiConfigId: int | None
+    tools: list[str]
+
+
+class DirectorOut(Schema):
+    id: int
+    name: str
+    description: str
+    enabled: bool
+    apiConfigId: int | None
+    promptId: int | None
+    agents: list[AgentOut]
+
+
+class AgentOrderIn(Schema):
+    agentIds: list[int] = Field(default_factory=list, description="Agent ids in the new order; omitted ones follow")
+
+
+def _director_out(director: Any) -> dict[str, Any]:
+    agents = sorted(director.agents.all(), key=lambda agent: (agent.order, agent.pk))
+    return {
+        "id": director.pk,
+        "name": director.name,
+        "description": director.description,
+        "enabled": director.enabled,
+        "apiConfigId": director.api_config_id,
+        "promptId": director.prompt_id,
+        "agents": [
+            {
+                "id": agent.pk,
+                "directorId": director.pk,
+                "name": agent.name,
+                "slug": agent.slug,
+                "summary": agent.summary,
+                "order": agent.order,
+                "enabled": agent.enabled,
+                "apiConfigId": agent.api_config_id,
+                "tools": list(agent.allowed_tools or []),
+            }
+            for agent in agents
+        ],
+    }
+
+
+@directors_router.get("", response={200: list[DirectorOut]})
+def list_directors(request: HttpRequest) -> list[dict[str, Any]]:
+    return [_director_out(director) for director in selectors.list_directors_with_agents(user=request.user)]
+
+
+@directors_router.get("/{director_id}", response={200: DirectorOut, 404: ErrorOut})
+def get_director(request: HttpRequest, director_id: int) -> dict[str, Any]:
+    return _director_out(selectors.access_director(user=request.user, director_id=director_id))
+
+
+@directors_router.put("/{director_id}/agents/order", response={200: DirectorOut, 404: ErrorOut})
+def order_agents(request: HttpRequest, director_id: int, payload: AgentOrderIn) -> dict[str, Any]:
+    """Reorder the director's agents (spec §3.2.6 drag-and-drop): listed ids first, the rest after them."""
+    director = selectors.access_director(user=request.user, director_id=director_id)
+    config_actions.reorder_agents(director=director, ordered_ids=payload.agentIds)
+    return _director_out(selectors.access_director(user=request.user, director_id=director_id))

@@ -432,3 +432,15 @@ def director_thread_for_email(*, user: Any, director_id: int, email_id: int) -> 
 
 def workspace_id_for_run(*, user: Any, run_id: int) -> int | None:
     return Workspace.objects.filter(run_id=run_id, owner=user).values_list("pk", flat=True).first()
+
+
+def list_directors_with_agents(*, user: Any) -> QuerySet[Director]:
+    """The user's directors with their agents (in the director's order) in two queries."""
+    return Director.objects.filter(owner=user).prefetch_related("agents").order_by("name", "pk")
+
+
+def access_director(*, user: Any, director_id: int) -> Director:
+    director = Director.objects.filter(pk=director_id, owner=user).prefetch_related("agents").first()
+    if director is None:
+        raise Http404("No such director")
+    return director

@@ -121,3 +121,32 @@ def test_settings_timeout_is_staff_only_and_virtual_root_superuser_only(
     client.force_login(user)
     theirs = client.get("/api/settings").json()
     assert theirs["sessionTimeoutMinutes"] == 7 and theirs["virtualRoot"] == ""
+
+
+def test_directors_list_their_agents_in_order_and_reorder_is_owner_scoped(client: Client, user: Any) -> None:
+    from apps.orchestration.config_actions import create_agent
+
+    mine = create_director(owner=user, name="Clients")
+    first = create_agent(director=mine, name="Psychologist", slug="psychologist")
+    second = create_agent(director=mine, name="Response", slug="response")
+    other = get_user_model().objects.create_user(username="other", email="other@example.com", password="x" * 12)
+    theirs = create_director(owner=other, name="Theirs")
+    their_agent = create_agent(director=theirs, name="Secret agent", slug="secret")
+    client.force_login(user)
+    listed = client.get("/api/directors").json()
+    assert [d["name"] for d in listed] == ["Clients"]
+    assert [a["slug"] for a in listed[0]["agents"]] == ["psychologist", "response"]
+    moved = client.put(
+        f"/api/directors/{mine.pk}/agents/order",
+        {"agentIds": [second.pk, their_agent.pk, first.pk]},
+        content_type="application/json",
+    )
+    assert moved.status_code == 200, moved.content
+    assert [a["id"] for a in moved.json()["agents"]] == [second.pk, first.pk]
+    assert [a["slug"] for a in client.get(f"/api/directors/{mine.pk}").json()["agents"]] == ["response", "psychologist"]
+    assert client.get(f"/api/directors/{theirs.pk}").status_code == 404
+    refused = client.put(
+        f"/api/directors/{theirs.pk}/agents/order", {"agentIds": [their_agent.pk]}, content_type="application/json"
+    )
+    assert refused.status_code == 404
+    assert Client().get("/api/directors").status_code == 401
