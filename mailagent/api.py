@@ -13,6 +13,7 @@ import logging
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth import logout as auth_logout
 from django.core.exceptions import RequestDataTooBig
 from django.db import DataError, connection
 from django.http import Http404, HttpRequest, HttpResponse
@@ -195,6 +196,42 @@ def health(request: HttpRequest) -> Status:
 
 class ErrorOut(Schema):
     error: str
+
+
+class WhoamiOut(Schema):
+    authenticated: bool
+    id: int | None = None
+    username: str | None = None
+    email: str | None = None
+    isStaff: bool = False
+    isSuperuser: bool = False
+
+
+class LogoutOut(Schema):
+    loggedOut: bool
+
+
+@api.get("/auth/whoami", auth=None, response={200: WhoamiOut}, tags=["auth"])
+def whoami(request: HttpRequest) -> dict[str, Any]:
+    """Who the session belongs to; public (spec §3.2.2a), so a client can tell whether to sign in."""
+    user = request.user
+    if not user.is_authenticated:
+        return {"authenticated": False}
+    return {
+        "authenticated": True,
+        "id": user.pk,
+        "username": user.get_username(),
+        "email": getattr(user, "email", "") or None,
+        "isStaff": bool(user.is_staff),
+        "isSuperuser": bool(user.is_superuser),
+    }
+
+
+@api.post("/auth/logout", response={200: LogoutOut}, tags=["auth"])
+def logout(request: HttpRequest) -> dict[str, Any]:
+    """Ends the session (like the sign-out page): the session cookie no longer authenticates."""
+    auth_logout(request)
+    return {"loggedOut": True}
 
 
 @api.get("/diagnostics/runtime", response={200: dict[str, Any], 403: ErrorOut}, tags=["system"])

@@ -13,7 +13,7 @@ from django.middleware.common import CommonMiddleware as DjangoCommonMiddleware
 from django.utils.http import escape_leading_slashes
 
 # The documented allowlist: everything else needs a logged-in user.
-PUBLIC_EXACT_PATHS = frozenset({"/api/health"})
+PUBLIC_EXACT_PATHS = frozenset({"/api/health", "/api/auth/whoami"})
 PUBLIC_PATH_PREFIXES = ("/accounts/",)
 
 

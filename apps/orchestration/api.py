@@ -5,13 +5,15 @@ like the runtime diagnostics; everyone else gets 403."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
+from django.db import transaction
 from django.http import HttpRequest
-from ninja import Router
+from ninja import Field, Router, Schema
 from ninja.errors import HttpError
 
-from apps.orchestration import selectors
+from apps.orchestration import config_actions, selectors
 from mailagent.api import ErrorOut
 
 router = Router(tags=["diagnostics"])
@@ -33,3 +35,174 @@ def unified(request: HttpRequest, limit: int = 50) -> dict[str, Any]:
 def unified_node(request: HttpRequest, node_id: str) -> dict[str, Any]:
     _require_staff(request)
     return selectors.unified_node(user=request.user, node_id=node_id)
+
+
+conversations_router = Router(tags=["conversations"])
+
+
+class ConversationOut(Schema):
+    id: int
+    sessionId: str
+    kind: str
+    runId: int
+    directorId: int
+    directorName: str
+    emailId: int
+    workspaceId: int | None
+    status: str
+    finalized: bool
+    created: str
+    lastActiveAt: str
+    endedAt: str | None
+    messages: list[dict[str, Any]]
+
+
+@conversations_router.get("/byDirectorEmail", response={200: ConversationOut, 404: ErrorOut})
+def by_director_email(request: HttpRequest, directorId: int, emailId: int) -> dict[str, Any]:
+    """The director thread of one email under one director, with the workspace that holds its results."""
+    thread = selectors.director_thread_for_email(user=request.user, director_id=directorId, email_id=emailId)
+    return {
+        "id": thread.pk,
+        "sessionId": thread.session_id,
+        "kind": thread.kind,
+        "runId": thread.run_id,
+        "directorId": thread.director_id,
+        "directorName": thread.director.name,
+        "emailId": thread.run.message_id,
+        "workspaceId": selectors.workspace_id_for_run(user=request.user, run_id=thread.run_id),
+        "status": thread.status,
+        "finalized": thread.finalized,
+        "created": thread.created_at.isoformat(),
+        "lastActiveAt": thread.last_active_at.isoformat(),
+        "endedAt": thread.ended_at.isoformat() if thread.ended_at else None,
+        "messages": list(thread.messages or []),
+    }
+
+
+settings_router = Router(tags=["settings"])
+SESSION_TIMEOUT_MAX_MINUTES = 24 * 60
+
+
+class SettingsOut(Schema):
+    sessionTimeoutMinutes: int
+    virtualRoot: str
+    effectiveVirtualRoot: str
+    canEditSessionTimeout: bool
+    canEditVirtualRoot: bool
+
+
+class SettingsIn(Schema):
+    sessionTimeoutMinutes: int | None = None
+    virtualRoot: str | None = None
+
+
+def _settings_out(user: Any) -> dict[str, Any]:
+    configured = selectors.configured_filesystem_root(owner_id=user.pk)
+    return {
+        "sessionTimeoutMinutes": selectors.session_timeout_minutes(),
+        "virtualRoot": configured,
+        "effectiveVirtualRoot": selectors.filesystem_root_for_owner(owner_id=user.pk),
+        "canEditSessionTimeout": bool(user.is_staff),
+        "canEditVirtualRoot": bool(user.is_superuser),
+    }
+
+
+@settings_router.get("", response={200: SettingsOut})
+def get_settings(request: HttpRequest) -> dict[str, Any]:
+    """Spec §3.2.8: the agent session timeout (for everyone) and this user's virtual root."""
+    return _settings_out(request.user)
+
+
+@settings_router.put("", response={200: SettingsOut, 403: ErrorOut, 422: ErrorOut})
+def put_settings(request: HttpRequest, payload: SettingsIn) -> dict[str, Any]:
+    """Change the session timeout (staff: it applies to every user) and/or the virtual root (superusers: it
+    decides which files the tools may read)."""
+    if payload.sessionTimeoutMinutes is not None:
+        if not request.user.is_staff:
+            raise HttpError(403, "Only staff can change the session timeout: it applies to every user")
+        if not 1 <= payload.sessionTimeoutMinutes <= SESSION_TIMEOUT_MAX_MINUTES:
+            raise HttpError(422, f"sessionTimeoutMinutes must be between 1 and {SESSION_TIMEOUT_MAX_MINUTES}")
+    if payload.virtualRoot is not None:
+        if not request.user.is_superuser:
+            raise HttpError(403, "Only an administrator (superuser) can change the directory the tools may read")
+        if payload.virtualRoot.strip() and not Path(payload.virtualRoot.strip()).is_absolute():
+            raise HttpError(422, "virtualRoot must be an absolute path, e.g. /srv/mailagent/files (or empty)")
+    with transaction.atomic():
+        if payload.sessionTimeoutMinutes is not None:
+            config_actions.set_session_timeout(minutes=payload.sessionTimeoutMinutes)
+        if payload.virtualRoot is not None:
+            config_actions.set_filesystem_root(owner=request.user, path=payload.virtualRoot)
+    return _settings_out(request.user)
+
+
+directors_router = Router(tags=["directors"])
+
+
+class AgentOut(Schema):
+    id: int
+    directorId: int
+    name: str
+    slug: str
+    summary: str
+    order: int
+    enabled: bool
+    apiConfigId: int | None
+    tools: list[str]
+
+
+class DirectorOut(Schema):
+    id: int
+    name: str
+    description: str
+    enabled: bool
+    apiConfigId: int | None
+    promptId: int | None
+    agents: list[AgentOut]
+
+
+class AgentOrderIn(Schema):
+    agentIds: list[int] = Field(default_factory=list, description="Agent ids in the new order; omitted ones follow")
+
+
+def _director_out(director: Any) -> dict[str, Any]:
+    agents = sorted(director.agents.all(), key=lambda agent: (agent.order, agent.pk))
+    return {
+        "id": director.pk,
+        "name": director.name,
+        "description": director.description,
+        "enabled": director.enabled,
+        "apiConfigId": director.api_config_id,
+        "promptId": director.prompt_id,
+        "agents": [
+            {
+                "id": agent.pk,
+                "directorId": director.pk,
+                "name": agent.name,
+                "slug": agent.slug,
+                "summary": agent.summary,
+                "order": agent.order,
+                "enabled": agent.enabled,
+                "apiConfigId": agent.api_config_id,
+                "tools": list(agent.allowed_tools or []),
+            }
+            for agent in agents
+        ],
+    }
+
+
+@directors_router.get("", response={200: list[DirectorOut]})
+def list_directors(request: HttpRequest) -> list[dict[str, Any]]:
+    return [_director_out(director) for director in selectors.list_directors_with_agents(user=request.user)]
+
+
+@directors_router.get("/{director_id}", response={200: DirectorOut, 404: ErrorOut})
+def get_director(request: HttpRequest, director_id: int) -> dict[str, Any]:
+    return _director_out(selectors.access_director(user=request.user, director_id=director_id))
+
+
+@directors_router.put("/{director_id}/agents/order", response={200: DirectorOut, 404: ErrorOut})
+def order_agents(request: HttpRequest, director_id: int, payload: AgentOrderIn) -> dict[str, Any]:
+    """Reorder the director's agents (spec §3.2.6 drag-and-drop): listed ids first, the rest after them."""
+    director = selectors.access_director(user=request.user, director_id=director_id)
+    config_actions.reorder_agents(director=director, ordered_ids=payload.agentIds)
+    return _director_out(selectors.access_director(user=request.user, director_id=director_id))

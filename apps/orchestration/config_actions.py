@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from apps.llm.models import ApiConfig
-from apps.orchestration.models import Agent, Director, Prompt, PromptMessage
+from apps.orchestration.models import Agent, Director, FilesystemRoot, OrchestrationSettings, Prompt, PromptMessage
 from apps.orchestration.tools.schemas import LIVE_TOOLS
 
 DIRECTOR_FIELDS = {"name", "description", "enabled", "prompt", "imprint", "api_config", "memory_access", "step_limit"}
@@ -128,3 +128,19 @@ def reorder_agents(*, director: Director, ordered_ids: Sequence[int]) -> list[Ag
     if changed:
         Agent.objects.bulk_update(changed, ["order"])
     return [*listed, *rest]
+
+
+def set_filesystem_root(*, owner: Any, path: str) -> FilesystemRoot:
+    """The directory this owner's filesystem tools may read (callers check the user is a superuser)."""
+    root, _ = FilesystemRoot.objects.get_or_create(owner=owner)
+    root.path = path.strip()
+    root.save(update_fields=["path"])
+    return root
+
+
+def set_session_timeout(*, minutes: int) -> OrchestrationSettings:
+    """The agent session inactivity timeout, for every user (callers check the user is staff)."""
+    current, _ = OrchestrationSettings.objects.get_or_create(pk=1)
+    current.session_timeout_minutes = minutes
+    current.save(update_fields=["session_timeout_minutes"])
+    return current

@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db import DatabaseError, connections, models, router, transaction
+from django.urls import get_resolver
 from django.utils import timezone
+from pydantic import ValidationError as PydanticValidationError
 
 from apps.llm import (
     ChatResult,
@@ -25,6 +27,7 @@ from apps.llm import (
     run_tool_loop,
 )
 from apps.llm.configs import llm_config
+from apps.llm.tools import parameters_schema
 from apps.orchestration.models import (
     Agent,
     Conversation,
@@ -56,11 +59,15 @@ from apps.orchestration.tools.schemas import (
     AGENT_TOOL_DESCRIPTION,
     DESCRIPTIONS,
     AgentCallArgs,
+    DescribeToolArgs,
     NoArgs,
+    ReadApiDocsArgs,
+    ValidateToolParamsArgs,
     params_summary,
 )
 from apps.workspaces import actions as workspace_actions
 from apps.workspaces.models import WorkspaceItem
+from mailagent.api import api
 from mailagent.bulk import insert_rows, insert_values
 
 logger = logging.getLogger(__name__)
@@ -144,6 +151,32 @@ def stop_reason(reason: str, step_limit: int) -> str:
             "(raise “Max output tokens” under Settings → Models, or ask for shorter items)"
         )
     return ""
+
+
+def read_api_docs(path_prefix: str) -> dict[str, Any]:
+    """The mounted JSON API's operations from its OpenAPI document (what /api/docs shows)."""
+    get_resolver().url_patterns  # noqa: B018 - loads the URLconf, which mounts the apps' routers on `api`
+    schema = api.get_openapi_schema()
+    operations = []
+    for path, methods in schema["paths"].items():
+        if path_prefix and not path.startswith(path_prefix):
+            continue
+        for method, operation in methods.items():
+            operations.append(
+                {
+                    "method": method.upper(),
+                    "path": path,
+                    "summary": operation.get("summary", ""),
+                    "description": (operation.get("description") or "")[:500],
+                    "parameters": [
+                        {"name": p.get("name"), "in": p.get("in"), "required": bool(p.get("required"))}
+                        for p in operation.get("parameters", [])
+                    ],
+                }
+            )
+    if not operations:
+        raise ToolFailure(f"no API operation under {path_prefix!r}; call read_api_docs without a path for all")
+    return {"title": schema["info"]["title"], "version": schema["info"]["version"], "operations": operations}
 
 
 class RunEngine:
@@ -296,6 +329,24 @@ class RunEngine:
         tools = [
             Tool("list_agents", DESCRIPTIONS["list_agents"][0], NoArgs, lambda _args: self.list_agents()),
             Tool("list_tools", DESCRIPTIONS["list_tools"][0], NoArgs, lambda _args: self.list_tools(actor)),
+            Tool(
+                "describe_tool",
+                DESCRIPTIONS["describe_tool"][0],
+                DescribeToolArgs,
+                lambda args: self.describe_tool(actor, args.name),
+            ),
+            Tool(
+                "read_api_docs",
+                DESCRIPTIONS["read_api_docs"][0],
+                ReadApiDocsArgs,
+                lambda args: read_api_docs(args.path),
+            ),
+            Tool(
+                "validate_tool_params",
+                DESCRIPTIONS["validate_tool_params"][0],
+                ValidateToolParamsArgs,
+                lambda args: self.validate_tool_params(actor, args.name, args.params),
+            ),
         ]
         for slug, agent in self.agents.items():
             tools.append(
@@ -336,6 +387,28 @@ class RunEngine:
                 for tool in self.director_tools(actor)
             ]
         }
+
+    def _director_tool(self, actor: Actor, name: str) -> Tool:
+        for tool in self.director_tools(actor):
+            if tool.name == name:
+                return tool
+        raise ToolFailure(f"no tool named {name!r} is available to you; call list_tools for the names")
+
+    def describe_tool(self, actor: Actor, name: str) -> dict[str, Any]:
+        tool = self._director_tool(actor, name)
+        return {"name": tool.name, "description": tool.description, "parameters": parameters_schema(tool.arguments)}
+
+    def validate_tool_params(self, actor: Actor, name: str, params: dict[str, Any]) -> dict[str, Any]:
+        tool = self._director_tool(actor, name)
+        try:
+            tool.arguments.model_validate(params)
+        except PydanticValidationError as exc:
+            errors = [
+                {"field": ".".join(str(part) for part in error["loc"]), "message": error["msg"]}
+                for error in exc.errors()
+            ]
+            return {"name": tool.name, "valid": False, "errors": errors}
+        return {"name": tool.name, "valid": True, "errors": []}
 
     def initial_messages(self) -> list[dict[str, Any]]:
         director = self.director

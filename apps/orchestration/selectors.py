@@ -20,6 +20,7 @@ from apps.orchestration.models import (
     Director,
     FilesystemRoot,
     Memory,
+    OrchestrationSettings,
     OrchLog,
     Prompt,
     ProviderEvent,
@@ -27,7 +28,7 @@ from apps.orchestration.models import (
     ThreadKind,
 )
 from apps.orchestration.prepared import PreparedQuery
-from apps.workspaces.models import WorkspaceItem
+from apps.workspaces.models import Workspace, WorkspaceItem
 
 
 def default_filesystem_root(*, owner_id: int) -> Path:
@@ -40,6 +41,17 @@ _FILESYSTEM_ROOT = PreparedQuery(
     lambda owner_id: FilesystemRoot.objects.filter(owner_id=owner_id).order_by("pk").values_list("path", flat=True)[:1],
     "owner_id",
 )
+
+
+def configured_filesystem_root(*, owner_id: int) -> str:
+    """The owner's configured directory ("" when none is set: the default applies)."""
+    return (next(iter(_FILESYSTEM_ROOT(owner_id=owner_id)), None) or "").strip()
+
+
+def session_timeout_minutes() -> int:
+    """The agent session inactivity timeout (spec §3.2.8), 15 minutes until staff change it."""
+    current = OrchestrationSettings.objects.filter(pk=1).values_list("session_timeout_minutes", flat=True).first()
+    return current if current is not None else 15
 
 
 def filesystem_root_for_owner(*, owner_id: int) -> str:
@@ -406,3 +418,37 @@ def director_name_for_prompt(*, prompt: Prompt) -> str:
 
 def prompt_try_events(*, prompt: Prompt, limit: int = 10) -> list[ProviderEvent]:
     return list(ProviderEvent.objects.filter(prompt=prompt).order_by("-created_at", "-pk")[:limit])
+
+
+def director_thread_for_email(*, user: Any, director_id: int, email_id: int) -> Conversation:
+    """The director thread of the user's run of this director on this message (spec §3.2.0:
+    conversations/byDirectorEmail), 404 when the user owns no such run or it has not started a thread."""
+    thread = (
+        Conversation.objects.filter(
+            kind=ThreadKind.DIRECTOR,
+            run__director_id=director_id,
+            run__message_id=email_id,
+            run__director__owner=user,
+        )
+        .select_related("run", "director")
+        .first()
+    )
+    if thread is None:
+        raise Http404("No such conversation")
+    return thread
+
+
+def workspace_id_for_run(*, user: Any, run_id: int) -> int | None:
+    return Workspace.objects.filter(run_id=run_id, owner=user).values_list("pk", flat=True).first()
+
+
+def list_directors_with_agents(*, user: Any) -> QuerySet[Director]:
+    """The user's directors with their agents (in the director's order) in two queries."""
+    return Director.objects.filter(owner=user).prefetch_related("agents").order_by("name", "pk")
+
+
+def access_director(*, user: Any, director_id: int) -> Director:
+    director = Director.objects.filter(pk=director_id, owner=user).prefetch_related("agents").first()
+    if director is None:
+        raise Http404("No such director")
+    return director

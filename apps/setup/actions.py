@@ -69,14 +69,8 @@ def create_director_from_template(
 
 
 def set_filesystem_root(*, owner: Any, path: str) -> FilesystemRoot:
-    root, _ = FilesystemRoot.objects.get_or_create(owner=owner)
-    root.path = path.strip()
-    root.save(update_fields=["path"])
-    return root
+    return config_actions.set_filesystem_root(owner=owner, path=path)
 
 
 def set_session_timeout(*, minutes: int) -> OrchestrationSettings:
-    current, _ = OrchestrationSettings.objects.get_or_create(pk=1)
-    current.session_timeout_minutes = minutes
-    current.save(update_fields=["session_timeout_minutes"])
-    return current
+    return config_actions.set_session_timeout(minutes=minutes)

@@ -396,3 +396,48 @@ def test_a_run_left_running_by_a_dead_worker_is_requeued_and_completes(
     statuses = list(Conversation.objects.filter(run=run, kind=ThreadKind.DIRECTOR).values_list("status", flat=True))
     assert statuses == [ThreadStatus.FAILED, ThreadStatus.COMPLETED]
     assert actions.requeue_stalled_runs(older_than_seconds=600) == []
+
+
+def test_director_describes_and_validates_tools_before_calling_them(
+    client_manager: Any, store_mail: Any, fake_llm: FakeOpenAI
+) -> None:
+    fake_llm.when(
+        is_director,
+        Reply.calls(("describe_tool", {"name": "workspace_add_item"}), ("describe_tool", {"name": "no_such_tool"})),
+        Reply.calls(
+            ("validate_tool_params", {"name": "workspace_get_item", "params": {}}),
+            ("validate_tool_params", {"name": "workspace_get_item", "params": {"id": "7"}}),
+            ("validate_tool_params", {"name": "agent__psychologist", "params": {"input": "hi", "bogus": 1}}),
+        ),
+        Reply.text("done"),
+    )
+    message = store_mail(subject="tools", sender=CLIENT)
+    run = Run.objects.get(message=message)
+    first_request = next(r for r in fake_llm.chat_requests() if is_director(r))
+    offered = {tool["function"]["name"] for tool in first_request["tools"]}
+    assert {"describe_tool", "validate_tool_params"} <= offered
+    thread = Conversation.objects.get(run=run, kind=ThreadKind.DIRECTOR)
+    results = [json.loads(m["content"]) for m in thread.messages if m["role"] == "tool"]
+    described = results[0]
+    assert described["name"] == "workspace_add_item" and described["description"].startswith("Add an item")
+    assert {"label", "mimeType", "data"} <= set(described["parameters"]["properties"])
+    assert "no tool named 'no_such_tool'" in results[1]["error"]
+    assert results[2]["valid"] is False and [e["field"] for e in results[2]["errors"]] == ["id"]
+    assert results[3] == {"name": "workspace_get_item", "valid": True, "errors": []}
+    assert results[4]["valid"] is False and [e["field"] for e in results[4]["errors"]] == ["bogus"]
+    assert not WorkspaceItem.objects.filter(workspace__run_id=run.pk).exists()  # validating called nothing
+
+
+def test_director_reads_the_api_docs(client_manager: Any, store_mail: Any, fake_llm: FakeOpenAI) -> None:
+    fake_llm.when(
+        is_director,
+        Reply.calls(("read_api_docs", {"path": "/api/workspaces"}), ("read_api_docs", {"path": "/api/nowhere"})),
+        Reply.text("done"),
+    )
+    run = Run.objects.get(message=store_mail(subject="docs", sender=CLIENT))
+    thread = Conversation.objects.get(run=run, kind=ThreadKind.DIRECTOR)
+    results = [json.loads(m["content"]) for m in thread.messages if m["role"] == "tool"]
+    operations = {(op["method"], op["path"]) for op in results[0]["operations"]}
+    assert ("GET", "/api/workspaces/{workspace_id}/items") in operations
+    assert all(path.startswith("/api/workspaces") for _, path in operations)
+    assert "no API operation under '/api/nowhere'" in results[1]["error"]

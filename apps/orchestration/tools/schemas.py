@@ -183,9 +183,37 @@ class MailOrganizeArgs(Args):
     folder: str = Field("", max_length=512, description="For move: the folder's name, as the mailbox lists it")
 
 
+class DescribeToolArgs(Args):
+    name: str = Field(..., max_length=200, description="A tool's name, as list_tools gives it")
+
+
+class ValidateToolParamsArgs(Args):
+    name: str = Field(..., max_length=200, description="A tool's name, as list_tools gives it")
+    params: dict[str, Any] = Field(default_factory=dict, description="The arguments you mean to call it with")
+
+
+class ReadApiDocsArgs(Args):
+    path: str = Field(
+        "", max_length=300, description="Only operations whose path starts with this, e.g. /api/workspaces; empty: all"
+    )
+
+
 DESCRIPTIONS: dict[str, tuple[str, type[Args]]] = {
     "list_agents": ("List the agents you can delegate to, with what each does.", NoArgs),
     "list_tools": ("List the tools available to you right now.", NoArgs),
+    "describe_tool": (
+        "Describe one of your tools: what it does and the full JSON schema of its parameters.",
+        DescribeToolArgs,
+    ),
+    "read_api_docs": (
+        "Read the application's JSON API documentation (its OpenAPI operations: method, path, summary, "
+        "parameters), optionally only under one path.",
+        ReadApiDocsArgs,
+    ),
+    "validate_tool_params": (
+        "Check arguments against a tool's parameter schema without calling it; lists what is wrong.",
+        ValidateToolParamsArgs,
+    ),
     "workspace_add_item": ("Add an item (a result) to the shared workspace of this email.", WorkspaceAddArgs),
     "workspace_list_items": ("List the workspace items (without their data).", WorkspaceListArgs),
     "workspace_get_item": ("Read one workspace item with its data.", WorkspaceGetArgs),
