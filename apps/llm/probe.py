@@ -27,6 +27,21 @@ class ProbeResult:
     reply: str = ""  # what the model said (one token), for the curious
 
 
+def _probe_config(key: str, *, base_url: str, api_key: str, model: str, timeout: float, name: str) -> LLMConfig:
+    """A one-off config for a probe: no retries, one request at a time, a short timeout, no cached client."""
+    return LLMConfig(
+        key=key,
+        base_url=base_url,
+        api_key=api_key,
+        model=model.strip(),
+        timeout=min(float(timeout), PROBE_TIMEOUT_SECONDS),
+        max_concurrency=1,
+        max_retries=0,
+        name=name,
+        cache_client=False,
+    )
+
+
 def test_connection(
     *,
     base_url: str,
@@ -41,17 +56,7 @@ def test_connection(
         return ProbeResult(
             ok=False, message="Enter a model name first (e.g. gpt-4o-mini or llama3.2).", endpoint=endpoint, model=""
         )
-    config = LLMConfig(
-        key="probe",
-        base_url=base_url,
-        api_key=api_key,
-        model=model.strip(),
-        timeout=min(float(timeout), PROBE_TIMEOUT_SECONDS),
-        max_concurrency=1,
-        max_retries=0,
-        name=name,
-        cache_client=False,
-    )
+    config = _probe_config("probe", base_url=base_url, api_key=api_key, model=model, timeout=timeout, name=name)
     started = time.monotonic()
     try:
         result = chat(config, [{"role": "user", "content": "Reply with the single word OK."}], max_tokens=1)
@@ -102,17 +107,7 @@ def measure_speed(
     """One short real generation: completion tokens (the server's own count, from `usage`) over the wall time
     of the request. Honest rather than flattering: the time includes reading the prompt, as every real call
     does; a server that reports no usage gets no number."""
-    config = LLMConfig(
-        key="probe-speed",
-        base_url=base_url,
-        api_key=api_key,
-        model=model.strip(),
-        timeout=min(float(timeout), PROBE_TIMEOUT_SECONDS),
-        max_concurrency=1,
-        max_retries=0,
-        name=name,
-        cache_client=False,
-    )
+    config = _probe_config("probe-speed", base_url=base_url, api_key=api_key, model=model, timeout=timeout, name=name)
     started = time.monotonic()
     try:
         result = chat(config, [{"role": "user", "content": SPEED_PROMPT}], max_tokens=SPEED_MAX_TOKENS, temperature=0)
