@@ -115,44 +115,110 @@ def _strip_titles(node: Any) -> Any:
     return stripped
 
 
-# Under constrained output a string may not outgrow the reply: each is capped at this many characters per
-# token of the reply's limit (English runs about 4 characters a token, so one capped string takes about half
-# the budget and the call around it still fits). A cap, not a promise: a reply cut anyway gets the repair turn.
+# Under constrained output the tool call may not outgrow the reply: its free text shares a budget of this
+# many characters per token of the reply's limit (English runs about 4 characters a token; the rest is left
+# for the JSON around the text and for text that tokenises worse). Every free string gets a floor (ids, dates
+# and MIME types stay whole) and the rest of the budget in proportion to its declared length, so the long
+# field (an item's data, a message) gets the lion's share; an array weighs like one of its items and holds
+# at most one item per CHARS_PER_ARRAY_ITEM of the budget. A small model that repeats itself (a tag list
+# that never ends) is closed by the grammar instead of being cut mid-JSON. A cap, not a promise: a reply cut
+# anyway gets the repair turn.
 CHARS_PER_OUTPUT_TOKEN = 2
-MIN_STRING_CAP = 32
+MIN_STRING_CAP = 40
+CHARS_PER_ARRAY_ITEM = 256
+UNDECLARED_WEIGHT = 160
 
 
-def _cap_strings(node: Any, cap: int) -> Any:
-    """Every string schema with `maxLength` at most `cap` (enums and consts are left alone)."""
+def reply_budget(max_output_tokens: int | None) -> int | None:
+    """How many characters of free text a constrained reply may hold with this token limit (None: no limit)."""
+    if not max_output_tokens:
+        return None
+    return int(max_output_tokens) * CHARS_PER_OUTPUT_TOKEN
+
+
+def _is_free_string(node: dict[str, Any]) -> bool:
+    return node.get("type") == "string" and "enum" not in node and "const" not in node
+
+
+def _cap_arrays(node: Any, budget: int) -> Any:
+    """Every array schema with `maxItems` at most one item per CHARS_PER_ARRAY_ITEM of the budget."""
     if isinstance(node, list):
-        return [_cap_strings(item, cap) for item in node]
+        return [_cap_arrays(item, budget) for item in node]
     if not isinstance(node, dict):
         return node
-    capped = {key: _cap_strings(value, cap) for key, value in node.items()}
-    if capped.get("type") == "string" and "enum" not in capped and "const" not in capped:
-        capped["maxLength"] = min(int(capped.get("maxLength") or cap), cap)
-        if int(capped.get("minLength") or 0) > capped["maxLength"]:
-            capped["minLength"] = capped["maxLength"]
+    capped = {key: _cap_arrays(value, budget) for key, value in node.items()}
+    if capped.get("type") == "array":
+        most = max(1, budget // CHARS_PER_ARRAY_ITEM)
+        capped["maxItems"] = min(int(capped.get("maxItems") or most), most)
+        if int(capped.get("minItems") or 0) > capped["maxItems"]:
+            capped["minItems"] = capped["maxItems"]
     return capped
 
 
-def string_cap(max_output_tokens: int | None) -> int | None:
-    """The longest string a constrained reply may hold with this token limit (None: no limit set)."""
-    if not max_output_tokens:
-        return None
-    return max(MIN_STRING_CAP, int(max_output_tokens) * CHARS_PER_OUTPUT_TOKEN)
+def _string_slots(node: Any, budget: int, copies: int = 1, share: float = 1.0) -> list[tuple[int, int, float]]:
+    """(declared length, copies, weight) of every free string a call may hold: an array's items count
+    maxItems times each, with 1/maxItems of the weight. An undeclared length may use the whole budget but
+    weighs like a short field (UNDECLARED_WEIGHT): the long fields a schema declares come first."""
+    if isinstance(node, list):
+        return [slot for item in node for slot in _string_slots(item, budget, copies, share)]
+    if not isinstance(node, dict):
+        return []
+    if _is_free_string(node):
+        length = int(node.get("maxLength") or max(budget, MIN_STRING_CAP))
+        return [(length, copies, share * (length if node.get("maxLength") else min(length, UNDECLARED_WEIGHT)))]
+    slots = []
+    for key, value in node.items():
+        if key == "items" and node.get("type") == "array":
+            count = max(1, int(node.get("maxItems") or 1))
+            slots += _string_slots(value, budget, copies * count, share / count)
+        elif isinstance(value, (dict, list)):
+            slots += _string_slots(value, budget, copies, share)
+    return slots
+
+
+def _cap_strings(node: Any, budget: int, per_weight: float, share: float = 1.0) -> Any:
+    """Every free string's `maxLength`: its floor plus its weight's part of what the floors left."""
+    if isinstance(node, list):
+        return [_cap_strings(item, budget, per_weight, share) for item in node]
+    if not isinstance(node, dict):
+        return node
+    if _is_free_string(node):
+        length = int(node.get("maxLength") or max(budget, MIN_STRING_CAP))
+        weight = length if node.get("maxLength") else min(length, UNDECLARED_WEIGHT)
+        capped = dict(node)
+        capped["maxLength"] = min(length, min(length, MIN_STRING_CAP) + int(per_weight * share * weight))
+        if int(capped.get("minLength") or 0) > capped["maxLength"]:
+            capped["minLength"] = capped["maxLength"]
+        return capped
+    result = {}
+    for key, value in node.items():
+        if key == "items" and node.get("type") == "array":
+            result[key] = _cap_strings(value, budget, per_weight, share / max(1, int(node.get("maxItems") or 1)))
+        else:
+            result[key] = _cap_strings(value, budget, per_weight, share)
+    return result
+
+
+def cap_to_budget(arguments: dict[str, Any], budget: int) -> dict[str, Any]:
+    """A tool's arguments schema with its arrays and free strings bounded to share `budget` characters."""
+    arguments = _cap_arrays(arguments, budget)
+    slots = _string_slots(arguments, budget)
+    floors = sum(min(length, MIN_STRING_CAP) * copies for length, copies, _ in slots)
+    weights = sum(weight * copies for _, copies, weight in slots)
+    per_weight = max(0, budget - floors) / weights if weights else 0.0
+    return _cap_strings(arguments, budget, per_weight)
 
 
 def tool_call_schema(tools: Sequence[dict[str, Any]], *, max_output_tokens: int | None = None) -> dict[str, Any]:
     """One JSON schema for "exactly one call of one of these tools": the constraint given to the endpoint.
-    With a reply token limit, string arguments are capped to fit it (`string_cap`)."""
-    cap = string_cap(max_output_tokens)
+    With a reply token limit, each tool's free text is bounded to fit it (`cap_to_budget`)."""
+    budget = reply_budget(max_output_tokens)
     options = []
     for schema in tools:
         function = tool_function(schema)
         arguments = parameters_of(schema)
-        if cap is not None:
-            arguments = _cap_strings(arguments, cap)
+        if budget is not None:
+            arguments = cap_to_budget(arguments, budget)
         options.append(
             {
                 "type": "object",

@@ -80,8 +80,8 @@ def test_the_wire_transcript_has_no_tool_role() -> None:
     assert wire[4]["content"] == 'Result of push:\n{"pushed": true}'
 
 
-def test_strings_are_capped_to_the_reply_token_limit_under_constrained_output() -> None:
-    from apps.llm.toolcalls import MIN_STRING_CAP, string_cap, tool_call_schema
+def test_free_text_shares_the_reply_token_limit_under_constrained_output() -> None:
+    from apps.llm.toolcalls import MIN_STRING_CAP, reply_budget, tool_call_schema
 
     tool = {
         "type": "function",
@@ -91,7 +91,10 @@ def test_strings_are_capped_to_the_reply_token_limit_under_constrained_output() 
                 "type": "object",
                 "properties": {
                     "text": {"type": "string", "maxLength": 5000},
+                    "title": {"type": "string", "maxLength": 300},
+                    "id": {"type": "string", "maxLength": 36},
                     "code": {"type": "string", "minLength": 100},
+                    "tags": {"type": "array", "items": {"type": "string"}},
                     "kind": {"type": "string", "enum": ["a", "b"]},
                     "count": {"type": "integer"},
                 },
@@ -100,10 +103,25 @@ def test_strings_are_capped_to_the_reply_token_limit_under_constrained_output() 
     }
     uncapped = tool_call_schema([tool])["properties"]["arguments"]["properties"]
     assert uncapped["text"] == {"type": "string", "maxLength": 5000} and "maxLength" not in uncapped["code"]
-    capped = tool_call_schema([tool], max_output_tokens=100)["properties"]["arguments"]["properties"]
-    assert capped["text"]["maxLength"] == 200 == string_cap(100)
-    assert capped["code"] == {"type": "string", "minLength": 100, "maxLength": 200}
-    assert capped["kind"] == {"type": "string", "enum": ["a", "b"]} and capped["count"] == {"type": "integer"}
-    tiny = tool_call_schema([tool], max_output_tokens=4)["properties"]["arguments"]["properties"]
+    assert "maxItems" not in uncapped["tags"]
+
+    def capped(tokens: int) -> dict:
+        return tool_call_schema([tool], max_output_tokens=tokens)["properties"]["arguments"]["properties"]
+
+    def total(props: dict) -> int:
+        strings = sum(props[name]["maxLength"] for name in ("text", "title", "id", "code"))
+        return strings + props["tags"]["maxItems"] * props["tags"]["items"]["maxLength"]
+
+    for tokens in (100, 300, 1000, 3000):
+        props, budget = capped(tokens), reply_budget(tokens)
+        assert budget == tokens * 2
+        # Every free string and array is bounded, and together they fit the budget (floors aside).
+        assert total(props) <= max(budget, 4 * MIN_STRING_CAP + props["tags"]["maxItems"] * MIN_STRING_CAP) + 4
+        assert props["id"]["maxLength"] == 36  # an id stays whole
+        assert props["text"]["maxLength"] > props["title"]["maxLength"] >= MIN_STRING_CAP  # the long field leads
+        assert props["kind"] == {"type": "string", "enum": ["a", "b"]} and props["count"] == {"type": "integer"}
+    assert capped(100)["tags"]["maxItems"] == 1 and capped(3000)["tags"]["maxItems"] == 23
+    assert capped(3000)["text"]["maxLength"] > capped(300)["text"]["maxLength"] > capped(100)["text"]["maxLength"]
+    tiny = capped(4)
     assert tiny["text"]["maxLength"] == MIN_STRING_CAP and tiny["code"]["minLength"] == MIN_STRING_CAP
-    assert string_cap(0) is None and string_cap(None) is None
+    assert reply_budget(0) is None and reply_budget(None) is None

@@ -5,6 +5,7 @@ of a known tool, the run ends by itself (`finish`), and nothing loops silently."
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import time
@@ -60,6 +61,8 @@ def test_a_director_on_a_real_local_model_makes_valid_calls_and_ends_by_itself(
         subject="Invoice 1042",
         sender="Client <client@example.com>",
         body="Hello, please send invoice 1042 for the October work by Friday. Thanks, Ann\n",
+        # A fixed date: the model reads it, so today's date would make the test differ from day to day.
+        date=dt.datetime(2026, 11, 9, 9, 30, tzinfo=dt.UTC),
     )
     elapsed = time.monotonic() - started
     run = Run.objects.get(message=message, director=director)

@@ -261,13 +261,15 @@ def test_a_reply_cut_at_the_token_limit_gets_one_repair_turn_saying_so(
     assert WorkspaceItem.objects.get(workspace__run_id=run.pk).data.startswith("line0 line1")
     requests = [r for r in fake_llm.chat_requests() if is_director(r)]
     assert requests[0]["max_tokens"] == 40
-    # The schema's strings are capped to fit 40 tokens (2 characters a token): a grammar-following server
-    # could not have run past the limit; this scripted one ignores the grammar, so the repair path shows.
+    # The call's free text shares 40 tokens (2 characters a token); with so little, every string keeps only
+    # its floor and an array one item: a grammar-following server could not have run past the limit; this
+    # scripted one ignores the grammar, so the repair path shows.
     schema = requests[0]["response_format"]["json_schema"]["schema"]
     options = {o["properties"]["tool"]["const"]: o["properties"]["arguments"] for o in schema["oneOf"]}
     add = options["workspace_add_item"]["properties"]
-    assert string_bound(add["data"]) == 80 and string_bound(add["label"]) == 80 and string_bound(add["path"]) == 80
-    assert options["finish"]["properties"]["answer"]["maxLength"] == 80
+    assert string_bound(add["data"]) == 40 and string_bound(add["label"]) == 40 and string_bound(add["path"]) == 40
+    assert add["tags"]["maxItems"] == 1
+    assert options["finish"]["properties"]["answer"]["maxLength"] == 80  # alone in its call: the whole budget
     assert options["workspace_add_item"]["properties"]["encoding"] == {
         "type": "string",
         "enum": ["utf8", "base64"],
