@@ -1,3 +1,4 @@
+# ruff: noqa: RUF001 -- Turkish questions and answers are the point.
 """Topic boundaries (issue 35, item 1): a new question starts a new topic unless it refers to the previous
 turn. Pairs of related and unrelated questions in several languages, judged without a model (the local
 embedder's similarity plus language-neutral structural cues) and with the 30-minute window.
@@ -23,23 +24,58 @@ PAIRS = [
     (PHONE_Q, PHONE_A, "Which parcels were delivered last week?", False),
     (PHONE_Q, PHONE_A, "And the one before?", True),
     (PHONE_Q, PHONE_A, "Is the EUR 39.90 already paid?", True),
-    ("When is my dentist appointment?", "On 3 December at 10:30 with Dr. Berger.", "What is my Cloudnest invoice?", False),
+    (
+        "When is my dentist appointment?",
+        "On 3 December at 10:30 with Dr. Berger.",
+        "What is my Cloudnest invoice?",
+        False,
+    ),
     # German
     (PHONE_Q, PHONE_A, "Welche Pakete wurden letzte Woche zugestellt?", False),
     (PHONE_Q, PHONE_A, "Und im Oktober?", True),
-    ("Wann kommt mein Paket von ParcelPoint?", "ParcelPoint liefert am Donnerstag, 4. Dezember.", "Wie hoch ist meine Stromrechnung?", False),
+    (
+        "Wann kommt mein Paket von ParcelPoint?",
+        "ParcelPoint liefert am Donnerstag, 4. Dezember.",
+        "Wie hoch ist meine Stromrechnung?",
+        False,
+    ),
     # Spanish
     ("¿Cuánto cuesta el hotel en Lisboa?", "El hotel Miradouro cuesta 120 EUR por noche.", "¿Y el desayuno?", True),
-    ("¿Cuánto cuesta el hotel en Lisboa?", "El hotel Miradouro cuesta 120 EUR por noche.", "¿Cuándo vence mi factura de Telvio?", False),
+    (
+        "¿Cuánto cuesta el hotel en Lisboa?",
+        "El hotel Miradouro cuesta 120 EUR por noche.",
+        "¿Cuándo vence mi factura de Telvio?",
+        False,
+    ),
     # French
-    ("Quand est mon rendez-vous chez le dentiste ?", "Le 3 décembre à 10h30 avec le Dr Berger.", "Et à quelle adresse ?", True),
-    ("Quand est mon rendez-vous chez le dentiste ?", "Le 3 décembre à 10h30 avec le Dr Berger.", "Quel est le numéro de suivi de mon colis ?", False),
+    (
+        "Quand est mon rendez-vous chez le dentiste ?",
+        "Le 3 décembre à 10h30 avec le Dr Berger.",
+        "Et à quelle adresse ?",
+        True,
+    ),
+    (
+        "Quand est mon rendez-vous chez le dentiste ?",
+        "Le 3 décembre à 10h30 avec le Dr Berger.",
+        "Quel est le numéro de suivi de mon colis ?",
+        False,
+    ),
     # Turkish
     ("Telvio faturam ne kadar?", "Kasım faturanız 39,90 EUR.", "Peki ekim ayında?", True),
     ("Telvio faturam ne kadar?", "Kasım faturanız 39,90 EUR.", "Geçen hafta hangi kargolar teslim edildi?", False),
     # Dutch
-    ("Wanneer komt mijn pakket van ParcelPoint?", "ParcelPoint levert op donderdag 4 december.", "En het trackingnummer?", True),
-    ("Wanneer komt mijn pakket van ParcelPoint?", "ParcelPoint levert op donderdag 4 december.", "Hoeveel kost mijn Cloudnest-abonnement?", False),
+    (
+        "Wanneer komt mijn pakket van ParcelPoint?",
+        "ParcelPoint levert op donderdag 4 december.",
+        "En het trackingnummer?",
+        True,
+    ),
+    (
+        "Wanneer komt mijn pakket van ParcelPoint?",
+        "ParcelPoint levert op donderdag 4 december.",
+        "Hoeveel kost mijn Cloudnest-abonnement?",
+        False,
+    ),
 ]
 
 
@@ -49,7 +85,7 @@ def _similarity():
 
         embedder = get_embedder()
         embed_query_cached(embedder, "probe")
-    except Exception as error:  # noqa: BLE001 - any failure to load the local embedder
+    except Exception as error:
         if os.environ.get("CI") == "true":
             raise
         pytest.skip(f"local embedder unavailable ({error}); topic pairs need it (they fail under CI=true)")
@@ -81,8 +117,7 @@ def test_accuracy_over_the_pairs(similarity):
     from apps.ask.topics import judge_topic
 
     right = sum(
-        judge_topic(q, _previous(bq, ba), now=NOW, similarity=similarity).continues is rel
-        for bq, ba, q, rel in PAIRS
+        judge_topic(q, _previous(bq, ba), now=NOW, similarity=similarity).continues is rel for bq, ba, q, rel in PAIRS
     )
     assert right / len(PAIRS) >= 0.9
 
