@@ -52,6 +52,7 @@ from apps.ask.retrieval import (
 from apps.ask.rewrite import llm_rerank, recent_subjects, rewrite_question
 from apps.ask.search_steps import gather_candidates
 from apps.ask.textutil import VALUE_KIND_LABELS, VALUE_KINDS, Passage, find_values, names_days
+from apps.ask.topics import PreviousExchange, judge_topic, local_similarity, model_judge
 from apps.llm import LLMConfig
 from apps.search.folding import highlight, parse_query
 
@@ -68,6 +69,7 @@ SOURCE_ORDER = ("local_fts", "local_vector", "provider_search", "attachment_text
 # Every step a run can show, in order (the page pre-renders them so live updates only replace rows).
 STEPS: tuple[tuple[str, str], ...] = (
     ("classify", "Understanding the request"),
+    ("topic", "Checking whether it follows the previous question"),
     ("plan", "Planning the search"),
     ("local_fts", "Searching local mail for the words"),
     ("local_vector", "Searching local mail by meaning"),
@@ -208,6 +210,9 @@ def run_pipeline(ctx: AskContext) -> AskOutcome:
             step.detail = "refused: nothing was changed"
         scope["refused"] = refusal
         return _outcome(tracker, started, intent, answer, "refusal", {"intent": intent, "refusal": refusal}, [], scope)
+    if ctx.history:
+        with tracker.step("topic") as step:
+            scope["topic"], step.detail = _follow_or_start(ctx)
     with tracker.step("plan") as step:
         plan = plan_question(ctx.question, now=ctx.now, history=ctx.history)
         if ctx.llm is not None and plan.intent == "question":
@@ -220,6 +225,26 @@ def run_pipeline(ctx: AskContext) -> AskOutcome:
     if plan.intent == "follow_up_drafts":
         return _drafts(ctx, tracker, started, plan, scope)
     return _question(ctx, tracker, started, plan, scope)
+
+
+def _follow_or_start(ctx: AskContext) -> tuple[dict[str, Any], str]:
+    """Does the question continue the conversation's previous turn? If not, it is planned and answered on
+    its own: the earlier turns' words, dates and answers are dropped from the context (issue 35, item 1)."""
+    last = ctx.history[-1]
+    previous = PreviousExchange(question=last.question, answer=last.answer, at=last.at)
+    decision = judge_topic(
+        ctx.question,
+        previous,
+        now=ctx.now,
+        similarity=local_similarity(),
+        model=model_judge(ctx.llm) if ctx.llm is not None else None,
+    )
+    topic = {"continues": decision.continues, "reason": decision.reason, "previous": last.question[:300]}
+    if not decision.continues:
+        ctx.history = []
+        ctx.history_answers = []
+        return topic, f"a new topic ({decision.reason})"
+    return topic, f"follows up on “{last.question[:120]}” ({decision.reason})"
 
 
 def _plan_detail(plan: Plan) -> str:

@@ -79,6 +79,8 @@ class PreviousTurn:
     question: str
     plan: dict[str, Any]
     top_evidence_date: dt.datetime | None = None
+    answer: str = ""
+    at: dt.datetime | None = None  # when it was answered
 
 
 _WORD = re.compile(r"[\w][\w.&'@-]*[\w]|[\w]", re.UNICODE)

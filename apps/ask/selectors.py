@@ -80,7 +80,15 @@ def previous_turns(*, run: AskRun) -> tuple[list[PreviousTurn], list[tuple[str, 
         rows = [row for row in item.evidence or [] if not row.get("related")]
         if rows and rows[0].get("date"):
             top_date = dt.datetime.fromisoformat(rows[0]["date"])
-        turns.append(PreviousTurn(question=item.question, plan=dict(item.plan or {}), top_evidence_date=top_date))
+        turns.append(
+            PreviousTurn(
+                question=item.question,
+                plan=dict(item.plan or {}),
+                top_evidence_date=top_date,
+                answer=item.answer,
+                at=item.finished_at or item.created_at,
+            )
+        )
         answers.append((item.question, item.answer))
     return turns, answers
 

@@ -34,8 +34,12 @@ def is_rerank_request(body: dict[str, Any]) -> bool:
     return "You rank e-mails" in system_text(body)
 
 
+def is_topic_request(body: dict[str, Any]) -> bool:
+    return "refers to the previous exchange" in system_text(body)
+
+
 def is_answer_request(body: dict[str, Any]) -> bool:
-    return not is_rewrite_request(body) and not is_rerank_request(body)
+    return not is_rewrite_request(body) and not is_rerank_request(body) and not is_topic_request(body)
 
 
 KEY_QUESTION = "when do I need to make a payment to QNB bank for my credit card"

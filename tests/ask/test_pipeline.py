@@ -21,7 +21,7 @@ from apps.ask.pipeline import STEP_LABELS
 from apps.search import actions as search_actions
 from apps.search.backends.sqlite import forget_vector_matrices
 from apps.search.gist import forget_gist_matrix
-from tests.ask.conftest import KEY_QUESTION, AskMailbox, is_answer_request, qnb_mails
+from tests.ask.conftest import KEY_QUESTION, AskMailbox, is_answer_request, is_topic_request, qnb_mails
 from tests.fakes.openai_server import FakeOpenAI, Reply, last_user_text
 
 pytestmark = pytest.mark.django_db
@@ -177,6 +177,7 @@ def test_follow_up_uses_the_previous_turn(ask_mailbox: AskMailbox) -> None:
     first, _ = ask(ask_mailbox, KEY_QUESTION)
     second, _ = ask(ask_mailbox, "and the one before that?", conversation=first.conversation)
 
+    assert second.scope["topic"]["continues"] is True
     assert second.plan["follow_up"] is True
     assert second.plan["entities"] == ["QNB"]
     assert second.evidence[0]["message_id"] == "qnb-e-ekstre-2026-03@qnbfinansbank.example"
@@ -233,3 +234,41 @@ def test_every_shortlisted_mail_is_compared_with_the_question_by_meaning(
     assert "Ticket #77104" in run.evidence[0]["subject"]
     rerank = next(step for step in run.steps if step["stepId"] == "rerank")
     assert f"({run.scope['shortlist']} compared with the question by meaning)" in rerank["detail"]
+
+
+def test_an_unrelated_question_in_the_same_conversation_starts_a_new_topic(
+    ask_mailbox: AskMailbox, client: Any
+) -> None:
+    first, _ = ask(ask_mailbox, "How much is my Telvio phone bill (Handyrechnung) this month?")
+    second, events = ask(ask_mailbox, "Which parcels were delivered last week?", conversation=first.conversation)
+
+    assert second.conversation_id == first.conversation_id
+    assert second.scope["topic"]["continues"] is False
+    assert second.plan["follow_up"] is False
+    planned = json.dumps(second.plan).casefold()
+    assert "telvio" not in planned and "handyrechnung" not in planned
+    assert "telvio" not in second.answer.casefold() and "handyrechnung" not in second.answer.casefold()
+    topic = [e for e in events if e["stepId"] == "topic" and e["type"] == "step_completed"]
+    assert len(topic) == 1 and topic[0]["detail"].startswith("a new topic")
+    # The first question of a conversation has nothing to follow: no topic step.
+    assert "topic" not in [step["stepId"] for step in first.steps]
+    # The conversation page says so where the question is shown.
+    client.force_login(ask_mailbox.user)
+    page = client.get(f"/ask/?c={first.conversation_id}").content.decode()
+    assert page.count('data-testid="ask-topic"') == 1
+    assert "New topic: the earlier questions of this conversation were not used" in page
+
+
+def test_with_a_model_configured_the_model_decides_the_topic(ask_mailbox: AskMailbox, fake_llm: FakeOpenAI) -> None:
+    fake_llm.when(is_topic_request, Reply.text('{"follow_up": false}'), Reply.text('{"follow_up": true}'))
+    first, _ = ask(ask_mailbox, KEY_QUESTION)
+    # Short and elliptical, but the model says it starts over: the previous plan is not inherited.
+    second, _ = ask(ask_mailbox, "and the one before that?", conversation=first.conversation)
+    assert second.scope["topic"] == {"continues": False, "reason": "model: new topic", "previous": KEY_QUESTION}
+    assert second.plan["follow_up"] is False and second.plan["entities"] != ["QNB"]
+    judged = [r for r in fake_llm.chat_requests() if is_topic_request(r)]
+    assert len(judged) == 1 and KEY_QUESTION in judged[0]["messages"][-1]["content"]
+    assert "New question: and the one before that?" in judged[0]["messages"][-1]["content"]
+    # The model's yes is followed too (the previous turn is now the second question).
+    third, _ = ask(ask_mailbox, "which parcels were delivered last week?", conversation=first.conversation)
+    assert third.scope["topic"]["continues"] is True and third.scope["topic"]["reason"].startswith("model")
