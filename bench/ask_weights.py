@@ -90,10 +90,10 @@ def collect(account: Any, files: list[Path]) -> list[Recorded]:
 
 def rank_of(record: Recorded, weights: dict[str, float]) -> int | None:
     """The rank (1-10) of the first evidence row whose mail is labelled, as the pipeline would list them."""
-    from apps.ask.rerank import keep_search_hits, merge_threads
+    from apps.ask.rerank import keep_search_hits, merge_threads, weighted_score
 
     for candidate in record.candidates:
-        candidate.score = sum(weights.get(name, 0.0) * value for name, value in candidate.features.items())
+        candidate.score = weighted_score(candidate, weights)
     ranked = sorted(
         record.candidates,
         key=lambda c: (-c.score, -(c.date.timestamp() if c.date else 0), -c.message_pk),

@@ -163,6 +163,8 @@ class Candidate:
     attachments: list[AttachmentText] = field(default_factory=list)
     loaded: bool = False
     features: dict[str, float] = field(default_factory=dict)
+    # A series member's score uses its series' best fuzzy features (FUZZY_FEATURES) instead of its own.
+    series_features: dict[str, float] = field(default_factory=dict)
     matched_fields: list[str] = field(default_factory=list)
     matched_attachment: AttachmentText | None = None
     score: float = 0.0
@@ -316,17 +318,16 @@ def score_candidates(
                 elif term_matches(everything, word) or (conversation and term_matches(conversation, word)):
                     found += 0.8 * weight
             entity = found / (sum(weights.get(word, 1.0) for word in entity_words) or 1.0)
-        # recency: the newest of its series
-        recency = 0.5 ** series_position.get(candidate.message_pk, 0) if candidate.date else 0.0
+        # recency: the newest of its series; with a named period ("the bill for October", preferred, not a
+        # filter) the member sent in it, and the others below it whatever their age.
+        position = series_position.get(candidate.message_pk, 0)
+        recency = 0.5**position if candidate.date else 0.0
         hinted_range = plan.date_range
-        if (
-            not hinted_range.limits
-            and candidate.date
-            and (hinted_range.start is None or candidate.date >= hinted_range.start)
-            and (hinted_range.end is None or candidate.date <= hinted_range.end)
-            and hinted_range.label
-        ):
-            recency = 1.0  # a named period ("in March") is preferred, not a filter
+        if hinted_range.label and not hinted_range.limits and candidate.date:
+            inside = (hinted_range.start is None or candidate.date >= hinted_range.start) and (
+                hinted_range.end is None or candidate.date <= hinted_range.end
+            )
+            recency = 1.0 if inside else 0.5 ** (position + 1)
         # evidence and attachments
         evidence = max(answer_evidence(plan, candidate.body), answer_evidence(plan, candidate.subject))
         attachment = 0.0
@@ -370,8 +371,35 @@ def score_candidates(
             else 0.0,
         }
         candidate.matched_fields = fields
-        candidate.score = sum(WEIGHTS[name] * value for name, value in candidate.features.items())
+    shared = _series_fuzzy_features(series)
+    for candidate in loaded:
+        candidate.series_features = shared.get(candidate.message_pk, {})
+        candidate.score = weighted_score(candidate, WEIGHTS)
     return sorted(loaded, key=lambda c: (-c.score, -(c.date.timestamp() if c.date else 0), -c.message_pk))
+
+
+# Mail of one series (one sender, one subject template: monthly invoices, order confirmations) reads alike:
+# how close each member's meaning is to the question differs by noise, which must not pick the member. Its
+# members are scored with the series' best of these (their own values stay in `features`, as measured);
+# words, values, dates and the day named still tell them apart, and recency (or the period the question
+# names) decides between otherwise equal members.
+FUZZY_FEATURES = ("semantic", "hybrid", "gist")
+
+
+def _series_fuzzy_features(series: dict[tuple[str, str], list[Candidate]]) -> dict[int, dict[str, float]]:
+    shared: dict[int, dict[str, float]] = {}
+    for members in series.values():
+        if len(members) < 2:
+            continue
+        best = {name: max(member.features.get(name, 0.0) for member in members) for name in FUZZY_FEATURES}
+        for member in members:
+            shared[member.message_pk] = best
+    return shared
+
+
+def weighted_score(candidate: Candidate, weights: dict[str, float]) -> float:
+    scored = {**candidate.features, **candidate.series_features}
+    return sum(weights.get(name, 0.0) * value for name, value in scored.items())
 
 
 def is_weak(candidate: Candidate) -> bool:
