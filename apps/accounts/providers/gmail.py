@@ -430,7 +430,7 @@ class GmailProvider(MailProvider):
         sink.store_batch([], Checkpoint(account_cursor=latest))
         return True
 
-    def write_back(self, *, kind: str, places: list[WriteBackPlace], target: str = "") -> str:
+    def write_back(self, *, kind: str, places: list[WriteBackPlace], target: str = "", tag: str = "") -> str:
         """messages.modify / trash / untrash per Gmail id. Moves: the target label is added and the label of the
         folder the message is in removed (archive = remove INBOX, as Gmail's Archive button does)."""
         from googleapiclient.errors import HttpError

@@ -341,7 +341,7 @@ class OutlookProvider(MailProvider):
                 return
             url = str(next_link)
 
-    def write_back(self, *, kind: str, places: list[WriteBackPlace], target: str = "") -> str:
+    def write_back(self, *, kind: str, places: list[WriteBackPlace], target: str = "", tag: str = "") -> str:
         """PATCH isRead / flag, or POST …/move, per immutable id; an id Graph no longer has is reported."""
         folder_of: dict[str, str] = {}
         for place in places:
