@@ -92,11 +92,16 @@ def add_places(*, account: MailAccount, places: Sequence[NewPlace]) -> None:
     """Store new locations. A provider id that names the message wherever it is (global_id) and is stored in
     another folder is the message having moved there: the old location goes."""
     moved = [place.provider_id for place in places if place.global_id]
+    carried: dict[str, list[str]] = {}
     for chunk in _chunks(moved):
         for place in [p for p in places if p.provider_id in set(chunk)]:
-            MessageLocation.objects.filter(account=account, provider_id=place.provider_id).exclude(
+            elsewhere = MessageLocation.objects.filter(account=account, provider_id=place.provider_id).exclude(
                 folder=place.folder
-            ).delete()
+            )
+            # The place moves: the labels it had move with it (a later label diff compares against them).
+            for keywords in elsewhere.values_list("keywords", flat=True):
+                carried.setdefault(place.provider_id, list(keywords or []))
+            elsewhere.delete()
     MessageLocation.objects.bulk_create(
         [
             MessageLocation(
@@ -108,7 +113,7 @@ def add_places(*, account: MailAccount, places: Sequence[NewPlace]) -> None:
                 seen=place.seen,
                 flagged=place.flagged,
                 provisional=place.provisional,
-                keywords=list(place.keywords),
+                keywords=list(place.keywords) or carried.get(place.provider_id, []),
             )
             for place in places
         ],
@@ -151,8 +156,10 @@ def _attach_keyword_tags(account: MailAccount, pairs: Iterable[tuple[int, str]])
         labels.attach_tags(owner_id=account.owner_id, tags=dict(tags))
 
 
-def update_keywords(*, account: MailAccount, changes: dict[str, tuple[str, ...]], folder: MailFolder) -> int:
-    """provider id → the label keywords the server now reports for a place in `folder`. A keyword that
+def update_keywords(
+    *, account: MailAccount, changes: dict[str, tuple[str, ...]], folder: MailFolder | None = None
+) -> int:
+    """provider id → the label keywords the server now reports for a place (in `folder` when given). A keyword that
     appeared adds its tag to the message; one that disappeared takes the tag off, unless another place of the
     message still carries it (the message's server labels are those of all its places). Returns how many
     places changed."""
@@ -163,7 +170,9 @@ def update_keywords(*, account: MailAccount, changes: dict[str, tuple[str, ...]]
         dropped: dict[int, set[str]] = defaultdict(set)
         updated: list[MessageLocation] = []
         for chunk in _chunks(list(changes)):
-            rows = MessageLocation.objects.filter(account=account, folder=folder, provider_id__in=chunk)
+            rows = MessageLocation.objects.filter(account=account, provider_id__in=chunk)
+            if folder is not None:
+                rows = rows.filter(folder=folder)
             for location in rows.only("pk", "provider_id", "message_id", "keywords"):
                 before = {_keyword_tag_key(kw): kw for kw in location.keywords or ()}
                 after = {_keyword_tag_key(kw): kw for kw in changes[location.provider_id]}

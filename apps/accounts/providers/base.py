@@ -105,8 +105,9 @@ class SyncSink(Protocol):
         """provider_id → (seen, flagged) for stored locations (of one folder when given)."""
         ...
 
-    def update_keywords(self, changes: dict[str, tuple[str, ...]], *, folder: str) -> None:
-        """provider_id → the label keywords the server reports now, for stored locations of one folder."""
+    def update_keywords(self, changes: dict[str, tuple[str, ...]], *, folder: str | None = None) -> None:
+        """provider_id → the label keywords (Gmail: user labels in keyword form) the server reports now, for
+        stored locations (of one folder when given)."""
         ...
 
     def known_folders(self) -> list[MailFolder]: ...
