@@ -1,7 +1,9 @@
 """Tags and the server's labels: the names, the IMAP keyword ⇄ tag mapping, and the writes sync makes.
 
 A tag is one token of the search syntax (`tag:name`). On an IMAP server it is a keyword (a FLAGS atom that
-does not start with a backslash); in Gmail a user label. A keyword is an IMAP atom: ASCII without spaces,
+does not start with a backslash); in Gmail a user label; in Outlook a category. Locations keep the server's
+labels in keyword form (Gmail labels and Outlook categories through `label_to_keyword`), so one diff serves
+all three. A keyword is an IMAP atom: ASCII without spaces,
 controls or ( ) { % * " \\ ]. The mapping is exact and reversible, in the spirit of RFC 3501's modified UTF-7
 for mailbox names (Thunderbird writes non-ASCII tag keys the same way): characters an atom may hold stay as
 they are, "&" is "&-", and every other run (non-ASCII, atom-specials) is "&" + modified BASE64 of its UTF-16
@@ -94,6 +96,16 @@ def tag_to_keyword(name: str) -> str:
     if run:
         out.append(_encode_run("".join(run)))
     return "".join(out)
+
+
+def label_to_keyword(name: str) -> str:
+    """A provider label (Gmail) that is a tag, in the keyword form locations keep. Such a label is never state, so
+    one named like a protocol keyword ("Junk") gets its first character encoded: it still reads back as its name
+    but is not taken for the protocol keyword."""
+    keyword = tag_to_keyword(name)
+    if keyword.casefold() in PROTOCOL_KEYWORDS:
+        keyword = _encode_run(name[0]) + tag_to_keyword(name[1:])
+    return keyword
 
 
 def _decode_keyword(keyword: str) -> str | None:

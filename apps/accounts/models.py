@@ -222,8 +222,8 @@ class MessageLocation(models.Model):
     # location of the message replaces it.
     provisional = models.BooleanField(default=False)
     # The label keywords the server last reported for this place (IMAP FLAGS that are not system flags or
-    # protocol keywords, as spelled there; Gmail user labels in the same keyword form): a sync turns a change
-    # of them into tags added or taken off.
+    # protocol keywords, as spelled there; Gmail user labels and Outlook categories in the same keyword form):
+    # a sync turns a change of them into tags added or taken off.
     keywords = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
@@ -375,7 +375,8 @@ class MailAction(models.Model):
 
 class MailTag(models.Model):
     """A user's own tag (notmuch tags): exists while a message carries it. On IMAP accounts a tag is a keyword
-    on the server, on Gmail a user label (apps/accounts/labels.py), both ways; elsewhere it is kept here only.
+    on the server, on Gmail a user label, on Outlook a category (apps/accounts/labels.py), both ways; on local
+    imports it is kept here only.
     `key` is the NFC-casefolded name, so `tag:Über` finds a tag written "über" on SQLite too."""
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="mail_tags")

@@ -49,8 +49,8 @@ FLAG_KINDS = {
 MOVE_KINDS = {MailActionKind.MOVE, MailActionKind.ARCHIVE, MailActionKind.TRASH}
 ROLE_OF_KIND = {MailActionKind.ARCHIVE: "archive", MailActionKind.TRASH: "trash"}
 TAG_KINDS = {MailActionKind.TAG, MailActionKind.UNTAG}
-# Where a tag is a label on the server (an IMAP keyword, a Gmail user label); elsewhere tags are kept here only.
-TAG_PROVIDERS = {Provider.IMAP, Provider.GMAIL}
+# Where a tag is a label on the server (an IMAP keyword, a Gmail user label, an Outlook category).
+TAG_PROVIDERS = {Provider.IMAP, Provider.GMAIL, Provider.OUTLOOK}
 INVERSE = {
     MailActionKind.TAG: MailActionKind.UNTAG,
     MailActionKind.UNTAG: MailActionKind.TAG,

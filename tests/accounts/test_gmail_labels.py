@@ -65,12 +65,18 @@ def test_labels_changed_in_gmail_become_tags(user: Any, google: FakeGoogleServer
     google.add_label("Label_1", "Clients")
     google.add_label("Label_2", "Work/Projects")
     google.add_label("Label_3", "Big Deal")  # a space: no tag can be named so
+    google.add_label("Label_5", "Junk")  # a user's label, not the IMAP state keyword
     google.add_message(mail(1), labels=["INBOX", "Label_1", "Label_2", "Label_3"])
+    google.add_message(mail(4), labels=["INBOX", "Label_5"])
     google.add_message(mail(2), labels=["Label_2"])  # archived: its folder is its first user label
     google.add_message(mail(3), labels=["INBOX", "UNREAD"])
     account = connect(user, google)
     synced(account)
-    assert local_tags(account) == {"g1@mirror.test": {"Clients", "Work/Projects"}, "g2@mirror.test": {"Work/Projects"}}
+    assert local_tags(account) == {
+        "g1@mirror.test": {"Clients", "Work/Projects"},
+        "g2@mirror.test": {"Work/Projects"},
+        "g4@mirror.test": {"Junk"},
+    }
     assert local_tags(account) == gmail_tags(google)
     assert_state_mirrors(google.state(), account)
 
@@ -80,7 +86,11 @@ def test_labels_changed_in_gmail_become_tags(user: Any, google: FakeGoogleServer
     google.modify_labels(gmail_id(google, 3), add=["Label_4"])
     google.modify_labels(gmail_id(google, 2), add=["INBOX"], remove=["Label_2"])  # a move, and a label gone
     synced(account)
-    assert local_tags(account) == {"g1@mirror.test": {"Work/Projects"}, "g3@mirror.test": {"Über"}}
+    assert local_tags(account) == {
+        "g1@mirror.test": {"Work/Projects"},
+        "g3@mirror.test": {"Über"},
+        "g4@mirror.test": {"Junk"},
+    }
     assert local_tags(account) == gmail_tags(google)
     assert not MailTag.objects.filter(owner=user, key="clients").exists()
     assert_state_mirrors(google.state(), account)
@@ -92,7 +102,7 @@ def test_labels_changed_in_gmail_become_tags(user: Any, google: FakeGoogleServer
     assert (
         local_tags(account)
         == gmail_tags(google)
-        == {"g1@mirror.test": {"Work/Projects"}, "g3@mirror.test": {"Clients"}}
+        == {"g1@mirror.test": {"Work/Projects"}, "g3@mirror.test": {"Clients"}, "g4@mirror.test": {"Junk"}}
     )
 
 

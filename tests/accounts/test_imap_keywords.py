@@ -13,7 +13,7 @@ from django.test import Client
 from django.urls import reverse
 
 from apps.accounts import actions
-from apps.accounts.labels import keyword_to_tag, label_keywords, tag_to_keyword
+from apps.accounts.labels import keyword_to_tag, label_keywords, label_to_keyword, tag_to_keyword
 from apps.accounts.models import MailAccount, MailAction, MailActionStatus, MailTag, Message, MessageTag
 from tests.accounts.test_imap_mirror import assert_mirrors, connect, mail, synced
 from tests.fakes.dovecot import Mailbox
@@ -49,6 +49,9 @@ def test_protocol_keywords_and_system_flags_are_not_tags() -> None:
     assert label_keywords(flags) == ("$label1",)
     # Another client's keyword that is not modified UTF-7 is taken as written.
     assert keyword_to_tag("R&D") == "R&D"
+    # A Gmail label named like a protocol keyword is still a label: kept in a form that reads back as its name.
+    assert label_to_keyword("Junk") == "&AEo-unk" and keyword_to_tag(label_to_keyword("Junk")) == "Junk"
+    assert label_to_keyword("Clients") == "Clients"
 
 
 # -- against Dovecot ----------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from apps.accounts import oauth
-from apps.accounts.labels import InvalidTag, clean_tag_name, tag_key, tag_to_keyword
+from apps.accounts.labels import InvalidTag, clean_tag_name, label_to_keyword, tag_key
 from apps.accounts.providers.base import (
     Checkpoint,
     FolderInfo,
@@ -332,7 +332,7 @@ class GmailProvider(MailProvider):
             if name is None:
                 continue
             try:
-                found.add(tag_to_keyword(clean_tag_name(name)))
+                found.add(label_to_keyword(clean_tag_name(name)))
             except InvalidTag:
                 logger.info("account %s: gmail label %r cannot be a tag", self.account.pk, name)
         return tuple(sorted(found))
