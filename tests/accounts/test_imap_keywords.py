@@ -15,6 +15,7 @@ from django.urls import reverse
 from apps.accounts import actions
 from apps.accounts.labels import keyword_to_tag, label_keywords, label_to_keyword, tag_to_keyword
 from apps.accounts.models import MailAccount, MailAction, MailActionStatus, MailTag, Message, MessageTag
+from apps.accounts.providers.imap import ImapProvider
 from tests.accounts.test_imap_mirror import assert_mirrors, connect, mail, synced
 from tests.fakes.dovecot import Mailbox
 from tests.services import find_executable, missing_service
@@ -249,3 +250,19 @@ def test_keywords_become_tags_of_the_mailbox_owner_only(imap_mailbox: Mailbox, d
     assert set(MailTag.objects.filter(owner=other_user).values_list("name", flat=True)) == {"Theirs"}
     assert local_tags(mine) == {"m1@mirror.test": {"Mine"}}
     assert local_tags(theirs) == {"m1@mirror.test": {"Theirs"}}
+
+
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+def test_without_condstore_the_full_flag_re_read_follows_keywords(
+    imap_mailbox: Mailbox, user: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(ImapProvider, "use_condstore", False)
+    box = imap_mailbox
+    uid = box.append("INBOX", mail(1), flags=[b"Alpha"])
+    account = connect(box, user)
+    synced(account)
+    box.set_flags("INBOX", [uid], [b"Alpha"], add=False)
+    box.set_flags("INBOX", [uid], [b"Beta"])
+    synced(account)
+    assert local_tags(account) == expected_tags(box) == {"m1@mirror.test": {"Beta"}}
