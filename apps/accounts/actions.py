@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import re
-import unicodedata
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from apps.accounts import writeback
+from apps.accounts import labels, writeback
 from apps.accounts.models import (
     Attachment,
     ImapSecurity,
@@ -258,29 +256,12 @@ __all__ = [
 
 # --- tags --------------------------------------------------------------------------------------------------
 
-TAG_MAX_LENGTH = 64
-# A tag is one token of the search syntax (tag:name): no spaces or quotes, and something to read.
-TAG_RE = re.compile(r'[^\s"]+')
-
-
-class InvalidTag(ValueError):
-    pass
-
-
-def tag_key(name: str) -> str:
-    """The form tags are compared in: NFC, then casefolded (SQLite's lower() folds ASCII letters only)."""
-    return unicodedata.normalize("NFC", name).casefold()
-
-
-def clean_tag_name(name: str) -> str:
-    cleaned = unicodedata.normalize("NFC", (name or "").strip())
-    if not cleaned:
-        raise InvalidTag("A tag needs a name, e.g. taxes")
-    if len(cleaned) > TAG_MAX_LENGTH:
-        raise InvalidTag(f"A tag is at most {TAG_MAX_LENGTH} characters long")
-    if not TAG_RE.fullmatch(cleaned) or not any(c.isalnum() for c in cleaned):
-        raise InvalidTag(f"{cleaned!r} cannot be a tag: use letters or digits, no spaces or quotes (e.g. taxes-2024)")
-    return cleaned
+# The names and their checks live in apps/accounts/labels.py (the sync maps server labels with them too).
+TAG_MAX_LENGTH = labels.TAG_MAX_LENGTH
+TAG_RE = labels.TAG_RE
+InvalidTag = labels.InvalidTag
+tag_key = labels.tag_key
+clean_tag_name = labels.clean_tag_name
 
 
 def _own_messages(owner: Any, messages: list[Message]) -> list[Message]:
@@ -292,27 +273,49 @@ def _own_messages(owner: Any, messages: list[Message]) -> list[Message]:
     return messages
 
 
-def add_tag(*, owner: Any, messages: list[Message], name: str) -> MailTag:
-    """Tag `messages` (a thread: all its messages) with `name`; the tag keeps the spelling it was first given."""
+def add_tag(*, owner: Any, messages: list[Message], name: str, requested_by: Any = None) -> MailTag:
+    """Tag `messages` (a thread: all its messages) with `name`; the tag keeps the spelling it was first given.
+    On an IMAP account the tag also goes to the server as a keyword, through the write-back ledger."""
     cleaned = clean_tag_name(name)
     _own_messages(owner, messages)
     with transaction.atomic():
         tag, _ = MailTag.objects.get_or_create(owner=owner, key=tag_key(cleaned), defaults={"name": cleaned})
+        had = set(MessageTag.objects.filter(tag=tag, message__in=messages).values_list("message_id", flat=True))
         MessageTag.objects.bulk_create(
             [MessageTag(tag=tag, message=message) for message in messages], ignore_conflicts=True
+        )
+        _request_label_write_back(
+            messages=[m for m in messages if m.pk not in had],
+            kind=MailActionKind.TAG,
+            tag=tag.name,
+            requested_by=requested_by or owner,
         )
     return tag
 
 
-def remove_tag(*, owner: Any, messages: list[Message], name: str) -> int:
+def remove_tag(*, owner: Any, messages: list[Message], name: str, requested_by: Any = None) -> int:
     """Take tag `name` off `messages`; a tag no message carries any more is gone (as in notmuch). Returns how
-    many messages lost it."""
+    many messages lost it. On an IMAP account the keyword is taken off on the server too (ledger)."""
     _own_messages(owner, messages)
     with transaction.atomic():
         tag = MailTag.objects.select_for_update().filter(owner=owner, key=tag_key((name or "").strip())).first()
         if tag is None:
             return 0
+        had = set(MessageTag.objects.filter(tag=tag, message__in=messages).values_list("message_id", flat=True))
         removed, _ = MessageTag.objects.filter(tag=tag, message__in=[m.pk for m in messages]).delete()
         if not MessageTag.objects.filter(tag=tag).exists():
             tag.delete()
+        _request_label_write_back(
+            messages=[m for m in messages if m.pk in had],
+            kind=MailActionKind.UNTAG,
+            tag=tag.name,
+            requested_by=requested_by or owner,
+        )
     return removed
+
+
+def _request_label_write_back(*, messages: list[Message], kind: str, tag: str, requested_by: Any) -> None:
+    if not messages:
+        return
+    live = [m for m in messages if m.deleted_at is None]
+    writeback.request_mail_actions(messages=live, kind=kind, tag=tag, requested_by=requested_by)

@@ -20,6 +20,7 @@ from django.db.models import CharField, Exists, OuterRef, Value
 from django.db.models.functions import Concat, Substr
 from django.utils import timezone
 
+from apps.accounts import labels
 from apps.accounts.models import HookKind, MailAccount, MailFolder, Message, MessageLocation, MessageOutbox
 from apps.accounts.signals import messages_stored
 
@@ -36,6 +37,7 @@ class NewPlace:
     flagged: bool = False
     global_id: bool = False
     provisional: bool = False
+    keywords: tuple[str, ...] = ()  # label keywords on the server (labels.label_keywords)
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +49,7 @@ class KnownPlace:
     uid: int | None = None
     seen: bool = False
     flagged: bool = False
+    keywords: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +60,7 @@ class Place:
     seen: bool
     flagged: bool
     rfc_message_id: str = ""
+    keywords: tuple[str, ...] = ()
 
 
 def _chunks(values: Sequence[Any]) -> Iterable[list[Any]]:
@@ -88,11 +92,16 @@ def add_places(*, account: MailAccount, places: Sequence[NewPlace]) -> None:
     """Store new locations. A provider id that names the message wherever it is (global_id) and is stored in
     another folder is the message having moved there: the old location goes."""
     moved = [place.provider_id for place in places if place.global_id]
+    carried: dict[str, list[str]] = {}
     for chunk in _chunks(moved):
         for place in [p for p in places if p.provider_id in set(chunk)]:
-            MessageLocation.objects.filter(account=account, provider_id=place.provider_id).exclude(
+            elsewhere = MessageLocation.objects.filter(account=account, provider_id=place.provider_id).exclude(
                 folder=place.folder
-            ).delete()
+            )
+            # The place moves: the labels it had move with it (a later label diff compares against them).
+            for keywords in elsewhere.values_list("keywords", flat=True):
+                carried.setdefault(place.provider_id, list(keywords or []))
+            elsewhere.delete()
     MessageLocation.objects.bulk_create(
         [
             MessageLocation(
@@ -104,12 +113,15 @@ def add_places(*, account: MailAccount, places: Sequence[NewPlace]) -> None:
                 seen=place.seen,
                 flagged=place.flagged,
                 provisional=place.provisional,
+                keywords=list(place.keywords) or carried.get(place.provider_id, []),
             )
             for place in places
         ],
         batch_size=CHUNK,
         ignore_conflicts=True,
     )
+    # The server's labels on a place become the message's tags (the sync's "server wins").
+    _attach_keyword_tags(account, {(place.message_id, kw) for place in places for kw in place.keywords})
     # A message the server now names in a real place loses its provisional one.
     confirmed = sorted({place.message_id for place in places if not place.provisional})
     for chunk in _chunks(confirmed):
@@ -120,12 +132,80 @@ def folder_places(*, folder: MailFolder) -> dict[str, Place]:
     """provider id → Place for every location in one folder the server has named (not provisional ones)."""
     return {
         row[1]: Place(
-            location_id=row[0], message_id=row[2], uid=row[3], seen=row[4], flagged=row[5], rfc_message_id=row[6]
+            location_id=row[0],
+            message_id=row[2],
+            uid=row[3],
+            seen=row[4],
+            flagged=row[5],
+            rfc_message_id=row[6],
+            keywords=tuple(row[7] or ()),
         )
         for row in MessageLocation.objects.filter(folder=folder, provisional=False).values_list(
-            "pk", "provider_id", "message_id", "uid", "seen", "flagged", "message__message_id"
+            "pk", "provider_id", "message_id", "uid", "seen", "flagged", "message__message_id", "keywords"
         )
     }
+
+
+def _attach_keyword_tags(account: MailAccount, pairs: Iterable[tuple[int, str]]) -> None:
+    tags: dict[int, set[str]] = defaultdict(set)
+    for message_id, keyword in pairs:
+        name = labels.keyword_to_tag(keyword)
+        if name is not None:
+            tags[message_id].add(name)
+    if tags:
+        labels.attach_tags(owner_id=account.owner_id, tags=dict(tags))
+
+
+def update_keywords(
+    *, account: MailAccount, changes: dict[str, tuple[str, ...]], folder: MailFolder | None = None
+) -> int:
+    """provider id → the label keywords the server now reports for a place (in `folder` when given). A keyword that
+    appeared adds its tag to the message; one that disappeared takes the tag off, unless another place of the
+    message still carries it (the message's server labels are those of all its places). Returns how many
+    places changed."""
+    if not changes:
+        return 0
+    with transaction.atomic():
+        added: set[tuple[int, str]] = set()
+        dropped: dict[int, set[str]] = defaultdict(set)
+        updated: list[MessageLocation] = []
+        for chunk in _chunks(list(changes)):
+            rows = MessageLocation.objects.filter(account=account, provider_id__in=chunk)
+            if folder is not None:
+                rows = rows.filter(folder=folder)
+            for location in rows.only("pk", "provider_id", "message_id", "keywords"):
+                before = {_keyword_tag_key(kw): kw for kw in location.keywords or ()}
+                after = {_keyword_tag_key(kw): kw for kw in changes[location.provider_id]}
+                if set(before) == set(after) and sorted(before.values()) == sorted(after.values()):
+                    continue
+                location.keywords = sorted(after.values())
+                updated.append(location)
+                added.update((location.message_id, after[key]) for key in set(after) - set(before))
+                for key in set(before) - set(after):
+                    dropped[location.message_id].add(before[key])
+        if updated:
+            MessageLocation.objects.bulk_update(updated, ["keywords"], batch_size=CHUNK)
+        _attach_keyword_tags(account, added)
+        if dropped:
+            # A tag stays while any place of the message still has its keyword.
+            still: dict[int, set[str]] = defaultdict(set)
+            for message_id, keywords in MessageLocation.objects.filter(message_id__in=list(dropped)).values_list(
+                "message_id", "keywords"
+            ):
+                still[message_id].update(_keyword_tag_key(kw) for kw in keywords or ())
+            gone: dict[int, set[str]] = {}
+            for message_id, keywords in dropped.items():
+                names = {labels.keyword_to_tag(kw) for kw in keywords}
+                gone[message_id] = {
+                    name for name in names if name is not None and labels.tag_key(name) not in still[message_id]
+                }
+            labels.detach_tags(owner_id=account.owner_id, tags=gone)
+    return len(updated)
+
+
+def _keyword_tag_key(keyword: str) -> str:
+    name = labels.keyword_to_tag(keyword)
+    return labels.tag_key(name if name is not None else keyword)
 
 
 def places_of(*, account: MailAccount, provider_ids: Sequence[str]) -> dict[str, list[tuple[str, int]]]:

@@ -221,6 +221,10 @@ class MessageLocation(models.Model):
     # Stored before the server named it (a reply just sent, before the sync finds it in Sent): the first real
     # location of the message replaces it.
     provisional = models.BooleanField(default=False)
+    # The label keywords the server last reported for this place (IMAP FLAGS that are not system flags or
+    # protocol keywords, as spelled there; Gmail user labels and Outlook categories in the same keyword form):
+    # a sync turns a change of them into tags added or taken off.
+    keywords = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
@@ -322,6 +326,8 @@ class MailActionKind(models.TextChoices):
     MOVE = "move", "Move"
     ARCHIVE = "archive", "Archive"
     TRASH = "trash", "Move to Trash"
+    TAG = "tag", "Add tag"
+    UNTAG = "untag", "Remove tag"
 
 
 class MailActionStatus(models.TextChoices):
@@ -346,6 +352,7 @@ class MailAction(models.Model):
     kind = models.CharField(max_length=16, choices=MailActionKind.choices)
     target_folder = models.CharField(max_length=512, blank=True)  # MailFolder.name for move/archive/trash
     source_folders = models.JSONField(default=list, blank=True)  # where the message was: what undo moves back to
+    tag = models.CharField(max_length=64, blank=True)  # the tag's name for tag/untag (an IMAP keyword, a Gmail label)
     status = models.CharField(max_length=16, choices=MailActionStatus.choices, default=MailActionStatus.PENDING)
     attempts = models.PositiveIntegerField(default=0)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
@@ -367,7 +374,9 @@ class MailAction(models.Model):
 
 
 class MailTag(models.Model):
-    """A user's own tag (notmuch tags, Gmail-style labels kept here only): exists while a message carries it.
+    """A user's own tag (notmuch tags): exists while a message carries it. On IMAP accounts a tag is a keyword
+    on the server, on Gmail a user label, on Outlook a category (apps/accounts/labels.py), both ways; on local
+    imports it is kept here only.
     `key` is the NFC-casefolded name, so `tag:Über` finds a tag written "über" on SQLite too."""
 
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="mail_tags")

@@ -209,6 +209,7 @@ def _insert(
             flagged=item.remote.flagged,
             global_id=item.remote.global_id,
             provisional=item.remote.provisional,
+            keywords=tuple(item.remote.keywords),
         )
         for item, known_pk in places
     ]

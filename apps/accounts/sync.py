@@ -174,6 +174,14 @@ class AccountSink:
             return
         locations.update_flags(account=self.account, changes=changes, folder=target)
 
+    def update_keywords(self, changes: dict[str, tuple[str, ...]], *, folder: str | None = None) -> None:
+        if not changes:
+            return
+        target = self.folder_state(folder) if folder is not None else None
+        if folder is not None and target is None:
+            return
+        locations.update_keywords(account=self.account, changes=changes, folder=target)
+
     def known_folders(self) -> list[MailFolder]:
         return list(MailFolder.objects.filter(account=self.account))
 
@@ -202,6 +210,7 @@ class AccountSink:
                         uid=place.uid,
                         seen=place.seen,
                         flagged=place.flagged,
+                        keywords=place.keywords,
                     )
                     for place in places
                 ],

@@ -1,4 +1,4 @@
-"""Write-back: what is decided here (read, flag, archive, move, trash) reaches the server through one ledger.
+"""Write-back: what is decided here (read, flag, archive, move, trash, tag) reaches the server through one ledger.
 
 `request_mail_actions` records one MailAction per message, applies flag changes to the local store at once
 (the page shows them) and queues the provider call on commit. `apply_mail_action` performs it outside any
@@ -20,7 +20,7 @@ from django.db import transaction
 from django.db.models import F
 from django.utils import timezone
 
-from apps.accounts import locations
+from apps.accounts import labels, locations
 from apps.accounts.models import (
     MailAccount,
     MailAction,
@@ -48,7 +48,12 @@ FLAG_KINDS = {
 }
 MOVE_KINDS = {MailActionKind.MOVE, MailActionKind.ARCHIVE, MailActionKind.TRASH}
 ROLE_OF_KIND = {MailActionKind.ARCHIVE: "archive", MailActionKind.TRASH: "trash"}
+TAG_KINDS = {MailActionKind.TAG, MailActionKind.UNTAG}
+# Where a tag is a label on the server (an IMAP keyword, a Gmail user label, an Outlook category).
+TAG_PROVIDERS = {Provider.IMAP, Provider.GMAIL, Provider.OUTLOOK}
 INVERSE = {
+    MailActionKind.TAG: MailActionKind.UNTAG,
+    MailActionKind.UNTAG: MailActionKind.TAG,
     MailActionKind.READ: MailActionKind.UNREAD,
     MailActionKind.UNREAD: MailActionKind.READ,
     MailActionKind.FLAG: MailActionKind.UNFLAG,
@@ -90,10 +95,15 @@ def request_mail_actions(
     source_folder: str | None = None,
     requested_by: Any = None,
     origin: str = "user",
+    tag: str = "",
 ) -> list[MailAction]:
     """Record and queue `kind` on each message (skipping those already in that state or place). Flag changes
-    show here at once; moves show once the server has done them (the sync that follows confirms them)."""
+    show here at once; moves show once the server has done them (the sync that follows confirms them). Tag
+    and untag carry the tag's name; the tag itself is changed here by the caller (apps.accounts.actions), and
+    only accounts whose server has labels (TAG_PROVIDERS) get an action."""
     kind = MailActionKind(kind)
+    if kind in TAG_KINDS and not tag:
+        raise ValueError("a tag or untag action needs the tag's name")
     created: list[MailAction] = []
     by_account: dict[int, list[Message]] = {}
     for message in messages:
@@ -101,6 +111,8 @@ def request_mail_actions(
     with transaction.atomic():
         for account_id, group in by_account.items():
             account = MailAccount.objects.get(pk=account_id)
+            if kind in TAG_KINDS and account.provider not in TAG_PROVIDERS:
+                continue
             target = target_folder_for(account=account, kind=kind, folder=folder) if kind in MOVE_KINDS else ""
             places = _places_by_message([m.pk for m in group], source_folder=source_folder)
             for message in group:
@@ -116,6 +128,7 @@ def request_mail_actions(
                         kind=kind,
                         target_folder=target,
                         source_folders=sorted({loc.folder.name for loc in here}),
+                        tag=tag if kind in TAG_KINDS else "",
                     )
                 )
             if kind in FLAG_KINDS:
@@ -135,7 +148,18 @@ def undo_mail_action(*, action: MailAction, requested_by: Any = None) -> MailAct
     if action.status != MailActionStatus.DONE or action.message is None:
         raise MailActionRefused("Only an action done on the server can be undone.")
     kind = MailActionKind(action.kind)
-    if kind in INVERSE:
+    if kind in TAG_KINDS:
+        # The tag here changes back at once; the server follows through the ledger.
+        owner_id = action.account.owner_id
+        change = {action.message.pk: {action.tag}}
+        if kind == MailActionKind.TAG:
+            labels.detach_tags(owner_id=owner_id, tags=change)
+        else:
+            labels.attach_tags(owner_id=owner_id, tags=change)
+        undone = request_mail_actions(
+            messages=[action.message], kind=INVERSE[kind], requested_by=requested_by, tag=action.tag
+        )
+    elif kind in INVERSE:
         undone = request_mail_actions(messages=[action.message], kind=INVERSE[kind], requested_by=requested_by)
     else:
         back = next(iter(action.source_folders), "")
@@ -167,6 +191,8 @@ def _places_by_message(message_ids: list[int], *, source_folder: str | None) -> 
 def _needed(kind: MailActionKind, places: list[MessageLocation], target: str) -> bool:
     if not places:
         return False
+    if kind in TAG_KINDS:
+        return True
     if kind in FLAG_KINDS:
         field, value = FLAG_KINDS[kind]
         return any(getattr(place, field) != value for place in places)
@@ -213,6 +239,7 @@ def apply_mail_action(action_id: int) -> ApplyOutcome:
             kind=action.kind,
             places=[WriteBackPlace(folder=p.folder.name, provider_id=p.provider_id) for p in places],
             target=action.target_folder,
+            tag=action.tag,
         )
     except ProviderError as exc:
         give_up = action.attempts >= MAX_ATTEMPTS or exc.category == "unsupported"

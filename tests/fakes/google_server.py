@@ -249,6 +249,7 @@ class FakeGoogleServer(LoopbackServer):
         self.history_id = 1000
         self.min_history_id = 0
         self.user_labels: dict[str, str] = {}
+        self.label_creations = 0
         self.signature = '<div dir="ltr">Best,<br>Owner</div>'
         self.codes: dict[str, dict[str, str]] = {}
         self.refresh_tokens: set[str] = set()
@@ -535,6 +536,8 @@ class FakeGoogleServer(LoopbackServer):
                         "historyId": str(self.history_id),
                     }
                 )
+            if route == ["labels"] and request.method == "POST":
+                return self._create_label(request)
             if route == ["labels"]:
                 return FakeResponse.json({"labels": self._labels()})
             if route == ["messages"]:
@@ -597,6 +600,27 @@ class FakeGoogleServer(LoopbackServer):
         else:
             return self._error(404, "Requested entity was not found.")
         return FakeResponse.json({"id": message.id, "threadId": message.thread_id, "labelIds": list(message.labels)})
+
+    def _create_label(self, request: FakeRequest) -> FakeResponse:
+        """users.labels.create: needs gmail.labels or gmail.modify; a name already taken (Gmail compares them
+        case-insensitively, system names included) is 409, as Gmail answers."""
+        scopes = self.token_scopes.get(request.bearer(), GMAIL_SCOPES)
+        if not {GMAIL_MODIFY_SCOPE, "https://www.googleapis.com/auth/gmail.labels", "https://mail.google.com/"} & set(
+            scopes
+        ):
+            return self._error(403, "Request had insufficient authentication scopes.", "insufficientPermissions")
+        name = str(json.loads(request.body or b"{}").get("name") or "").strip()
+        if not name:
+            return self._error(400, "Invalid label name")
+        taken = {label.casefold() for label in [*SYSTEM_LABELS, *self.user_labels.values()]}
+        if name.casefold() in taken:
+            return self._error(409, "Label name exists or conflicts", "conflict")
+        label_id = f"Label_{len(self.user_labels) + 1}"
+        while label_id in self.user_labels:
+            label_id += "0"
+        self.user_labels[label_id] = name
+        self.label_creations += 1
+        return FakeResponse.json({"id": label_id, "name": name, "type": "user"})
 
     def _labels(self) -> list[dict[str, Any]]:
         labels = [{"id": label, "name": label, "type": "system"} for label in SYSTEM_LABELS]

@@ -78,6 +78,7 @@ class FakeGraphMessage:
     changed_seq: int = 0
     removed: bool = False
     attachments: list[FakeAttachment] = field(default_factory=list)
+    categories: list[str] = field(default_factory=list)
 
 
 class FakeGraphServer(LoopbackServer):
@@ -162,6 +163,7 @@ class FakeGraphServer(LoopbackServer):
         flagged: bool = False,
         conversation_id: str | None = None,
         attachments: list[FakeAttachment] | None = None,
+        categories: list[str] | None = None,
     ) -> str:
         with self.lock:
             message_id = "AAkALgAAAAAAHYQDEapmEc2byACqAC-EWg0A" + secrets.token_hex(8) + "AAA="
@@ -175,16 +177,26 @@ class FakeGraphServer(LoopbackServer):
                 flagged=flagged,
                 changed_seq=self.seq,
                 attachments=list(attachments or []),
+                categories=list(categories or []),
             )
             return message_id
 
-    def update_message(self, message_id: str, *, is_read: bool | None = None, flagged: bool | None = None) -> None:
+    def update_message(
+        self,
+        message_id: str,
+        *,
+        is_read: bool | None = None,
+        flagged: bool | None = None,
+        categories: list[str] | None = None,
+    ) -> None:
         with self.lock:
             message = self.messages[message_id]
             if is_read is not None:
                 message.is_read = is_read
             if flagged is not None:
                 message.flagged = flagged
+            if categories is not None:
+                message.categories = list(categories)  # Graph replaces the whole list
             self.seq += 1
             message.changed_seq = self.seq
 
@@ -569,6 +581,7 @@ class FakeGraphServer(LoopbackServer):
                     "conversationId": message.conversation_id,
                     "isRead": message.is_read,
                     "flag": {"flagStatus": "flagged" if message.flagged else "notFlagged"},
+                    "categories": list(message.categories),
                     "receivedDateTime": "2026-11-02T10:00:00Z",
                 }
             )
@@ -599,10 +612,11 @@ class FakeGraphServer(LoopbackServer):
             "conversationId": message.conversation_id,
             "isRead": message.is_read,
             "flag": {"flagStatus": "flagged" if message.flagged else "notFlagged"},
+            "categories": list(message.categories),
         }
 
     def _change_message(self, request: FakeRequest, message_id: str, rest: list[str]) -> FakeResponse:
-        """PATCH /me/messages/{id} (isRead, flag) and POST /me/messages/{id}/move {destinationId}."""
+        """PATCH /me/messages/{id} (isRead, flag, categories) and POST /me/messages/{id}/move {destinationId}."""
         if "Mail.ReadWrite" not in self.token_scopes.get(request.bearer(), set()):
             return self._error(403, "ErrorAccessDenied", "Access is denied. Check credentials and try again.")
         message = self.messages.get(message_id)
@@ -614,10 +628,16 @@ class FakeGraphServer(LoopbackServer):
             status = (flag or {}).get("flagStatus")
             if status not in (None, "flagged", "notFlagged", "complete"):
                 return self._error(400, "ErrorInvalidRequest", f"Invalid flagStatus {status!r}")
+            categories = body.get("categories")
+            if categories is not None and not (
+                isinstance(categories, list) and all(isinstance(item, str) for item in categories)
+            ):
+                return self._error(400, "ErrorInvalidRequest", "categories must be a list of strings")
             self.update_message(
                 message_id,
                 is_read=bool(body["isRead"]) if "isRead" in body else None,
                 flagged=None if status is None else status == "flagged",
+                categories=categories,
             )
             return FakeResponse.json(self._message_json(message))
         if request.method == "POST" and rest == ["move"]:
@@ -632,6 +652,8 @@ class FakeGraphServer(LoopbackServer):
         message = self.messages.get(message_id)
         if message is None or message.removed:
             return self._error(404, "ErrorItemNotFound", "The specified object was not found in the store.")
+        if not rest:
+            return FakeResponse.json(self._message_json(message))
         if rest == ["$value"]:
             return FakeResponse(200, message.mime, {"Content-Type": "text/plain"})
         if rest == ["attachments"]:

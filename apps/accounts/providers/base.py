@@ -45,6 +45,8 @@ class RemoteMessage:
     labels: list[str] = field(default_factory=list)
     seen: bool = False
     flagged: bool = False
+    # Label keywords on the server (IMAP FLAGS that are user labels, apps/accounts/labels.py): become tags.
+    keywords: tuple[str, ...] = ()
     provider_thread_id: str = ""
     # Attachments are fetched on demand: map an IMAP-style part number (ParsedAttachment.part_ref) to
     # the provider's own attachment reference when it has one (Gmail attachmentId, Graph id).
@@ -101,6 +103,11 @@ class SyncSink(Protocol):
 
     def update_flags(self, changes: dict[str, tuple[bool, bool]], *, folder: str | None = None) -> None:
         """provider_id → (seen, flagged) for stored locations (of one folder when given)."""
+        ...
+
+    def update_keywords(self, changes: dict[str, tuple[str, ...]], *, folder: str | None = None) -> None:
+        """provider_id → the label keywords (Gmail: user labels in keyword form) the server reports now, for
+        stored locations (of one folder when given)."""
         ...
 
     def known_folders(self) -> list[MailFolder]: ...
@@ -161,9 +168,10 @@ class MailProvider(ABC):
     def fetch_attachment(self, attachment: Attachment) -> bytes:
         """The decoded bytes of one attachment, fetched from the provider."""
 
-    def write_back(self, *, kind: str, places: list[WriteBackPlace], target: str = "") -> str:
-        """Perform a MailActionKind (read, unread, flag, unflag, move, archive, trash) on these locations at the
-        provider; `target` is the destination folder of a move. Returns what the provider answered, in words.
+    def write_back(self, *, kind: str, places: list[WriteBackPlace], target: str = "", tag: str = "") -> str:
+        """Perform a MailActionKind (read, unread, flag, unflag, move, archive, trash, tag, untag) on these
+        locations at the provider; `target` is the destination folder of a move, `tag` the tag's name. Returns
+        what the provider answered, in words.
         Raises ProviderError; category "unsupported" means retrying cannot help."""
         raise ProviderError(
             f"{self.account.get_provider_display()} accounts cannot be changed from mailagent yet",

@@ -14,6 +14,12 @@ wherever it is (global_id): a label change that changes that folder moves its lo
   history.list means the id is too old: full resync.
 - Write-back (gmail.modify scope): messages.modify for UNREAD / STARRED / INBOX / a label, messages.trash
   and messages.untrash.
+- Tags: every user label of a message (by display name) is one of its tags, kept on the location in the
+  keyword form of apps/accounts/labels.py, so adding or removing a label in Gmail adds or takes off the tag at
+  the next sync (the folder still comes from the first user label). A tag added here is messages.modify
+  addLabelIds with the user label of that name (compared as tags are, case-insensitively), created with
+  labels.create when there is none; taking it off is removeLabelIds. A label name that cannot be a tag (a
+  space or a quote in it) is not mirrored as one.
 - 429 / 403 rateLimitExceeded: wait as told by Retry-After (capped, limited attempts), then give up
   with ProviderError(category="rate_limited").
 - Attachments are fetched on demand by re-reading the raw message and picking the MIME part.
@@ -29,6 +35,7 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
 from apps.accounts import oauth
+from apps.accounts.labels import InvalidTag, clean_tag_name, label_to_keyword, tag_key
 from apps.accounts.providers.base import (
     Checkpoint,
     FolderInfo,
@@ -212,6 +219,7 @@ class GmailProvider(MailProvider):
         self._credentials: Credentials | None = None
         self._service: Any = None
         self._stored_token: str | None = None
+        self._label_names: dict[str, str] = {}  # user label id → display name (labels.list at each sync)
 
     # --- plumbing -----------------------------------------------------------------------------------
 
@@ -278,6 +286,8 @@ class GmailProvider(MailProvider):
             fetched = self._batch_get(chunk, fmt="raw")
             batch = [remote_message_from(fetched[mid]) for mid in chunk if mid in fetched]
             batch = [message for message in batch if "SPAM" not in message.labels]
+            for message in batch:
+                message.keywords = self._label_keywords(message.labels)
             if batch:
                 sink.store_batch(batch)
             else:
@@ -303,8 +313,29 @@ class GmailProvider(MailProvider):
         unknown = sink.move_places(moves)
         self._store_new(sink, [mid for mid in labels_of if mid in unknown])
         sink.update_flags(flags)
+        # The user labels are the message's tags (those just downloaded brought theirs).
+        sink.update_keywords(
+            {
+                mid: self._label_keywords(labels)
+                for mid, labels in labels_of.items()
+                if "SPAM" not in labels and mid not in unknown
+            }
+        )
         if gone:
             sink.remove_places(gone)
+
+    def _label_keywords(self, labels: list[str]) -> tuple[str, ...]:
+        """A message's user labels by name, in the keyword form locations keep (each one becomes a tag)."""
+        found: set[str] = set()
+        for label_id in labels:
+            name = self._label_names.get(label_id)
+            if name is None:
+                continue
+            try:
+                found.add(label_to_keyword(clean_tag_name(name)))
+            except InvalidTag:
+                logger.info("account %s: gmail label %r cannot be a tag", self.account.pk, name)
+        return tuple(sorted(found))
 
     def _refresh_known(self, sink: SyncSink, ids: list[str]) -> None:
         for chunk in _chunks(ids, self.batch_size):
@@ -334,6 +365,11 @@ class GmailProvider(MailProvider):
 
     def _ensure_folders(self, sink: SyncSink) -> None:
         response = _execute(self._users().labels().list(userId="me"))
+        self._label_names = {
+            str(label["id"]): str(label.get("name") or label["id"])
+            for label in response.get("labels") or []
+            if label.get("id") and label.get("type") == "user"
+        }
         for label in response.get("labels") or []:
             label_id = str(label.get("id") or "")
             if not label_id or label_id in STATE_LABELS or label_id.startswith("CATEGORY_"):
@@ -430,7 +466,7 @@ class GmailProvider(MailProvider):
         sink.store_batch([], Checkpoint(account_cursor=latest))
         return True
 
-    def write_back(self, *, kind: str, places: list[WriteBackPlace], target: str = "") -> str:
+    def write_back(self, *, kind: str, places: list[WriteBackPlace], target: str = "", tag: str = "") -> str:
         """messages.modify / trash / untrash per Gmail id. Moves: the target label is added and the label of the
         folder the message is in removed (archive = remove INBOX, as Gmail's Archive button does)."""
         from googleapiclient.errors import HttpError
@@ -441,6 +477,20 @@ class GmailProvider(MailProvider):
         said: list[str] = []
         with self._session():
             messages = self._users().messages()
+            if kind in ("tag", "untag"):
+                label_id = self._user_label_id(tag, create=kind == "tag")
+                if label_id is None:
+                    return f"Gmail has no label {tag!r}: nothing to take off"
+                add, remove = ([label_id], []) if kind == "tag" else ([], [label_id])
+                for mid in folder_of:
+                    try:
+                        said.append(f"{mid}: {self._modify(messages, mid, add=add, remove=remove)}")
+                    except HttpError as exc:
+                        if exc.resp.status == 404:
+                            said.append(f"{mid}: already gone from Gmail")
+                            continue
+                        raise
+                return "\n".join(said) or "nothing to change"
             for mid, folder in folder_of.items():
                 try:
                     said.append(f"{mid}: {self._write_one(messages, mid, kind=kind, folder=folder, target=target)}")
@@ -450,6 +500,24 @@ class GmailProvider(MailProvider):
                         continue
                     raise
         return "\n".join(said) or "nothing to change"
+
+    def _user_label_id(self, tag: str, *, create: bool) -> str | None:
+        """The id of the user label named like the tag (as tags compare), created when asked and missing."""
+        response = _execute(self._users().labels().list(userId="me"))
+        for label in response.get("labels") or []:
+            if tag_key(str(label.get("name") or "")) != tag_key(tag):
+                continue
+            if label.get("type") == "user":
+                return str(label["id"])
+            raise ProviderError(
+                f"The tag {tag!r} is Gmail's own {label.get('name')} label, which says what a message is rather than "
+                "labelling it: it is kept here only. Choose another name to have it in Gmail.",
+                category="unsupported",
+            )
+        if not create:
+            return None
+        created = _execute(self._users().labels().create(userId="me", body={"name": tag}))
+        return str(created["id"])
 
     def _write_one(self, messages: Any, mid: str, *, kind: str, folder: str, target: str) -> str:
         if kind in FLAG_LABELS:

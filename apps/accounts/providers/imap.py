@@ -28,6 +28,7 @@ from django.conf import settings
 from imapclient import IMAPClient, SocketTimeout
 from imapclient.exceptions import IMAPClientAbortError, IMAPClientError, LoginError
 
+from apps.accounts.labels import keyword_refusal, keyword_to_tag, label_keywords, tag_key, tag_to_keyword
 from apps.accounts.locations import HeaderFacts, KnownPlace, Place
 from apps.accounts.models import Attachment, ImapSecurity, MailAccount, MailFolder
 from apps.accounts.parsing import parse_message
@@ -272,16 +273,20 @@ class ImapProvider(MailProvider):
             response = client.append(folder, raw, flags=(b"\\Seen",))
         return SentCopy(folder=folder, provider_id=_appended_ref(folder, response))
 
-    def write_back(self, *, kind: str, places: list[WriteBackPlace], target: str = "") -> str:
-        """STORE flags, or MOVE (UID MOVE where the server has it, else COPY + \\Deleted + UID EXPUNGE), per
-        folder, in a read-write SELECT. A folder whose UIDVALIDITY changed since the last sync is refused
-        (its UIDs name other messages now); UIDs already gone are reported, not an error."""
+    def write_back(self, *, kind: str, places: list[WriteBackPlace], target: str = "", tag: str = "") -> str:
+        """STORE flags or keywords (a tag), or MOVE (UID MOVE where the server has it, else COPY + \\Deleted +
+        UID EXPUNGE), per folder, in a read-write SELECT. A folder whose UIDVALIDITY changed since the last sync
+        is refused (its UIDs name other messages now); UIDs already gone are reported, not an error. A tag is
+        written only where the folder's PERMANENTFLAGS accept new keywords (\\*) or already list it."""
+        if kind == "tag" and keyword_refusal(tag):
+            raise ProviderError(keyword_refusal(tag), category="unsupported")
         by_folder: dict[str, list[int]] = {}
         for place in places:
             ref = ImapMessageRef.parse(place.provider_id)
             by_folder.setdefault(place.folder, []).append(ref.uid)
         stored_uidvalidity = {place.folder: ImapMessageRef.parse(place.provider_id).uidvalidity for place in places}
         said: list[str] = []
+        refused: list[str] = []
         with self._session() as client:
             for folder, uids in by_folder.items():
                 if kind in MOVE_KINDS and folder == target:
@@ -302,6 +307,26 @@ class ImapProvider(MailProvider):
                     flag, add = FLAG_CHANGES[kind]
                     (client.add_flags if add else client.remove_flags)(present, [flag])
                     said.append(f"{folder}: UID STORE {_uid_set(present)} {'+' if add else '-'}FLAGS ({flag.decode()})")
+                elif kind == "tag":
+                    keyword = tag_to_keyword(tag)
+                    permanent = {bytes(flag).lower() for flag in selected.get(b"PERMANENTFLAGS", ())}
+                    if b"\\*" not in permanent and keyword.lower().encode() not in permanent:
+                        said.append(f"{folder}: not tagged, the folder does not accept keywords (PERMANENTFLAGS)")
+                        refused.append(folder)
+                        continue
+                    client.add_flags(present, [keyword.encode("ascii")])
+                    said.append(f"{folder}: UID STORE {_uid_set(present)} +FLAGS ({keyword})")
+                elif kind == "untag":
+                    # Every keyword that stands for this tag, however the server or another client spelled it.
+                    spelled = {tag_to_keyword(tag).encode("ascii")}
+                    for data in client.fetch(present, ["FLAGS"]).values():
+                        for flag in data.get(b"FLAGS", ()):
+                            name = keyword_to_tag(bytes(flag).decode("ascii", "replace"))
+                            if name is not None and tag_key(name) == tag_key(tag):
+                                spelled.add(bytes(flag))
+                    client.remove_flags(present, sorted(spelled))
+                    words = " ".join(sorted(item.decode("ascii", "replace") for item in spelled))
+                    said.append(f"{folder}: UID STORE {_uid_set(present)} -FLAGS ({words})")
                 elif kind in MOVE_KINDS:
                     if client.has_capability("MOVE"):
                         client.move(present, target)
@@ -316,6 +341,13 @@ class ImapProvider(MailProvider):
                         said.append(f"{folder}: UID COPY {_uid_set(present)} to {target}, then expunged")
                 else:
                     raise ProviderError(f"Unknown write-back {kind!r}", category="unsupported")
+        if refused and len(refused) == len(by_folder):
+            raise ProviderError(
+                f"The tag {tag!r} cannot be stored on the server: "
+                + ", ".join(repr(f) for f in refused)
+                + " accept no new keywords (the server's PERMANENTFLAGS lack \\*); it is kept here only",
+                category="unsupported",
+            )
         return "\n".join(said) or "nothing to change"
 
     def _list_folders_with_flags(self, client: IMAPClient) -> list[tuple[str, str]]:
@@ -527,6 +559,7 @@ class ImapProvider(MailProvider):
                         uid=int(uid),
                         seen=_has_flag(flags_of[int(uid)], b"\\Seen"),
                         flagged=_has_flag(flags_of[int(uid)], b"\\Flagged"),
+                        keywords=label_keywords(flags_of[int(uid)]),
                     )
                     for uid, pk in known.items()
                 ],
@@ -552,6 +585,7 @@ class ImapProvider(MailProvider):
                         folder=name,
                         seen=_has_flag(flags, b"\\Seen"),
                         flagged=_has_flag(flags, b"\\Flagged"),
+                        keywords=label_keywords(flags),
                         uid=uid,
                         internal_date=arrived.get(uid),
                     )
@@ -569,8 +603,9 @@ class ImapProvider(MailProvider):
         *,
         since_modseq: int | None,
     ) -> None:
-        """\\Seen / \\Flagged of the stored locations still on the server: with CONDSTORE only those changed
-        since the stored HIGHESTMODSEQ, else all of them (FLAGS is a few bytes a message)."""
+        """\\Seen / \\Flagged and the label keywords (tags) of the stored locations still on the server: with
+        CONDSTORE only those changed since the stored HIGHESTMODSEQ, else all of them (FLAGS is a few bytes a
+        message)."""
         uids = kept
         if since_modseq is not None:
             changed = {int(uid) for uid in client.search(["MODSEQ", since_modseq + 1])}
@@ -578,6 +613,7 @@ class ImapProvider(MailProvider):
         for start in range(0, len(uids), SMALL_FETCH_CHUNK):
             chunk = uids[start : start + SMALL_FETCH_CHUNK]
             changes: dict[str, tuple[bool, bool]] = {}
+            keyword_changes: dict[str, tuple[str, ...]] = {}
             for uid, data in client.fetch(chunk, ["FLAGS"]).items():
                 flags = tuple(data.get(b"FLAGS", ()))
                 entry = current.get(int(uid))
@@ -587,7 +623,11 @@ class ImapProvider(MailProvider):
                 state = (_has_flag(flags, b"\\Seen"), _has_flag(flags, b"\\Flagged"))
                 if state != (place.seen, place.flagged):
                     changes[provider_id] = state
+                keywords = label_keywords(flags)
+                if keywords != tuple(sorted(place.keywords)):
+                    keyword_changes[provider_id] = keywords
             sink.update_flags(changes, folder=name)
+            sink.update_keywords(keyword_changes, folder=name)
             sink.heartbeat()
 
 

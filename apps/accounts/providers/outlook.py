@@ -10,6 +10,10 @@
 - Write-back (Mail.ReadWrite, asked for alone): PATCH /me/messages/{id} (isRead, flag.flagStatus) and
   POST /me/messages/{id}/move (destinationId = the target folder's id; archive/trash = the folders with
   those roles).
+- Tags are the message's categories (each name that can be a tag: no spaces or quotes), kept on the location
+  in the keyword form of apps/accounts/labels.py and followed through the delta; a tag added or taken off here
+  reads the message's categories and PATCHes the whole list with it added, or without every category that
+  compares equal to it (as tags compare, case-insensitively).
 - An expired delta link (410 Gone / syncStateNotFound) resets the folder and runs its delta from scratch;
   stored messages are recognised by id, so nothing is stored twice.
 - Immutable ids (Prefer: IdType="ImmutableId") keep a message's id stable when it moves between folders.
@@ -29,6 +33,7 @@ from urllib.parse import quote
 import requests
 
 from apps.accounts import oauth
+from apps.accounts.labels import InvalidTag, clean_tag_name, label_to_keyword, tag_key
 from apps.accounts.providers.base import (
     Checkpoint,
     FolderInfo,
@@ -55,7 +60,7 @@ WELL_KNOWN_ROLES = {
 DELTA_EXPIRED_CODES = {"syncstatenotfound", "syncstateinvalid", "resyncrequired"}
 RETRY_STATUSES = {429, 503, 504}
 MAX_FOLDER_DEPTH = 10
-DELTA_SELECT = "id,isRead,flag,conversationId,receivedDateTime"
+DELTA_SELECT = "id,isRead,flag,conversationId,receivedDateTime,categories"
 FLAG_PATCHES: dict[str, dict[str, Any]] = {
     "read": {"isRead": True},
     "unread": {"isRead": False},
@@ -304,6 +309,10 @@ class OutlookProvider(MailProvider):
                     moves[message_id] = (folder.id, *_flags(item))
             unknown = sink.move_places(moves)
             sink.update_flags(flags, folder=folder.id)
+            sink.update_keywords(
+                {str(item["id"]): _category_keywords(item) for item in items if str(item["id"]) not in unknown},
+                folder=folder.id,
+            )
             gone = [location for mid in removed for name, location in places.get(mid, []) if name == folder.id]
             if gone:
                 sink.remove_places(gone)
@@ -325,6 +334,7 @@ class OutlookProvider(MailProvider):
                         flagged=flagged,
                         provider_thread_id=str(item.get("conversationId") or ""),
                         global_id=True,
+                        keywords=_category_keywords(item),
                     )
                 )
             next_link = page.get("@odata.nextLink")
@@ -341,7 +351,7 @@ class OutlookProvider(MailProvider):
                 return
             url = str(next_link)
 
-    def write_back(self, *, kind: str, places: list[WriteBackPlace], target: str = "") -> str:
+    def write_back(self, *, kind: str, places: list[WriteBackPlace], target: str = "", tag: str = "") -> str:
         """PATCH isRead / flag, or POST …/move, per immutable id; an id Graph no longer has is reported."""
         folder_of: dict[str, str] = {}
         for place in places:
@@ -352,6 +362,23 @@ class OutlookProvider(MailProvider):
             if kind in FLAG_PATCHES:
                 response = self._write("PATCH", path, FLAG_PATCHES[kind])
                 what = "PATCH " + ", ".join(f"{key}={value}" for key, value in FLAG_PATCHES[kind].items())
+            elif kind in ("tag", "untag"):
+                current = self._get(path, params={"$select": "id,categories"})
+                if current.status_code == 404:
+                    said.append(f"{message_id}: already gone from Outlook")
+                    continue
+                if current.status_code != 200:
+                    raise graph_error(current, "message categories")
+                before = [str(item) for item in current.json().get("categories") or []]
+                others = [name for name in before if tag_key(name) != tag_key(tag)]
+                # Tag: add it unless a category already is it. Untag: drop every category that is it.
+                has_it = len(others) < len(before)
+                after = others if kind == "untag" else before if has_it else [*before, tag]
+                if after == before:
+                    said.append(f"{message_id}: categories already {before}")
+                    continue
+                response = self._write("PATCH", path, {"categories": after})
+                what = f"PATCH categories={after}"
             elif kind in MOVE_KINDS:
                 if folder == target:
                     said.append(f"{message_id}: already there")
@@ -489,6 +516,17 @@ class OutlookProvider(MailProvider):
         http, self._http = self._http, None
         if http is not None:
             http.close()
+
+
+def _category_keywords(item: dict[str, Any]) -> tuple[str, ...]:
+    """The message's categories that can be tags, in the keyword form locations keep."""
+    found: set[str] = set()
+    for category in item.get("categories") or []:
+        try:
+            found.add(label_to_keyword(clean_tag_name(str(category))))
+        except InvalidTag:
+            logger.info("outlook category %r cannot be a tag", category)
+    return tuple(sorted(found))
 
 
 def _flags(item: dict[str, Any]) -> tuple[bool, bool]:
