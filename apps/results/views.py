@@ -11,10 +11,12 @@ from typing import Any
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET, require_POST
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from apps.orchestration import selectors as run_selectors
 from apps.results import actions, selectors
 from apps.results.selectors import ResultFilters
+from apps.workspaces.actions import RevisionConflict
 
 NODE_KINDS = ("email", "run", "item")
 
@@ -95,6 +97,88 @@ def run_node(request: HttpRequest, run_id: int) -> HttpResponse:
 @require_GET
 def item_node(request: HttpRequest, item_id: int) -> HttpResponse:
     return _node_view(request, "item", item_id)
+
+
+def _item_form(item: Any, *, values: dict[str, str] | None = None) -> dict[str, Any]:
+    """The edit form's fields: the item's current ones, or what the user wrote (kept after an error)."""
+    editable = item.encoding == "utf8" and item.mime_type in actions.TEXT_TYPES
+    form = {
+        "label": item.label,
+        "description": item.description,
+        "tags": " ".join(item.tags or []),
+        "data": item.data if editable else "",
+        "revision": str(item.revision),
+    }
+    form.update(values or {})
+    return {"item": item, "form": form, "editable_data": editable}
+
+
+def _saved_item_pane(request: HttpRequest, item_id: int) -> HttpResponse:
+    """The pane of an item just saved; the tree refreshes (its label or a new item shows there)."""
+    response = render(
+        request, "results/partials/pane_item.html", {"pane": selectors.item_pane(user=request.user, item_id=item_id)}
+    )
+    response["HX-Trigger"] = "results-changed"
+    return response
+
+
+@require_http_methods(["GET", "POST"])
+def edit_item(request: HttpRequest, item_id: int) -> HttpResponse:
+    """The item pane's edit form (GET), saved as a new revision (POST). A revision saved meanwhile is a
+    conflict: nothing is overwritten, the form keeps what the user wrote and shows the current content."""
+    item = selectors.access_item(user=request.user, item_id=item_id)  # 404: not theirs, or deleted
+    if request.method == "GET":
+        return render(request, "results/partials/item_form.html", _item_form(item))
+    values = {name: str(request.POST.get(name) or "") for name in ("label", "description", "tags", "data", "revision")}
+    expected = int(values["revision"]) if values["revision"].isdigit() else -1
+    context = _item_form(item, values=values)
+    try:
+        actions.edit_item(
+            user=request.user,
+            item=item,
+            label=values["label"],
+            description=values["description"],
+            tags=values["tags"],
+            data=values["data"] if context["editable_data"] else None,
+            expected_revision=expected,
+        )
+    except RevisionConflict as conflict:
+        context["conflict"] = conflict.item
+        context["form"]["revision"] = str(conflict.current_revision)  # saving again overwrites, knowingly
+        return render(request, "results/partials/item_form.html", context, status=409)
+    except actions.ItemInputError as exc:
+        context["error"] = str(exc)
+        return render(request, "results/partials/item_form.html", context, status=422)
+    return _saved_item_pane(request, item.pk)
+
+
+@require_http_methods(["GET", "POST"])
+def add_item(request: HttpRequest, run_id: int) -> HttpResponse:
+    """A new item in a run's workspace, written or uploaded by the user (GET: the form)."""
+    run = run_selectors.access_run(user=request.user, run_id=run_id)  # 404 for another user's run
+    blank = {"label": "", "description": "", "tags": "", "data": "", "mime_type": "text/markdown"}
+    if request.method == "GET":
+        return render(
+            request, "results/partials/add_item_form.html", {"run": run, "form": blank, "types": actions.TEXT_TYPES}
+        )
+    values = {name: str(request.POST.get(name) or "") for name in blank}
+    try:
+        item = actions.add_item_to_run(
+            user=request.user,
+            run=run,
+            label=values["label"],
+            description=values["description"],
+            tags=values["tags"],
+            mime_type=values["mime_type"],
+            data=values["data"],
+            upload=request.FILES.get("file"),
+        )
+    except actions.ItemInputError as exc:
+        context = {"run": run, "form": values, "types": actions.TEXT_TYPES, "error": str(exc)}
+        return render(request, "results/partials/add_item_form.html", context, status=422)
+    response = _saved_item_pane(request, item.pk)
+    response["HX-Push-Url"] = f"{reverse('results:page')}?node=item-{item.pk}"
+    return response
 
 
 @require_POST

@@ -161,6 +161,8 @@ EXPECTED_URL_PATTERNS = {
     "results/emails/<int:message_id>/",
     "results/runs/<int:run_id>/",
     "results/items/<int:item_id>/",
+    "results/items/<int:item_id>/edit/",
+    "results/runs/<int:run_id>/add-item/",
     "results/delete/",
     "results/restore/",
     "results/events/",
