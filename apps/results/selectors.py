@@ -33,6 +33,7 @@ class ResultFilters:
     status: str = ""
     tag: str = ""
     author: str = ""
+    mime: str = ""  # items of this type only (text/markdown, image/png, …)
     q: str = ""
     deleted: bool = False  # "Deleted items": soft-deleted items (to restore) instead of live ones
 
@@ -50,17 +51,18 @@ class ResultFilters:
             status=status if status in RunStatus.values else "",
             tag=str(query.get("tag") or "").strip()[:100],
             author=author if author in CreatedBy.values else "",
+            mime=str(query.get("type") or "").strip()[:255],
             q=str(query.get("q") or "").strip()[:200],
             deleted=str(query.get("show") or "") == "deleted",
         )
 
     @property
     def active(self) -> bool:
-        return any((self.account, self.director, self.status, self.tag, self.author, self.q, self.deleted))
+        return any((self.account, self.director, self.status, self.tag, self.author, self.mime, self.q, self.deleted))
 
     @property
     def filters_items(self) -> bool:
-        return bool(self.tag or self.author or self.deleted)
+        return bool(self.tag or self.author or self.mime or self.deleted)
 
 
 @dataclass(slots=True)
@@ -178,6 +180,8 @@ def filtered_runs(*, user: Any, filters: ResultFilters) -> QuerySet[Run]:
 def _item_matches(item: WorkspaceItem, filters: ResultFilters) -> bool:
     if filters.author and item.created_by != filters.author:
         return False
+    if filters.mime and item.mime_type != filters.mime:
+        return False
     return not filters.tag or (isinstance(item.tags, list) and filters.tag in item.tags)
 
 
@@ -194,10 +198,12 @@ def results_tree(
     cursor ("Show older emails"); `through`: every email down to that cursor (a live refresh keeping the pages
     already loaded, at most TREE_MAX_EMAILS). Four queries per page whatever the filters."""
     matching = filtered_runs(user=user, filters=filters)
-    if filters.author or filters.deleted or filters.tag:
+    if filters.filters_items:
         chosen = WorkspaceItem.objects.filter(workspace__owner=user, deleted=filters.deleted)
         if filters.author:
             chosen = chosen.filter(created_by=filters.author)
+        if filters.mime:
+            chosen = chosen.filter(mime_type=filters.mime)
         if filters.tag:
             chosen = chosen.filter(TagListContains("tags", filters.tag))
         matching = matching.filter(pk__in=chosen.values("workspace__run_id"))
@@ -223,6 +229,8 @@ def results_tree(
     live = WorkspaceItem.objects.filter(workspace_id__in=list(workspaces), deleted=filters.deleted)
     if filters.author:
         live = live.filter(created_by=filters.author)
+    if filters.mime:
+        live = live.filter(mime_type=filters.mime)
     for item in live.only(*ITEM_ROW_FIELDS).order_by("-created", "-pk"):
         if _item_matches(item, filters):
             items_by_run.setdefault(workspaces[item.workspace_id], []).append(item)
@@ -247,12 +255,21 @@ def results_tree(
     )
 
 
+MAX_TYPE_CHOICES = 50
+
+
 def filter_choices(*, user: Any) -> dict[str, Any]:
     return {
         "accounts": list(MailAccount.objects.filter(owner=user).order_by("name").values_list("pk", "name")),
         "directors": list(Director.objects.filter(owner=user).order_by("name").values_list("pk", "name")),
         "statuses": RunStatus.choices,
         "authors": CreatedBy.choices,
+        "types": list(
+            WorkspaceItem.objects.filter(workspace__owner=user)
+            .order_by("mime_type")
+            .values_list("mime_type", flat=True)
+            .distinct()[:MAX_TYPE_CHOICES]
+        ),
     }
 
 
@@ -371,6 +388,8 @@ def items_for_filters(*, user: Any, filters: ResultFilters) -> QuerySet[Workspac
     items = WorkspaceItem.objects.filter(workspace__owner=user, workspace__run_id__in=run_ids, deleted=filters.deleted)
     if filters.author:
         items = items.filter(created_by=filters.author)
+    if filters.mime:
+        items = items.filter(mime_type=filters.mime)
     if filters.tag:
         items = items.filter(TagListContains("tags", filters.tag))
     return items

@@ -183,3 +183,27 @@ def test_another_users_items_and_runs_are_not_found(client: Client, make_result:
     item.refresh_from_db()
     assert (item.label, item.data) == ("Private", "secret")
     assert WorkspaceItem.objects.filter(workspace__run_id=result.run.pk).count() == 1
+
+
+def test_the_tree_filters_by_item_type(logged_in_client: Client, make_result: MakeResult) -> None:
+    png = base64.b64encode(b"\x89PNG\r\n\x1a\n").decode()
+    charts = make_result(
+        subject="Quarterly numbers",
+        items=[
+            {"label": "Chart", "mime_type": "image/png", "encoding": "base64", "data": png},
+            {"label": "Notes", "mime_type": "text/markdown"},
+        ],
+    )
+    text_only = make_result(subject="Plain reply", items=[{"label": "Draft", "mime_type": "text/plain"}])
+    page = logged_in_client.get("/results/").content.decode()
+    assert (
+        '<option value="image/png">image/png</option>' in page
+        and '<option value="text/plain">text/plain</option>' in page
+    )
+    tree = logged_in_client.get("/results/tree/", {"type": "image/png"}, headers=HX).content.decode()
+    chart, notes = charts.items
+    assert f'data-node="item-{chart.pk}"' in tree and f'data-node="item-{notes.pk}"' not in tree
+    assert "Plain reply" not in tree and f'data-node="item-{text_only.items[0].pk}"' not in tree
+    # "Delete all shown" under the filter lists exactly the shown items.
+    confirm = logged_in_client.post("/results/delete/", {"scope": "all", "type": "image/png"}, headers=HX)
+    assert f'value="{chart.pk}"' in confirm.content.decode() and f'value="{notes.pk}"' not in confirm.content.decode()
