@@ -1,12 +1,7 @@
 from __future__ import annotations
 
-from django.contrib.admin.views.decorators import staff_member_required
-from django.http import HttpRequest, HttpResponse
-from django.shortcuts import render
+from django.views.generic import RedirectView
 
-from mailagent.diagnostics import runtime_diagnostics
-
-
-@staff_member_required
-def diagnostics(request: HttpRequest) -> HttpResponse:
-    return render(request, "mailagent/pages/diagnostics.html", {"diag": runtime_diagnostics()})
+# One page per concern: the runtime facts that lived here are a section of the Diagnostics page
+# (/runs/diagnostics/, beside the run audit trail). Old links and bookmarks keep working.
+diagnostics = RedirectView.as_view(pattern_name="runs:diagnostics", permanent=True, query_string=True)

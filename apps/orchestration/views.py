@@ -22,6 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from apps.orchestration import actions, selectors
 from apps.orchestration.models import MemoryScope, RunStatus
 from apps.workspaces import selectors as workspace_selectors
+from mailagent.diagnostics import runtime_diagnostics
 
 ACTIVE = (RunStatus.QUEUED, RunStatus.RUNNING)
 
@@ -118,7 +119,7 @@ def item_download(request: HttpRequest, item_id: int) -> HttpResponse:
 @require_GET
 def diagnostics(request: HttpRequest) -> HttpResponse:
     tree = selectors.unified_tree(user=request.user, limit=50)
-    return render(request, "orchestration/pages/diagnostics.html", {"tree": tree})
+    return render(request, "orchestration/pages/diagnostics.html", {"tree": tree, "diag": runtime_diagnostics()})
 
 
 @staff_member_required

@@ -7,7 +7,7 @@ class OrganizationConfig(AppConfig):
     name = "apps.organization"
     label = "organization"
     verbose_name = "Organization"
-    nav_entries = [("Organize", "organization:page")]
+    nav_more_entries = [("Organize", "organization:page")]
 
     def ready(self) -> None:
         from apps.accounts.signals import messages_stored

@@ -8,7 +8,7 @@ class RepliesConfig(AppConfig):
     name = "apps.replies"
     label = "replies"
     verbose_name = "Replies"
-    nav_entries = [("Drafts", "replies:drafts")]
+    nav_more_entries = [("Drafts", "replies:drafts")]
 
     def ready(self) -> None:
         from apps.orchestration.actions import register_approval_performer

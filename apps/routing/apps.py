@@ -7,7 +7,7 @@ class RoutingConfig(AppConfig):
     name = "apps.routing"
     label = "routing"
     verbose_name = "Routing and fetcher"
-    settings_entries = [("Filters", "routing:filters"), ("Fetcher", "routing:fetcher")]
+    settings_entries = [("Fetcher", "routing:fetcher")]
 
     def ready(self) -> None:
         from apps.accounts.models import Message

@@ -10,11 +10,8 @@ app_name = "routing"
 
 urlpatterns: list[URLPattern] = [
     path("filters/", views.filters, name="filters"),
-    path("filters/add/", views.filter_add, name="filter_add"),
     path("filters/test/", views.filters_test, name="filters_test"),
-    path("filters/<int:filter_id>/toggle/", views.filter_toggle, name="filter_toggle"),
     path("filters/<int:filter_id>/delete/", views.filter_delete, name="filter_delete"),
-    path("directors/add/", views.director_add, name="director_add"),
     path("fetcher/", views.fetcher, name="fetcher"),
     path("fetcher/status/", views.fetcher_status, name="fetcher_status"),
     path("fetcher/<str:command>/", views.fetcher_control, name="fetcher_control"),

@@ -1,4 +1,6 @@
-"""Filters and Fetcher pages. Thin views: parse → access selector → one action → page or partial."""
+"""The filters dry run, filter deletion and the Fetcher page.
+
+Thin views: parse → access selector → one action → page or partial."""
 
 from __future__ import annotations
 
@@ -10,55 +12,16 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
+from django.views.generic import RedirectView
 
-from apps.orchestration import actions as orchestration_actions
 from apps.routing import actions, selectors
-from apps.routing.forms import DirectorForm, FilterForm, TestFiltersForm
+from apps.routing.forms import TestFiltersForm
 from apps.routing.models import CycleTrigger
 from mailagent import ratelimit
 
-
-def _filters_page(
-    request: HttpRequest,
-    *,
-    filter_form: FilterForm | None = None,
-    director_form: DirectorForm | None = None,
-    status: int = 200,
-) -> HttpResponse:
-    context: dict[str, Any] = {
-        "filters": list(selectors.list_filters_for_user(user=request.user)),
-        "directors": list(selectors.list_directors_for_user(user=request.user)),
-        "filter_form": filter_form or FilterForm(owner=request.user),
-        "director_form": director_form or DirectorForm(),
-        "test_form": TestFiltersForm(owner=request.user),
-    }
-    return render(request, "routing/pages/filters.html", context, status=status)
-
-
-@require_GET
-def filters(request: HttpRequest) -> HttpResponse:
-    return _filters_page(request)
-
-
-@require_POST
-def filter_add(request: HttpRequest) -> HttpResponse:
-    form = FilterForm(request.POST, owner=request.user)
-    if not form.is_valid():
-        return _filters_page(request, filter_form=form, status=400)
-    item = form.create_filter()
-    if item is None:
-        return _filters_page(request, filter_form=form, status=400)
-    messages.success(request, f"Filter /{item.regex}/ on {item.get_field_display()} → {item.director.name} added.")
-    if form.warning:
-        messages.warning(request, form.warning)
-    return redirect("routing:filters")
-
-
-@require_POST
-def filter_toggle(request: HttpRequest, filter_id: int) -> HttpResponse:
-    item = selectors.access_filter(user=request.user, filter_id=filter_id)
-    actions.update_filter(item=item, enabled=not item.enabled)
-    return redirect("routing:filters")
+# One page per concern: filters are listed, added, ordered, edited and tried on Settings → Filters; this address
+# (linked for a long time) answers with a permanent redirect there.
+filters = RedirectView.as_view(pattern_name="settings:filters", permanent=True, query_string=True)
 
 
 @require_POST
@@ -66,23 +29,7 @@ def filter_delete(request: HttpRequest, filter_id: int) -> HttpResponse:
     item = selectors.access_filter(user=request.user, filter_id=filter_id)
     actions.delete_filter(item=item)
     messages.success(request, f"Filter /{item.regex}/ deleted.")
-    return redirect("routing:filters")
-
-
-@require_POST
-def director_add(request: HttpRequest) -> HttpResponse:
-    form = DirectorForm(request.POST)
-    if not form.is_valid():
-        return _filters_page(request, director_form=form, status=400)
-    try:
-        director = orchestration_actions.create_director(
-            owner=request.user, name=form.cleaned_data["name"], description=form.cleaned_data["description"]
-        )
-    except orchestration_actions.DirectorNameTaken as exc:
-        form.add_error("name", str(exc))
-        return _filters_page(request, director_form=form, status=400)
-    messages.success(request, f"Director “{director.name}” added. Give it a model and agents in Settings → Directors.")
-    return redirect("routing:filters")
+    return redirect("settings:filters")
 
 
 @require_GET

@@ -11,4 +11,4 @@ class SetupConfig(AppConfig):
     name = "apps.setup"
     label = "setup"
     verbose_name = "Setup and settings"
-    nav_entries = [("Settings", "settings:index")]
+    nav_more_entries = [("Settings", "settings:index")]

@@ -104,28 +104,95 @@
     }
   }
 
-  // The top bar's menu button (narrow screens, see app.css): shows and hides the sections and the session.
-  // A real <button>, so Enter and Space work; aria-expanded tells assistive technology; Escape closes the
-  // menu and gives the focus back to the button. Without this script the sections stay visible inline.
+  // The top bar. Wide screens: one row, the last sections under a "More" drop-down. Phones, and any width where
+  // that row would not fit (long labels, a long address, a large font), fold everything behind the Menu button
+  // (.nav-collapsed on <html>, see app.css). Both are real <button>s (Enter and Space work) that say their state
+  // in aria-expanded; Escape closes the open one and gives the focus back to its button. Without this script
+  // the sections stay visible inline.
+  var root = document.documentElement;
+  var topbar = document.querySelector(".topbar");
   var menuToggle = document.querySelector(".nav-toggle[aria-controls]");
   var menu = menuToggle ? document.getElementById(menuToggle.getAttribute("aria-controls")) : null;
+  var moreToggle = document.querySelector(".nav-more-toggle[aria-controls]");
+  var moreList = moreToggle ? document.getElementById(moreToggle.getAttribute("aria-controls")) : null;
+  var phone = window.matchMedia("(max-width: 760px)");
+
+  function setOpen(toggle, panel, open) {
+    toggle.setAttribute("aria-expanded", open ? "true" : "false");
+    panel.classList.toggle("is-open", open);
+  }
+
+  // Does the one-row bar fit? Measured uncollapsed (synchronously, so nothing is painted in between): the bar
+  // does not wrap, so it fits when nothing overflows it.
+  function fitBar() {
+    if (!topbar || !menu) return;
+    root.classList.remove("nav-collapsed");
+    var collapse = phone.matches || topbar.scrollWidth > topbar.clientWidth + 1;
+    if (!collapse && moreList) {
+      var more = moreToggle.getBoundingClientRect();
+      collapse = more.right > topbar.getBoundingClientRect().right;
+    }
+    root.classList.toggle("nav-collapsed", collapse);
+    if (!collapse) setOpen(menuToggle, menu, false);
+    else if (moreList) setOpen(moreToggle, moreList, false);
+  }
+
   if (menuToggle && menu) {
-    var setMenuOpen = function (open) {
-      menuToggle.setAttribute("aria-expanded", open ? "true" : "false");
-      menu.classList.toggle("is-open", open);
-    };
     menuToggle.hidden = false;
-    document.documentElement.classList.add("has-menu-toggle");
-    menuToggle.addEventListener("click", function () {
-      setMenuOpen(menuToggle.getAttribute("aria-expanded") !== "true");
+    if (moreToggle && moreList) moreToggle.hidden = false;
+    root.classList.add("has-menu-toggle");
+    fitBar();
+    var fitPending = false;
+    window.addEventListener("resize", function () {
+      if (fitPending) return;
+      fitPending = true;
+      window.requestAnimationFrame(function () { fitPending = false; fitBar(); });
     });
-    document.addEventListener("keydown", function (event) {
-      if (event.key === "Escape" && menuToggle.getAttribute("aria-expanded") === "true") {
-        setMenuOpen(false);
-        menuToggle.focus();
+    // Web fonts or a late badge can change the bar's width after the first measure.
+    window.addEventListener("load", fitBar);
+    menuToggle.addEventListener("click", function () {
+      setOpen(menuToggle, menu, menuToggle.getAttribute("aria-expanded") !== "true");
+    });
+  }
+  if (moreToggle && moreList) {
+    moreToggle.addEventListener("click", function () {
+      var open = moreToggle.getAttribute("aria-expanded") !== "true";
+      setOpen(moreToggle, moreList, open);
+      if (open) {
+        var first = moreList.querySelector("a");
+        if (first) first.focus();
+      }
+    });
+    // Arrow keys move between the menu's links; leaving the menu (focus or a click elsewhere) closes it.
+    moreList.addEventListener("keydown", function (event) {
+      if (event.key !== "ArrowDown" && event.key !== "ArrowUp") return;
+      var links = Array.prototype.slice.call(moreList.querySelectorAll("a"));
+      var index = links.indexOf(document.activeElement);
+      if (index < 0 || root.classList.contains("nav-collapsed")) return;
+      event.preventDefault();
+      links[(index + (event.key === "ArrowDown" ? 1 : links.length - 1)) % links.length].focus();
+    });
+    document.addEventListener("focusin", function (event) {
+      if (moreToggle.getAttribute("aria-expanded") === "true" && !moreToggle.parentNode.contains(event.target)) {
+        setOpen(moreToggle, moreList, false);
+      }
+    });
+    document.addEventListener("click", function (event) {
+      if (moreToggle.getAttribute("aria-expanded") === "true" && !moreToggle.parentNode.contains(event.target)) {
+        setOpen(moreToggle, moreList, false);
       }
     });
   }
+  document.addEventListener("keydown", function (event) {
+    if (event.key !== "Escape") return;
+    if (moreToggle && moreList && moreToggle.getAttribute("aria-expanded") === "true") {
+      setOpen(moreToggle, moreList, false);
+      moreToggle.focus();
+    } else if (menuToggle && menu && menuToggle.getAttribute("aria-expanded") === "true") {
+      setOpen(menuToggle, menu, false);
+      menuToggle.focus();
+    }
+  });
 
   // Tables become stacked cards on narrow screens (app.css): each cell shows its column's header, taken
   // from <thead> into a data-label attribute here (templates may set their own), also after htmx swaps.

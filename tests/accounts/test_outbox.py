@@ -211,5 +211,5 @@ def test_home_and_diagnostics_show_persistent_failures_and_what_to_do(
     page.force_login(other)
     assert 'data-testid="outbox-status"' not in page.get("/").content.decode()
     page.force_login(staff_user)
-    diagnostics = page.get("/diagnostics/").content.decode()
+    diagnostics = page.get("/runs/diagnostics/").content.decode()
     assert "OperationalError: disk I/O error" in diagnostics

@@ -28,7 +28,7 @@ def test_api_answers_401_json_without_login(client: Any, path: str) -> None:
     assert response.json() == {"error": "Authentication required"}
 
 
-@pytest.mark.parametrize("path", ["/", "/diagnostics/", "/admin/"])
+@pytest.mark.parametrize("path", ["/", "/runs/diagnostics/", "/admin/"])
 def test_pages_redirect_to_login(client: Any, path: str) -> None:
     response = client.get(path)
     assert response.status_code == 302
@@ -84,7 +84,7 @@ def test_the_sign_in_page_links_to_sign_up_only_when_it_is_open(client: Any) -> 
 
 def test_diagnostics_need_staff(logged_in_client: Any) -> None:
     assert logged_in_client.get("/api/diagnostics/runtime").status_code == 403
-    assert logged_in_client.get("/diagnostics/").status_code == 302
+    assert logged_in_client.get("/runs/diagnostics/").status_code == 302
 
 
 def test_csrf_is_enforced(user: Any) -> None:

@@ -128,7 +128,7 @@ def test_missing_or_invalid_key_means_plaintext_mode_with_a_warning(user: Any, b
         account = make_account(user)
         assert "hunter2" in raw_credentials(account.pk)
         assert MailAccount.objects.get(pk=account.pk).credentials == SECRET
-        page = staff_client.get("/diagnostics/").content.decode()
+        page = staff_client.get("/runs/diagnostics/").content.decode()
         assert 'data-testid="encryption-warning"' in page
         assert staff_client.get("/api/diagnostics/runtime").json()["encryption"]["mode"] == "plaintext"
         with pytest.raises(CommandError, match="no key"):

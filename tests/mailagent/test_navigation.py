@@ -23,11 +23,12 @@ PAGES = [
     ("/inbox/", "Inbox"),
     ("/runs/", "Runs"),
     ("/runs/memory/", "Settings"),  # a configuration page: reached from Settings
-    ("/routing/filters/", "Settings"),  # a configuration page: reached from Settings
+    ("/settings/filters/", "Settings"),
     ("/routing/fetcher/", "Settings"),  # a configuration page: reached from Settings
     ("/ask/", "Ask"),
     ("/organize/", "Organize"),
-    ("/diagnostics/", "Diagnostics"),
+    ("/runs/diagnostics/", "Diagnostics"),
+    ("/replies/", "Drafts"),  # under "More"
     ("/settings/", "Settings"),
     ("/prompts/", "Settings"),
 ]
@@ -90,3 +91,42 @@ def test_favicon_is_linked_and_served(staff_client: Client) -> None:
     assert served.status_code == 200
     body = b"".join(served.streaming_content) if served.streaming else served.content  # type: ignore[attr-defined]
     assert body.lstrip().startswith(b"<svg") and b"</svg>" in body
+
+
+MORE = re.compile(
+    r'<div class="nav-more( has-current)?">\s*<button type="button" class="nav-more-toggle"[^>]*>(.*?)</button>'
+    r"(.*?)</div>",
+    re.S,
+)
+
+
+def test_the_bar_keeps_seven_sections_and_puts_the_rest_under_more(staff_client: Client) -> None:
+    nav = NAV.search(staff_client.get("/").content.decode())
+    assert nav
+    more = MORE.search(nav.group(1))
+    assert more, "no More menu in the bar"
+    toggle = re.search(r'<button type="button" class="nav-more-toggle"[^>]*>', nav.group(1))
+    assert toggle and 'aria-expanded="false"' in toggle.group(0) and 'aria-controls="nav-more-list"' in toggle.group(0)
+    inline = [label.strip() for _, _, label in LINK.findall(nav.group(1)[: more.start()])]
+    under_more = [label.strip() for _, _, label in LINK.findall(more.group(3))]
+    assert inline == ["Home", "Mailbox", "Search", "Inbox", "Runs", "Ask", "Results"]
+    assert under_more == ["Organize", "Drafts", "Settings", "Diagnostics", "Admin"]
+    assert more.group(1) is None  # Home is lit, not a section under More
+
+
+def test_the_more_button_is_lit_when_the_page_is_under_it(staff_client: Client) -> None:
+    nav = NAV.search(staff_client.get("/settings/models/").content.decode())
+    assert nav
+    more = MORE.search(nav.group(1))
+    assert more and more.group(1) == " has-current"
+    assert "the current page is in this menu" in more.group(2)
+
+
+def test_one_diagnostics_page_the_old_address_redirects_for_good(staff_client: Client) -> None:
+    old = staff_client.get("/diagnostics/")
+    assert old.status_code == 301 and old["Location"] == "/runs/diagnostics/"
+    page = staff_client.get("/runs/diagnostics/").content.decode()
+    # The runtime facts and the run audit trail on one page.
+    for heading in ("<h1>Diagnostics</h1>", ">Runs</h2>", ">System</h2>", "<h3>Runtime</h3>", "<h3>Versions</h3>"):
+        assert heading in page, heading
+    assert 'data-testid="diagnostics-tree"' in page and "Job broker" in page

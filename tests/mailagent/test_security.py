@@ -222,7 +222,7 @@ def test_pages_survive_a_missing_key_and_say_why(staff_client: Client, secrets_u
         f"/admin/orchestration/orchlog/{s['log'].pk}/change/",
         "/runs/",
         f"/runs/{s['run'].pk}/",
-        "/diagnostics/",
+        "/runs/diagnostics/",
     ]
     for url in pages:
         response = staff_client.get(url)
@@ -358,7 +358,7 @@ def test_multipart_without_a_boundary_is_400_json(user: Any, settings: Any, debu
 def test_multipart_without_a_boundary_on_a_page_is_400(user: Any) -> None:
     browser = Client(enforce_csrf_checks=True)
     browser.force_login(user)
-    for path in ["/routing/filters/add/", "/accounts/login/", "/mail/accounts/import/"]:
+    for path in ["/settings/filters/", "/accounts/login/", "/mail/accounts/import/"]:
         response = browser.generic("POST", path, b"--x", content_type="multipart/form-data")
         assert response.status_code == 400, path
         assert b"Malformed multipart body" in response.content
@@ -507,13 +507,13 @@ CSP_PAGES = [
     "/mail/",
     "/mail/accounts/",
     "/search/?q=invoice",
-    "/routing/filters/",
+    "/settings/filters/",
     "/routing/fetcher/",
     "/runs/",
     "/runs/memory/",
     "/ask/",
     "/inbox/",
-    "/diagnostics/",
+    "/runs/diagnostics/",
     "/admin/",
     "/admin/llm/apiconfig/add/",
     "/api/docs",

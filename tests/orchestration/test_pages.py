@@ -63,7 +63,9 @@ def test_runs_list_and_detail_render_results_and_transcript(logged_in_client: An
     assert "&quot;anger&quot;: 0.8" in page  # JSON pretty-printed
     assert f'src="data:image/png;base64,{PNG}"' in page
     assert "No preview for application/zip; use Download." in page
-    assert "⚙ agent__psychologist" in page and "⚙ workspace_add_item" in page  # tool-call chips
+    # tool-call chips
+    assert "</svg> agent__psychologist</summary>" in page and "</svg> workspace_add_item</summary>" in page
+    assert page.count('<svg class="icon icon-tool"') >= 2
     assert "Agent Psychologist" in page and "finalized" in page
     assert 'hx-trigger="every 2s"' not in page  # finished: no polling
 

@@ -140,7 +140,7 @@ def test_the_agent_transcript_and_provider_events_are_shown_from_the_card(
     assert link in client.get(reverse("organization:page")).content.decode()
     page = client.get(link).content.decode()
     assert "Organize agent transcript" in page and "finance/insurance" in page
-    assert "⚙ read_guideline" in page and "⚙ create_suggestion" in page
+    assert "</svg> read_guideline</summary>" in page and "</svg> create_suggestion</summary>" in page
     assert "tool · read_guideline" in page and "Insurance papers go to finance/insurance" in page
     assert 'data-testid="org-provider-events"' in page and page.count("<td>response</td>") == 3
 

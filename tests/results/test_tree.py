@@ -108,7 +108,7 @@ def test_page_shows_tree_and_chosen_node(logged_in_client: Client, make_result: 
 
 def test_new_user_sees_what_to_do(logged_in_client: Client) -> None:
     html = logged_in_client.get("/results/").content.decode()
-    assert "No results yet" in html and 'href="/routing/filters/"' in html
+    assert "No results yet" in html and 'href="/settings/filters/"' in html
 
 
 def test_item_previews_are_mime_aware_and_sanitized(logged_in_client: Client, make_result: MakeResult) -> None:
@@ -180,8 +180,9 @@ def test_run_pane_shows_the_conversation_without_empty_bubbles(
     )
     html = logged_in_client.get(f"/results/runs/{result.run.pk}/", headers=HX).content.decode()
     assert html.count('class="bubble ') == 4  # system, the tool call, its result, the answer: no empty one
-    assert "⚙ workspace_add_item" in html and "&quot;x&quot;: 1" in html
-    assert "↳ workspace_add_item result" in html and "&quot;ok&quot;: true" in html
+    assert '<svg class="icon icon-tool"' in html and "</svg> workspace_add_item</summary>" in html
+    assert "&quot;x&quot;: 1" in html and "icon-corner-down-right" in html
+    assert "</svg> workspace_add_item result" in html and "&quot;ok&quot;: true" in html
     assert "<strong>done</strong>" in html
 
 

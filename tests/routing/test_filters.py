@@ -99,7 +99,7 @@ def test_api_never_touches_another_users_directors(client: Any, django_user_mode
 def test_filters_page_shows_the_error_and_saves_nothing(logged_in_client: Any, director: Any) -> None:
     support = director("Support")
     response = logged_in_client.post(
-        reverse("routing:filter_add"),
+        reverse("settings:filters"),
         {"director": support.pk, "field": "subject", "regex": UNBALANCED, "case_insensitive": "on"},
     )
     assert response.status_code == 400
@@ -107,10 +107,10 @@ def test_filters_page_shows_the_error_and_saves_nothing(logged_in_client: Any, d
     assert Filter.objects.count() == 0
 
     ok = logged_in_client.post(
-        reverse("routing:filter_add"), {"director": support.pk, "field": "subject", "regex": "urgent"}
+        reverse("settings:filters"), {"director": support.pk, "field": "subject", "regex": "urgent"}
     )
     assert ok.status_code == 302
-    page = logged_in_client.get(reverse("routing:filters")).content.decode()
+    page = logged_in_client.get(reverse("settings:filters")).content.decode()
     assert "/urgent/" in page and "Support" in page
 
 
@@ -326,7 +326,7 @@ def test_api_and_form_refuse_a_huge_repetition_naming_the_limit(logged_in_client
         "field": "regex",
     }
     nested = logged_in_client.post(
-        reverse("routing:filter_add"), {"director": support.pk, "field": "subject", "regex": "((a{40}){40}){40}"}
+        reverse("settings:filters"), {"director": support.pk, "field": "subject", "regex": "((a{40}){40}){40}"}
     )
     assert nested.status_code == 400
     assert "it would compile to about 64,000 units" in nested.content.decode()
@@ -368,7 +368,7 @@ def test_a_runaway_pattern_is_measured_warned_about_and_refused_in_the_wizard(
     assert [f["warning"] for f in logged_in_client.get("/api/filters").json()] == ["", ""]  # only when saved
 
     page = logged_in_client.post(
-        reverse("routing:filter_add"), {"director": support.pk, "field": "subject", "regex": "(x+x+)+y"}, follow=True
+        reverse("settings:filters"), {"director": support.pk, "field": "subject", "regex": "(x+x+)+y"}, follow=True
     )
     assert "backtracks catastrophically" in page.content.decode() and Filter.objects.count() == 3
     wizard = logged_in_client.post(
@@ -399,5 +399,5 @@ def test_an_unsaved_pattern_is_tried_on_the_newest_emails(
     assert "<strong>1</strong> match this pattern" in case_sensitive.content.decode()
     broken = logged_in_client.get(reverse("routing:filters_test"), {"field": "subject", "regex": "(unclosed"})
     assert broken.status_code == 400 and "Invalid regex pattern" in broken.content.decode()
-    for page in (reverse("routing:filters"), reverse("setup:step", args=["filter"])):
+    for page in (reverse("settings:filters"), reverse("setup:step", args=["filter"])):
         assert 'data-testid="try-pattern"' in logged_in_client.get(page).content.decode(), page

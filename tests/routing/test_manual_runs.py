@@ -147,7 +147,7 @@ def test_another_users_thread_or_director_is_404(
 
 def test_no_directors_says_what_to_do(logged_in_client: Client, demo_thread: Thread) -> None:
     html = logged_in_client.get(page_url(demo_thread)).content.decode()
-    assert 'data-testid="no-directors"' in html and reverse("routing:filters") in html
+    assert 'data-testid="no-directors"' in html and reverse("settings:directors") in html
 
 
 def test_ask_about_this_thread_lands_on_ask_with_the_thread_as_context(

@@ -80,7 +80,7 @@ def test_test_filters_panel_shows_which_director_fires(demo: int, logged_in_clie
         + Message.objects.filter(from_name__icontains="cloudnest").exclude(from_address__icontains="cloudnest").count()
     )
     assert expected > 0
-    page = logged_in_client.get(reverse("routing:filters")).content.decode()
+    page = logged_in_client.get(reverse("settings:filters")).content.decode()
     assert 'data-testid="test-form"' in page
     response = logged_in_client.get(reverse("routing:filters_test"), {"last": demo, "director": finance.pk})
     html = response.content.decode()

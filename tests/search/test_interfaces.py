@@ -259,7 +259,7 @@ def test_search_box_partial_renders_standalone(rf: Any) -> None:
 
 
 def test_embedding_progress_panel(staff_client: Any, corpus: dict[str, Message]) -> None:
-    html = staff_client.get("/diagnostics/").content.decode()
+    html = staff_client.get("/runs/diagnostics/").content.decode()
     assert "3 / 3 documents (100.0%)" in html
     # The corpus fixture embeds search vectors only: its gists are pending, and the panel keeps polling.
     messages = SearchDocument.objects.filter(kind="message").count()

@@ -203,6 +203,22 @@ def test_director_settings_save_accounts_and_memory_access(logged_in_client: Any
 
 
 @pytest.mark.django_db
+def test_one_filters_page_the_old_address_redirects_and_a_filter_is_deleted_from_its_page(
+    logged_in_client: Any, director: Any, add_filter: Any
+) -> None:
+    old = logged_in_client.get("/routing/filters/?last=5")
+    assert old.status_code == 301 and old["Location"] == "/settings/filters/?last=5"
+    item = add_filter(director("Boss"), "subject", "invoice")
+    edit = logged_in_client.get(reverse("settings:filter", args=[item.pk])).content.decode()
+    delete_url = reverse("routing:filter_delete", args=[item.pk])
+    assert f'action="{delete_url}"' in edit and "data-confirm=" in edit
+    response = logged_in_client.post(delete_url, follow=True)
+    assert response.redirect_chain == [(reverse("settings:filters"), 302)]
+    assert not Filter.objects.filter(pk=item.pk).exists()
+    assert "Filter /invoice/ deleted." in response.content.decode()
+
+
+@pytest.mark.django_db
 def test_filters_edit_reorder_toggle(logged_in_client: Any, user: Any, director: Any, add_filter: Any) -> None:
     boss = director("Boss")
     first, second = add_filter(boss, "from", "alpha"), add_filter(boss, "from", "beta")
@@ -227,10 +243,10 @@ def test_filters_edit_reorder_toggle(logged_in_client: Any, user: Any, director:
     first.refresh_from_db()
     assert first.enabled
 
-    # The create forms (here, the routing page and the wizard share FilterForm) take the attachment switch too.
+    # The create forms (here and the wizard share FilterForm) take the attachment switch too.
     assert 'name="save_attachments"' in page
     # The pattern help is markup: "Name <address>" shown as text (not an <address> element), examples as code.
-    for shown in (page, logged_in_client.get(reverse("routing:filters")).content.decode()):
+    for shown in (page, logged_in_client.get(reverse("settings:filter", args=[first.pk])).content.decode()):
         assert "“Name &lt;address&gt;”" in shown and "<code>client.*@domain\\.com</code>" in shown
     created = logged_in_client.post(
         reverse("settings:filters"),
