@@ -388,9 +388,14 @@ FUZZY_FEATURES = ("semantic", "hybrid", "gist")
 
 def _series_fuzzy_features(series: dict[tuple[str, str], list[Candidate]]) -> dict[int, dict[str, float]]:
     shared: dict[int, dict[str, float]] = {}
-    for members in series.values():
-        if len(members) < 2:
+    for (_sender, template), members in series.items():
+        if len(members) < 2 or not template:  # no subject words: one sender's unrelated mail, not a series
             continue
+        if len({member.thread_id for member in members}) < len(members) or any(
+            member.thread_subject not in ("", member.subject) for member in members
+        ):
+            continue  # a message and its replies are a conversation, not recurring mail
+
         best = {name: max(member.features.get(name, 0.0) for member in members) for name in FUZZY_FEATURES}
         for member in members:
             shared[member.message_pk] = best
