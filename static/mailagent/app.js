@@ -127,7 +127,10 @@
   function fitBar() {
     if (!topbar || !menu) return;
     root.classList.remove("nav-collapsed");
-    var collapse = phone.matches || topbar.scrollWidth > topbar.clientWidth + 1;
+    // Phones: app.css folds the bar by itself (a media query), so a resize never shows the wrong bar for a
+    // frame; an open menu stays open (a phone's address bar resizes the page while scrolling).
+    if (phone.matches) return;
+    var collapse = topbar.scrollWidth > topbar.clientWidth + 1;
     if (!collapse && moreList) {
       var more = moreToggle.getBoundingClientRect();
       collapse = more.right > topbar.getBoundingClientRect().right;
@@ -168,7 +171,7 @@
       if (event.key !== "ArrowDown" && event.key !== "ArrowUp") return;
       var links = Array.prototype.slice.call(moreList.querySelectorAll("a"));
       var index = links.indexOf(document.activeElement);
-      if (index < 0 || root.classList.contains("nav-collapsed")) return;
+      if (index < 0 || phone.matches || root.classList.contains("nav-collapsed")) return;
       event.preventDefault();
       links[(index + (event.key === "ArrowDown" ? 1 : links.length - 1)) % links.length].focus();
     });
