@@ -477,23 +477,23 @@ class GmailProvider(MailProvider):
         said: list[str] = []
         with self._session():
             messages = self._users().messages()
+            write: Callable[[str, str], str]
             if kind in ("tag", "untag"):
                 label_id = self._user_label_id(tag, create=kind == "tag")
                 if label_id is None:
                     return f"Gmail has no label {tag!r}: nothing to take off"
                 add, remove = ([label_id], []) if kind == "tag" else ([], [label_id])
-                for mid in folder_of:
-                    try:
-                        said.append(f"{mid}: {self._modify(messages, mid, add=add, remove=remove)}")
-                    except HttpError as exc:
-                        if exc.resp.status == 404:
-                            said.append(f"{mid}: already gone from Gmail")
-                            continue
-                        raise
-                return "\n".join(said) or "nothing to change"
+
+                def write(mid: str, _folder: str) -> str:
+                    return self._modify(messages, mid, add=add, remove=remove)
+            else:
+
+                def write(mid: str, folder: str) -> str:
+                    return self._write_one(messages, mid, kind=kind, folder=folder, target=target)
+
             for mid, folder in folder_of.items():
                 try:
-                    said.append(f"{mid}: {self._write_one(messages, mid, kind=kind, folder=folder, target=target)}")
+                    said.append(f"{mid}: {write(mid, folder)}")
                 except HttpError as exc:
                     if exc.resp.status == 404:
                         said.append(f"{mid}: already gone from Gmail")
