@@ -38,8 +38,14 @@ def is_topic_request(body: dict[str, Any]) -> bool:
     return "refers to the previous exchange" in system_text(body)
 
 
+def is_intent_request(body: dict[str, Any]) -> bool:
+    return "what kind of request this is" in system_text(body)
+
+
 def is_answer_request(body: dict[str, Any]) -> bool:
-    return not is_rewrite_request(body) and not is_rerank_request(body) and not is_topic_request(body)
+    return not (
+        is_rewrite_request(body) or is_rerank_request(body) or is_topic_request(body) or is_intent_request(body)
+    )
 
 
 KEY_QUESTION = "when do I need to make a payment to QNB bank for my credit card"
