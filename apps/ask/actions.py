@@ -15,6 +15,7 @@ from apps.accounts.models import Attachment
 from apps.ask.events import AskEvent, Emit, discard, make_event
 from apps.ask.llm import ask_llm_config
 from apps.ask.models import AskConversation, AskRun, AskSettings, Draft, RunStatus
+from apps.ask.proposals import ProposalError, carry_out
 from apps.ask.selectors import accounts_for_run, previous_turns
 from apps.llm.selectors import access_api_config
 
@@ -245,3 +246,19 @@ def choose_ask_model(*, owner: Any, api_config_id: int | None) -> AskSettings:
         owner=owner, defaults={"api_config": api_config, "updated_at": timezone.now()}
     )
     return chosen
+
+
+def confirm_mail_proposal(*, run: AskRun, owner: Any, change: str, thread_ids: list[int]) -> AskRun:
+    """The owner's click on a run's proposed mail change (apps/ask/proposals.py): made through the mailbox's
+    write-back, recorded on the run. Raises ProposalError when it cannot be made; the run row is locked so a
+    double click makes the change once."""
+    with transaction.atomic():
+        locked = AskRun.objects.select_for_update().get(pk=run.pk, owner=owner)
+        scope = dict(locked.scope or {})
+        proposal = scope.get("proposal")
+        if not proposal:
+            raise ProposalError("This answer offers no change to make.")
+        scope["proposal"] = carry_out(owner=owner, proposal=proposal, change=change, thread_ids=thread_ids)
+        locked.scope = scope
+        locked.save(update_fields=["scope"])
+    return locked

@@ -5,11 +5,12 @@ confidence, search words). Best effort: a failed or unreadable reply keeps the r
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Literal
 
 from apps.ask.intent import (
     AFFIRM,
     NEGATE,
+    SURE,
     Route,
     RouterContext,
     decision_route,
@@ -17,6 +18,7 @@ from apps.ask.intent import (
     instruction_text,
     saved_content,
 )
+from apps.ask.intent_model import Verdict, understand
 from apps.ask.rewrite import _json_object
 from apps.llm import LLMConfig, LLMError, chat
 
@@ -80,13 +82,12 @@ def route_with_llm(config: LLMConfig, question: str, ctx: RouterContext, rules: 
 def needs_model(route: Route, ctx: RouterContext) -> bool:
     """Ask the model only when the rules are unsure and the answer could differ: with no library files,
     no pending suggestion and no file search before, every unsure request is a mail question anyway."""
-    from apps.ask.intent import SURE
-
     return route.confidence < SURE and (ctx.has_files or bool(ctx.pending_suggestions) or ctx.last_file_query)
 
 
 INTENT_DETAILS = {
     "question": "a question about your mail",
+    "chat": "chat: a short reply, nothing searched",
     "follow_up_drafts": "follow-up drafts",
     "query_files": "find files in your library",
     "confirm": "yes to a folder suggestion",
@@ -116,7 +117,13 @@ def route_for_run(
     else:
         route = route_request(question, files.router)
     report: dict[str, Any] = {}
-    if llm is not None and not scoped_to_thread and needs_model(route, files.router):
+    if route.intent == "question" and route.confidence >= SURE:
+        # The English rules' default (not a find request, nor one they are unsure about, which may name a
+        # file): what kind of request it is, read by models in any language.
+        verdict, report["understood"] = understand(question, llm)
+        if verdict.intent != "question":
+            route = _verdict_route(verdict, llm_read="model" in report["understood"])
+    if llm is not None and not scoped_to_thread and route.intent == "question" and needs_model(route, files.router):
         route, error = route_with_llm(llm, question, files.router, route)
         if error:
             report["llm_error"] = error
@@ -124,6 +131,19 @@ def route_for_run(
     detail = INTENT_DETAILS.get(route.intent, f"an action Ask does not do ({route.refusal})")
     if route.source == "llm":
         detail += " (the language model's reading)"
+    elif route.source == "examples":
+        detail += f" (nearest example: “{report['understood']['examples']['nearest']}”)"
     elif report.get("llm_error"):
         detail += f" (the language model could not route it: {report['llm_error'][:120]})"
     return route, files, report, detail
+
+
+def _verdict_route(verdict: Verdict, *, llm_read: bool) -> Route:
+    source: Literal["llm", "examples"] = "llm" if llm_read else "examples"
+    reason = "the language model's reading" if llm_read else f"nearest example “{verdict.nearest}”"
+    confidence = 0.9 if llm_read else min(1.0, 0.5 + verdict.margin)
+    if verdict.intent == "chat":
+        return Route("chat", confidence, source=source, reply=verdict.reply, reason=reason)
+    if verdict.intent == "unsupported":
+        return Route("unsupported", confidence, source=source, refusal=verdict.action, reason=reason)
+    return Route("follow_up_drafts", confidence, source=source, reason=reason)

@@ -179,7 +179,16 @@ def draft_request(question: str) -> DraftRequest:
 # unsure (see route_with_llm in apps/ask/file_router.py); anything else stays a mail question.
 
 RequestIntent = Literal[
-    "question", "follow_up_drafts", "unsupported", "query_files", "confirm", "reject", "choose", "organize", "save"
+    "question",
+    "follow_up_drafts",
+    "unsupported",
+    "query_files",
+    "confirm",
+    "reject",
+    "choose",
+    "organize",
+    "save",
+    "chat",
 ]
 FILE_INTENTS = ("query_files", "confirm", "reject", "choose", "organize", "save")
 SURE = 0.8  # below this the rules are unsure and a configured language model decides
@@ -267,7 +276,7 @@ class RouterContext:
 class Route:
     intent: RequestIntent
     confidence: float
-    source: Literal["rules", "llm"] = "rules"
+    source: Literal["rules", "llm", "examples"] = "rules"
     refusal: str = ""
     query: str = ""  # query_files: the words to search for
     kind: str = ""  # query_files: image | pdf | docx (named in the request), "" for any
@@ -277,6 +286,7 @@ class Route:
     names: list[str] = field(default_factory=list)  # confirm/reject: other words (a file's name), "all"
     folder: str = ""  # choose: the folder the user named instead of the suggested one
     reason: str = ""  # why the rules decided this (shown in the step detail)
+    reply: str = ""  # chat: the short reply
 
     def as_json(self) -> dict[str, Any]:
         return {

@@ -41,6 +41,7 @@ class Intent(models.TextChoices):
     CHOOSE = "choose", "Another folder for a suggestion"
     ORGANIZE = "organize", "Organize the library inbox"
     SAVE = "save", "Save into the library"
+    CHAT = "chat", "Chat"
 
 
 class AnswerMode(models.TextChoices):
@@ -52,6 +53,7 @@ class AnswerMode(models.TextChoices):
     DRAFTS = "drafts", "Drafts created"
     FILES = "files", "Library files"
     ACTION = "action", "Library request done"
+    CHAT = "chat", "Chat reply"
 
 
 class AskRun(models.Model):

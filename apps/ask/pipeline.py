@@ -32,6 +32,7 @@ from apps.ask.file_router import route_for_run
 from apps.ask.intent import FILE_INTENTS
 from apps.ask.mailparts import forwarded_text, split_closing
 from apps.ask.planner import Plan, PreviousTurn, plan_question, refusal_text
+from apps.ask.proposals import proposal_answer, propose
 from apps.ask.rerank import (
     Candidate,
     ThreadResult,
@@ -204,22 +205,32 @@ def run_pipeline(ctx: AskContext) -> AskOutcome:
         from apps.ask.file_pipeline import run_file_request
 
         return run_file_request(ctx, tracker, started, route, files, scope)
+    if intent == "chat":
+        with tracker.step("answer") as step:
+            step.detail = "a short reply: nothing was searched"
+        return _outcome(tracker, started, "chat", route.reply, "chat", {"intent": "chat"}, [], scope)
     if intent == "unsupported":
         with tracker.step("answer") as step:
             answer = refusal_text(refusal)
             step.detail = "refused: nothing was changed"
+            proposal = propose(owner=ctx.owner, question=ctx.question, action=refusal, now=ctx.now)
+            if proposal is not None:
+                scope["proposal"] = proposal
+                answer = proposal_answer(refusal, proposal)
+                step.detail = f"nothing was changed; {len(proposal['threads'])} conversations offered for your click"
         scope["refused"] = refusal
         return _outcome(tracker, started, intent, answer, "refusal", {"intent": intent, "refusal": refusal}, [], scope)
     if ctx.history:
         with tracker.step("topic") as step:
             scope["topic"], step.detail = _follow_or_start(ctx)
     with tracker.step("plan") as step:
-        plan = plan_question(ctx.question, now=ctx.now, history=ctx.history)
+        drafts = intent == "follow_up_drafts"
+        plan = plan_question(ctx.question, now=ctx.now, history=ctx.history, drafts=drafts)
         if ctx.llm is not None and plan.intent == "question":
             rewrites, error = rewrite_question(ctx.llm, ctx.question, recent_subjects(ctx.accounts))
             scope["rewrite"] = {"queries": rewrites, "error": error}
             if rewrites:
-                plan = plan_question(ctx.question, now=ctx.now, history=ctx.history, rewrites=rewrites)
+                plan = plan_question(ctx.question, now=ctx.now, history=ctx.history, rewrites=rewrites, drafts=drafts)
         step.detail = _plan_detail(plan)
     scope["date_range"] = plan.date_range.label
     if plan.intent == "follow_up_drafts":

@@ -183,8 +183,12 @@ def plan_question(
     now: dt.datetime,
     history: list[PreviousTurn] | None = None,
     rewrites: list[str] | None = None,
+    drafts: bool = False,
 ) -> Plan:
+    """drafts: the router read the request as follow-up drafts (in any language), whatever the rules say."""
     intent, refusal = classify_intent(question)
+    if drafts:
+        intent, refusal = "follow_up_drafts", ""
     plan = Plan(question=question, intent=intent, refusal=refusal)
     if intent == "unsupported":
         return plan

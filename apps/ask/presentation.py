@@ -10,6 +10,7 @@ from django.urls import NoReverseMatch, reverse
 
 from apps.ask.models import AskRun, Intent, RunStatus
 from apps.ask.pipeline import STEPS
+from apps.ask.proposals import CHANGE_LABELS
 from apps.ask.selectors import drafts_for_run
 
 THREAD_URL_NAME = "mail:thread"
@@ -162,6 +163,72 @@ def confidence_label(scope: dict[str, Any]) -> str:
     return label
 
 
+MODE_LABELS = {
+    "no_evidence": "No reliable evidence",
+    "drafts": "Drafts are saved for review; nothing was sent",
+    "refusal": "Nothing was changed",
+    "files": "From your library files",
+    "action": "Done in your library on your request",
+}
+
+
+def answerer_label(run: AskRun) -> str:
+    """Who wrote the answer's text, and for a quoted answer with a model configured, why the model's own
+    answer is not the one shown (issue 35, item 4)."""
+    scope = run.scope or {}
+    llm = scope.get("llm") or {}
+    model = str(llm.get("model") or "")
+    if run.answer_mode == "llm":
+        return f"Written by the language model{f' {model}' if model else ''} from the evidence"
+    if run.answer_mode == "chat":
+        by_model = (scope.get("router") or {}).get("source") == "llm"
+        return "A short reply; nothing was searched" + (" (written by the language model)" if by_model else "")
+    if run.answer_mode == "extractive":
+        if not llm:
+            return "Quoted from the evidence (no language model configured)"
+        if llm.get("error"):
+            return f"Quoted from the evidence: the language model failed ({str(llm['error'])[:160]})"
+        rejected = llm.get("rejected") or []
+        if rejected:
+            unsupported = (rejected[-1].get("check") or {}).get("unsupported") or []
+            why = (
+                f"values not in the mail it cited: {', '.join(map(str, unsupported[:4]))}"
+                if unsupported
+                else "it cited no evidence"
+            )
+            return f"Quoted from the evidence: the language model's answer was discarded ({why})"
+        return "Quoted from the evidence"
+    return MODE_LABELS.get(run.answer_mode, "")
+
+
+def proposal_context(run: AskRun) -> dict[str, Any] | None:
+    """The mail change an answer offers (apps/ask/proposals.py): the conversations with their dates, the
+    buttons, and once made, what happened to each."""
+    proposal = (run.scope or {}).get("proposal")
+    if not proposal:
+        return None
+    results = {int(r["thread_id"]): r for r in proposal.get("results") or []}
+    threads = []
+    for item in proposal.get("threads") or []:
+        date = dt.datetime.fromisoformat(item["date"]) if item.get("date") else None
+        result = results.get(int(item["thread_id"]))
+        threads.append(
+            {
+                **item,
+                "date": date,
+                "url": reverse("mail:thread", args=[item["thread_id"]]),
+                "result": result,
+            }
+        )
+    return {
+        **proposal,
+        "threads": threads,
+        "buttons": [(change, CHANGE_LABELS[change]) for change in proposal.get("changes") or []],
+        "url": reverse("ask:run_proposal", args=[run.pk]),
+        "pending": proposal.get("status") == "pending",
+    }
+
+
 def run_context(run: AskRun) -> dict[str, Any]:
     return {
         "run": run,
@@ -173,6 +240,8 @@ def run_context(run: AskRun) -> dict[str, Any]:
         "provider_errors": (run.scope or {}).get("provider_errors") or [],
         "citation_check": (run.scope or {}).get("citation_check") or {},
         "verification": verification_label(run.scope or {}),
+        "answerer": answerer_label(run),
+        "proposal": proposal_context(run),
         "confidence": confidence_label(run.scope or {}),
         "confidence_level": str((run.scope or {}).get("confidence") or ""),
         "files": file_cards(run),

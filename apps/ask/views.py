@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib import messages
 from django.core.handlers.asgi import ASGIRequest
 from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -16,6 +17,7 @@ from apps.ask import actions, selectors
 from apps.ask.llm import ask_model
 from apps.ask.models import AskRun
 from apps.ask.presentation import run_context
+from apps.ask.proposals import ProposalError
 from apps.ask.runner import start_ask_run
 from apps.ask.warmup import warm_up_in_background
 from mailagent import ratelimit
@@ -107,6 +109,26 @@ def ask_run_create(request: HttpRequest) -> HttpResponse:
 def run_item(request: HttpRequest, run_id: str) -> HttpResponse:
     run = selectors.access_run(user=request.user, run_id=run_id)
     return render(request, "ask/partials/run.html", {"item": run_context(run)})
+
+
+@require_POST
+def run_proposal(request: HttpRequest, run_id: str) -> HttpResponse:
+    """The owner's click on the mail change an answer offers (apps/ask/proposals.py)."""
+    run = selectors.access_run(user=request.user, run_id=run_id)
+    thread_ids = [int(v) for v in request.POST.getlist("thread") if v.isdigit()]
+    error, status = "", 200
+    try:
+        run = actions.confirm_mail_proposal(
+            run=run, owner=request.user, change=request.POST.get("change", ""), thread_ids=thread_ids
+        )
+    except ProposalError as exc:
+        error, status = str(exc), 409
+    if getattr(request, "htmx", False):
+        context = {"item": {**run_context(run), "proposal_error": error}}
+        return render(request, "ask/partials/run.html", context, status=status)
+    if error:
+        messages.error(request, error)
+    return redirect(f"{reverse('ask:panel')}?c={run.conversation_id}#ask-run-{run.pk}")
 
 
 @require_http_methods(["GET", "POST"])

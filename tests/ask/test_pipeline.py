@@ -162,6 +162,11 @@ def test_llm_that_keeps_inventing_values_falls_back_to_the_extractive_answer(
     assert run.answer_mode == "extractive"
     assert "11/05/2026" in run.answer
     assert run.scope["llm"]["fallback"] == "extractive"
+    # The footer says why the model's answer is not the one shown, not "no language model configured".
+    assert answerer(run) == (
+        "Quoted from the evidence: the language model's answer was discarded "
+        "(values not in the mail it cited: 02/02/2027)"
+    )
 
 
 def test_llm_failure_falls_back_to_the_extractive_answer(ask_mailbox: AskMailbox, fake_llm: FakeOpenAI) -> None:
@@ -171,6 +176,23 @@ def test_llm_failure_falls_back_to_the_extractive_answer(ask_mailbox: AskMailbox
     assert run.answer_mode == "extractive"
     assert "11/05/2026" in run.answer
     assert "bad key" in run.scope["llm"]["error"]
+    assert answerer(run).startswith("Quoted from the evidence: the language model failed (")
+    assert "bad key" in answerer(run)
+
+
+def answerer(run: AskRun) -> str:
+    """The answer's footer as the run page renders it."""
+    from apps.ask.presentation import run_context
+
+    html = render_to_string("ask/partials/run.html", {"item": run_context(run), "run": run})
+    start = html.index('data-testid="ask-answerer">') + len('data-testid="ask-answerer">')
+    return html[start : html.index("</span>", start)].replace("&#x27;", "'")
+
+
+def test_without_a_model_the_footer_says_so(ask_mailbox_text: AskMailbox) -> None:
+    run, _events = ask(ask_mailbox_text, KEY_QUESTION)
+    assert run.answer_mode == "extractive"
+    assert answerer(run) == "Quoted from the evidence (no language model configured)"
 
 
 def test_follow_up_uses_the_previous_turn(ask_mailbox: AskMailbox) -> None:

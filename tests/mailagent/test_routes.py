@@ -130,6 +130,7 @@ EXPECTED_URL_PATTERNS = {
     "ask/",
     "ask/runs/",
     "ask/runs/<uuid:run_id>/",
+    "ask/runs/<uuid:run_id>/proposal/",
     "ask/settings/",
     "ask/settings/test/",
     "ask/files/<int:file_id>/",
