@@ -113,6 +113,7 @@ EXPECTED_URL_PATTERNS = {
     "runs/items/<int:item_id>/download/",
     "runs/diagnostics/",
     "runs/diagnostics/node/",
+    "runs/diagnostics/delete/",
     "runs/approvals/",
     "runs/approvals/<int:approval_id>/",
     "runs/approvals/<int:approval_id>/approve/",
