@@ -253,6 +253,8 @@ EXPECTED_API_OPERATIONS = {
     "DELETE /api/workspaces/{workspace_id}/items/{item_id}",
     "GET /api/diagnostics/unified",
     "GET /api/diagnostics/unified/{node_id}",
+    "POST /api/diagnostics/unified/delete",
+    "DELETE /api/diagnostics/unified/{node_id}",
     "GET /api/inbox/suggestions",
     "POST /api/inbox/suggestions/{suggestion_id}/respond",
     "POST /api/inbox/organize",

@@ -54,6 +54,7 @@ def test_diagnostics_keyboard_splitter_and_delete_at_two_widths(
     director_node = selected(page)
     assert director_node.startswith("dir:") and shown_node(page) == director_node
     assert "Model calls" in page.inner_text("#diagnostics-detail")
+    screenshot(page, "diagnostics-thread-1280")
     # Enter opens the thread (its entries become reachable) and moves the focus to the detail.
     page.keyboard.press("Enter")
     page.wait_for_function("() => document.activeElement && document.activeElement.id === 'diag-detail-title'")

@@ -222,3 +222,33 @@ def test_empty_page_says_what_to_do(client: Any, staff_user: Any) -> None:
     html = client.get(reverse("runs:diagnostics")).content.decode()
     assert 'data-testid="diagnostics-empty"' in html and "No director runs yet." in html
     assert reverse("settings:filters") in html and 'data-testid="delete-shown"' not in html
+
+
+def test_api_deletes_own_entries_only(client: Any, staff: Any, django_user_model: Any, run: Run) -> None:
+    first, second, third, *_ = OrchLog.objects.filter(run=run).order_by("pk")
+    other = django_user_model.objects.create_user(username="eve", email="eve@example.com", password="x", is_staff=True)
+    client.force_login(other)
+    assert client.delete(f"/api/diagnostics/unified/log:{first.pk}").status_code == 404
+    bulk = client.post("/api/diagnostics/unified/delete", {"ids": [f"log:{first.pk}"]}, content_type="application/json")
+    assert bulk.json() == {"deleted": 0} and OrchLog.objects.filter(pk=first.pk).exists()
+
+    client.force_login(staff)
+    assert client.delete(f"/api/diagnostics/unified/log:{first.pk}").json() == {"deleted": 1}
+    assert client.delete(f"/api/diagnostics/unified/log:{first.pk}").status_code == 404
+    thread = _director_thread(run)
+    assert client.delete(f"/api/diagnostics/unified/dir:{thread.pk}").status_code == 404  # threads stay
+    ids = [f"log:{second.pk}", f"log:{third.pk}"]
+    bulk = client.post("/api/diagnostics/unified/delete", {"ids": ids}, content_type="application/json")
+    assert bulk.json() == {"deleted": 2}
+    refused = client.post("/api/diagnostics/unified/delete", {"ids": ["dir:1"]}, content_type="application/json")
+    assert refused.status_code == 422
+
+
+def test_api_delete_is_staff_only(logged_in_client: Any, run: Run) -> None:
+    entry = OrchLog.objects.filter(run=run).first()
+    assert entry is not None
+    assert logged_in_client.delete(f"/api/diagnostics/unified/log:{entry.pk}").status_code == 403
+    answer = logged_in_client.post(
+        "/api/diagnostics/unified/delete", {"ids": [f"log:{entry.pk}"]}, content_type="application/json"
+    )
+    assert answer.status_code == 403 and OrchLog.objects.filter(pk=entry.pk).exists()
