@@ -87,6 +87,7 @@ class ToolCallRecord:
     success: bool
     result: Any = None
     error: str | None = None
+    duration_ms: int | None = None  # wall time of the call (validation and the handler), for the diagnostics
 
     def summary(self) -> dict[str, Any]:
         data: dict[str, Any] = {"name": self.name, "args": self.args, "success": self.success}
@@ -96,6 +97,13 @@ class ToolCallRecord:
 
 
 def execute_tool_call(tools: dict[str, Tool], call: ToolCall) -> ToolCallRecord:
+    started = time.monotonic()
+    record = _execute_tool_call(tools, call)
+    record.duration_ms = round((time.monotonic() - started) * 1000)
+    return record
+
+
+def _execute_tool_call(tools: dict[str, Tool], call: ToolCall) -> ToolCallRecord:
     tool = tools.get(call.name)
     if tool is None:
         available = ", ".join(sorted(tools)) or "none"

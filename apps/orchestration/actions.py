@@ -13,7 +13,16 @@ from django.urls import reverse
 from django.utils import timezone
 from django_q.tasks import async_task
 
-from apps.orchestration.models import Approval, ApprovalStatus, Director, Memory, MemoryScope, Run, RunStatus
+from apps.orchestration.models import (
+    Approval,
+    ApprovalStatus,
+    Director,
+    Memory,
+    MemoryScope,
+    OrchLog,
+    Run,
+    RunStatus,
+)
 from apps.orchestration.prepared import PreparedQuery
 from apps.workspaces.actions import push_inbox_entry
 from apps.workspaces.models import EntrySource
@@ -218,6 +227,17 @@ def update_memory(*, memory: Memory, content: str, tags: list[str], scope: str) 
 
 def delete_memory(*, memory: Memory) -> None:
     memory.delete()
+
+
+def delete_diagnostics_entries(*, user: Any, entry_ids: Sequence[int]) -> int:
+    """Delete diagnostics (OrchLog) entries of the user's own runs; ids of other users' entries, or of
+    entries already gone, are skipped. Returns how many were deleted. Only the audit trail goes: a run's
+    transcript, provider events, workspace results and its page do not read these rows."""
+    wanted = {int(pk) for pk in entry_ids}
+    if not wanted:
+        return 0
+    deleted, _ = OrchLog.objects.filter(pk__in=wanted, director__owner=user).delete()
+    return deleted
 
 
 def requeue_stalled_runs(*, older_than_seconds: int | None = None) -> list[int]:

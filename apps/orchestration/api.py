@@ -13,10 +13,11 @@ from django.http import HttpRequest
 from ninja import Field, Router, Schema
 from ninja.errors import HttpError
 
-from apps.orchestration import config_actions, selectors
+from apps.orchestration import actions, config_actions, selectors
 from mailagent.api import ErrorOut
 
 router = Router(tags=["diagnostics"])
+MAX_DELETE = 10_000
 STAFF_ONLY = "Diagnostics are for administrators (staff users); ask one to look, or see your runs under Runs"
 
 
@@ -31,10 +32,50 @@ def unified(request: HttpRequest, limit: int = 50) -> dict[str, Any]:
     return {"nodes": selectors.unified_tree(user=request.user, limit=max(1, min(limit, 500)))}
 
 
+class DiagnosticsDeleteIn(Schema):
+    # Optional for the schema, so a non-staff user hears 403 whatever the body; no ids deletes nothing.
+    ids: list[str] = Field(
+        default_factory=list, description="Entry ids as the tree gives them (log:<n>); other users' are skipped"
+    )
+
+
+class DiagnosticsDeletedOut(Schema):
+    deleted: int = Field(description="How many entries were deleted")
+
+
+def _log_pk(node_id: str) -> int | None:
+    kind, _, raw = node_id.partition(":")
+    return int(raw) if kind == "log" and raw.isdigit() else None
+
+
+@router.post("/delete", response={200: DiagnosticsDeletedOut, 403: ErrorOut, 422: ErrorOut})
+def delete_entries(request: HttpRequest, payload: DiagnosticsDeleteIn) -> dict[str, Any]:
+    """Delete log entries (the Diagnostics page's bulk delete); runs, transcripts and results stay. Declared
+    before /{node_id}: its path would otherwise take "delete" for a node id."""
+    _require_staff(request)
+    if len(payload.ids) > MAX_DELETE:
+        raise HttpError(422, f"At most {MAX_DELETE} entries at a time")
+    pks = [pk for pk in map(_log_pk, payload.ids) if pk is not None]
+    if len(pks) != len(payload.ids):
+        raise HttpError(422, "Only log entries (ids like log:12) can be deleted")
+    return {"deleted": actions.delete_diagnostics_entries(user=request.user, entry_ids=pks)}
+
+
 @router.get("/{node_id}", response={200: dict[str, Any], 403: ErrorOut})
 def unified_node(request: HttpRequest, node_id: str) -> dict[str, Any]:
     _require_staff(request)
     return selectors.unified_node(user=request.user, node_id=node_id)
+
+
+@router.delete("/{node_id}", response={200: DiagnosticsDeletedOut, 403: ErrorOut, 404: ErrorOut})
+def delete_entry(request: HttpRequest, node_id: str) -> dict[str, Any]:
+    """Delete one log entry of the user's own runs (404 for another user's, or one already gone)."""
+    _require_staff(request)
+    pk = _log_pk(node_id)
+    deleted = actions.delete_diagnostics_entries(user=request.user, entry_ids=[pk]) if pk is not None else 0
+    if not deleted:
+        raise HttpError(404, "No such diagnostics entry")
+    return {"deleted": deleted}
 
 
 conversations_router = Router(tags=["conversations"])

@@ -309,6 +309,7 @@ class RunEngine:
                 "tool": record.name,
                 "request": record.args,
                 "by": "agent" if agent else "director",
+                "durationMs": record.duration_ms,
             }
             if record.name.startswith("agent__") and isinstance(record.result, dict):
                 detail["sessionId"] = record.result.get("sessionId")

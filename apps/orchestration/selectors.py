@@ -244,6 +244,19 @@ def unified_tree(*, user: Any, limit: int = 50) -> list[dict[str, Any]]:
     return list(cycles.values())
 
 
+def tree_entries(tree: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every log entry of a unified tree, each with the label of its director thread, oldest first: the Flat
+    view of the same entries the Grouped view shows."""
+    found: list[dict[str, Any]] = []
+    for cycle in tree:
+        for director in cycle["children"]:
+            for child in director["children"]:
+                entries = child["entries"] if child.get("type") == "agentThread" else [child]
+                found.extend({**entry, "threadLabel": director["label"]} for entry in entries)
+    found.sort(key=lambda entry: (entry["timestamp"], int(entry["id"].partition(":")[2])))
+    return found
+
+
 def _email_json(run: Run) -> dict[str, Any]:
     message = run.message
     return {
@@ -263,22 +276,55 @@ def unified_node(*, user: Any, node_id: str) -> dict[str, Any]:
         log = OrchLog.objects.filter(pk=int(raw), director__owner=user).select_related("run", "run__message").first()
         if log is None:
             raise Http404("No such diagnostics entry")
+        # The entry before it in the same thread (the agent's, else the director's): how long this step took
+        # to come after the last one.
+        siblings = (
+            OrchLog.objects.filter(agent_thread_id=log.agent_thread_id)
+            if log.agent_thread_id is not None
+            else OrchLog.objects.filter(dir_thread_id=log.dir_thread_id, agent_thread__isnull=True)
+        )
+        previous = (
+            siblings.filter(Q(timestamp__lt=log.timestamp) | Q(timestamp=log.timestamp, pk__lt=log.pk))
+            .order_by("-timestamp", "-pk")
+            .values_list("timestamp", flat=True)
+            .first()
+        )
         return {
             **_entry_json(log),
+            "previousTimestamp": previous.isoformat() if previous else None,
+            "run": {
+                "id": log.run_id,
+                "status": log.run.status,
+                "promptTokens": log.run.prompt_tokens,
+                "completionTokens": log.run.completion_tokens,
+            },
             "detail": log.detail,
             "result": log.result,
             "email": _email_json(log.run),
         }
     if kind in ("dir", "agent") and raw.isdigit():
         thread = (
-            Conversation.objects.filter(pk=int(raw), director__owner=user).select_related("run", "run__message").first()
+            Conversation.objects.filter(pk=int(raw), director__owner=user)
+            .select_related("run", "run__message", "run__director")
+            .first()
         )
         if thread is None:
             raise Http404("No such thread")
         events = ProviderEvent.objects.filter(thread=thread).order_by("created_at", "pk")
+        own_logs = (
+            OrchLog.objects.filter(agent_thread=thread)
+            if thread.kind == ThreadKind.AGENT
+            else OrchLog.objects.filter(dir_thread=thread)
+        )
         return {
             "id": node_id,
+            "label": thread.agent_name if thread.kind == ThreadKind.AGENT else thread.run.director.name,
+            "runId": thread.run_id,
             "kind": thread.kind,
+            "createdAt": thread.created_at.isoformat(),
+            "promptTokens": thread.prompt_tokens,
+            "completionTokens": thread.completion_tokens,
+            "entryIds": [f"log:{pk}" for pk in own_logs.order_by("timestamp", "pk").values_list("pk", flat=True)],
             "status": thread.status,
             "finalized": thread.finalized,
             "sessionId": thread.session_id,

@@ -17,6 +17,7 @@ urlpatterns: list[URLPattern] = [
     path("items/<int:item_id>/download/", views.item_download, name="item_download"),
     path("diagnostics/", views.diagnostics, name="diagnostics"),
     path("diagnostics/node/", views.diagnostics_node, name="diagnostics_node"),
+    path("diagnostics/delete/", views.diagnostics_delete, name="diagnostics_delete"),
     path("approvals/", views.approvals, name="approvals"),
     path("approvals/<int:approval_id>/", views.approval_detail, name="approval"),
     path("approvals/<int:approval_id>/approve/", views.approval_approve, name="approval_approve"),

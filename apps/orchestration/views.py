@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 from typing import Any
 
 from django.contrib import messages
@@ -16,10 +17,11 @@ from django.contrib.admin.views.decorators import staff_member_required
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils.http import content_disposition_header, urlencode
 from django.views.decorators.http import require_GET, require_POST
 
-from apps.orchestration import actions, selectors
+from apps.orchestration import actions, diagnostics_detail, selectors
 from apps.orchestration.models import MemoryScope, RunStatus
 from apps.workspaces import selectors as workspace_selectors
 from mailagent.diagnostics import runtime_diagnostics
@@ -115,19 +117,110 @@ def item_download(request: HttpRequest, item_id: int) -> HttpResponse:
     return response
 
 
+DIAGNOSTICS_VIEWS = ("grouped", "flat")
+NODE_ID = re.compile(r"^(log|dir|agent):\d+$|^cycle:(\d+|none)$")
+MAX_DELETE = 10_000
+
+
+def _diagnostics_view(params: Any) -> str:
+    view = params.get("view", "")
+    return view if view in DIAGNOSTICS_VIEWS else "grouped"
+
+
+def _node_detail(request: HttpRequest, node_id: str) -> dict[str, Any]:
+    """The detail pane's context; a vanished or foreign node says so instead of a bare 404 (the list may be
+    older than a delete made in another tab)."""
+    try:
+        node = selectors.unified_node(user=request.user, node_id=node_id)
+    except Http404:
+        return {
+            "node_id": node_id,
+            "missing": "This entry no longer exists: it was deleted (perhaps in another tab), or the link is "
+            "wrong. Reload the page for the current list.",
+        }
+    return diagnostics_detail.node_detail(node, node_id)
+
+
+def _open_path(tree: list[dict[str, Any]], selected: str) -> None:
+    """Mark the groups to show open: the first fetch cycle, and every group on the way to the selected node."""
+
+    def contains(node: dict[str, Any]) -> bool:
+        if node.get("id") == selected:
+            if "children" in node or "entries" in node:
+                node["open"] = True  # a selected thread shows its entries
+            return True
+        children = node.get("children") or node.get("entries") or []
+        found = any([contains(child) for child in children])  # every branch is marked, not just the first
+        if found and ("children" in node or "entries" in node):
+            node["open"] = True
+        return found
+
+    for position, cycle in enumerate(tree):
+        contains(cycle)
+        if position == 0:
+            cycle["open"] = True
+
+
 @staff_member_required
 @require_GET
 def diagnostics(request: HttpRequest) -> HttpResponse:
+    view = _diagnostics_view(request.GET)
+    node_id = request.GET.get("id", "")
+    selected = node_id if NODE_ID.match(node_id) else ""
     tree = selectors.unified_tree(user=request.user, limit=50)
-    return render(request, "orchestration/pages/diagnostics.html", {"tree": tree, "diag": runtime_diagnostics()})
+    entries = selectors.tree_entries(tree)
+    if view == "flat":
+        entries.reverse()
+    _open_path(tree, selected)
+    context: dict[str, Any] = {
+        "tree": tree,
+        "entries": entries,
+        "view": view,
+        "selected": selected,
+        "diag": runtime_diagnostics(),
+    }
+    if selected:
+        context.update(_node_detail(request, selected))
+    return render(request, "orchestration/pages/diagnostics.html", context)
 
 
 @staff_member_required
 @require_GET
 def diagnostics_node(request: HttpRequest) -> HttpResponse:
     node_id = request.GET.get("id", "")
-    node = selectors.unified_node(user=request.user, node_id=node_id)
-    return render(request, "orchestration/partials/diagnostics_node.html", {"node": node, "node_id": node_id})
+    context = {**_node_detail(request, node_id), "view": _diagnostics_view(request.GET)}
+    return render(request, "orchestration/partials/diagnostics_node.html", context)
+
+
+@staff_member_required
+@require_POST
+def diagnostics_delete(request: HttpRequest) -> HttpResponse:
+    """Delete the posted entries (`entry`: one, a thread's or the ticked ones; with scope=shown every `shown`
+    one), the user's own only; back to the list in the same layout."""
+    view = _diagnostics_view(request.POST)
+    raw = request.POST.getlist("shown") if request.POST.get("scope") == "shown" else request.POST.getlist("entry")
+    ids = sorted({int(value.removeprefix("log:")) for value in raw if value.removeprefix("log:").isdigit()})
+    if not ids:
+        messages.error(request, "Nothing was deleted: no entries were selected. Tick entries in the list first.")
+    elif len(ids) > MAX_DELETE:
+        messages.error(request, f"Nothing was deleted: at most {MAX_DELETE} entries at a time.")
+    else:
+        deleted = actions.delete_diagnostics_entries(user=request.user, entry_ids=ids)
+        if deleted == len(ids):
+            messages.success(request, f"Deleted {deleted} diagnostics entr{'y' if deleted == 1 else 'ies'}.")
+        elif deleted == 0:
+            gone = "those entries were already gone (deleted in another tab?) or are not yours"
+            messages.error(request, f"Nothing was deleted: {gone}.")
+        else:
+            messages.warning(
+                request,
+                f"Deleted {deleted} of {len(ids)} entries; the others were already gone or are not yours.",
+            )
+    query = {"view": view}
+    then = request.POST.get("then", "")
+    if NODE_ID.match(then):
+        query["id"] = then
+    return redirect(f"{reverse('runs:diagnostics')}?{urlencode(query)}")
 
 
 @require_GET
