@@ -188,10 +188,10 @@ def set_messages_seen(*, messages: list[Message], seen: bool, requested_by: Any 
     return len(changing)
 
 
-RULE_KINDS = {MailActionKind.READ, MailActionKind.FLAG, MailActionKind.ARCHIVE, MailActionKind.MOVE}
+RULE_KINDS = {MailActionKind.READ, MailActionKind.FLAG, MailActionKind.ARCHIVE, MailActionKind.MOVE, MailActionKind.TAG}
 
 
-def apply_rule(*, message_ids: list[int], kind: str, folder: str = "") -> dict[int, str]:
+def apply_rule(*, message_ids: list[int], kind: str, folder: str = "", tag: str = "") -> dict[int, str]:
     """A rule the user enabled (a filter's mail action) on new mail: recorded in the write-back ledger with
     origin "rule" and carried out on the server like a click here. Mail with no place on a server (an
     import) is marked read or flagged here only. Returns {message id: why it could not apply}."""
@@ -200,6 +200,14 @@ def apply_rule(*, message_ids: list[int], kind: str, folder: str = "") -> dict[i
     messages = list(Message.objects.filter(pk__in=message_ids, deleted_at=None).order_by("pk"))
     if kind == MailActionKind.READ:
         set_messages_seen(messages=messages, seen=True, origin="rule")
+        return {}
+    if kind == MailActionKind.TAG:  # here, and as a keyword / label / category on the server
+        by_owner: dict[int, tuple[Any, list[Message]]] = {}
+        for message in Message.objects.filter(pk__in=[m.pk for m in messages]).select_related("account__owner"):
+            owner = message.account.owner
+            by_owner.setdefault(owner.pk, (owner, []))[1].append(message)
+        for owner, group in by_owner.values():
+            add_tag(owner=owner, messages=group, name=tag, origin="rule")
         return {}
     located = set(MessageLocation.objects.filter(message__in=messages).values_list("message_id", flat=True))
     if kind == MailActionKind.FLAG:
@@ -273,7 +281,9 @@ def _own_messages(owner: Any, messages: list[Message]) -> list[Message]:
     return messages
 
 
-def add_tag(*, owner: Any, messages: list[Message], name: str, requested_by: Any = None) -> MailTag:
+def add_tag(
+    *, owner: Any, messages: list[Message], name: str, requested_by: Any = None, origin: str = "user"
+) -> MailTag:
     """Tag `messages` (a thread: all its messages) with `name`; the tag keeps the spelling it was first given.
     On an IMAP account the tag also goes to the server as a keyword, through the write-back ledger."""
     cleaned = clean_tag_name(name)
@@ -288,7 +298,8 @@ def add_tag(*, owner: Any, messages: list[Message], name: str, requested_by: Any
             messages=[m for m in messages if m.pk not in had],
             kind=MailActionKind.TAG,
             tag=tag.name,
-            requested_by=requested_by or owner,
+            requested_by=None if origin == "rule" else requested_by or owner,
+            origin=origin,
         )
     return tag
 
@@ -314,8 +325,10 @@ def remove_tag(*, owner: Any, messages: list[Message], name: str, requested_by: 
     return removed
 
 
-def _request_label_write_back(*, messages: list[Message], kind: str, tag: str, requested_by: Any) -> None:
+def _request_label_write_back(
+    *, messages: list[Message], kind: str, tag: str, requested_by: Any, origin: str = "user"
+) -> None:
     if not messages:
         return
     live = [m for m in messages if m.deleted_at is None]
-    writeback.request_mail_actions(messages=live, kind=kind, tag=tag, requested_by=requested_by)
+    writeback.request_mail_actions(messages=live, kind=kind, tag=tag, requested_by=requested_by, origin=origin)

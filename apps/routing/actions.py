@@ -40,13 +40,22 @@ logger = logging.getLogger(__name__)
 # --- filters -----------------------------------------------------------------------------------------
 
 
-def _validated_rule(*, mail_action: str, folder: str) -> None:
+def _validated_rule(*, mail_action: str, folder: str, tag: str = "") -> str:
+    """Checks the rule; returns the tag's cleaned name ("" unless the rule adds a tag)."""
     if mail_action not in RuleAction.values:
         raise ValidationError({"mail_action": f"Unknown action {mail_action!r}; one of {', '.join(RuleAction.values)}"})
     if mail_action == RuleAction.MOVE and not folder.strip():
         raise ValidationError({"mail_action_folder": "Name the folder to move the mail to."})
     if len(folder) > 512:
         raise ValidationError({"mail_action_folder": "The folder name is longer than 512 characters."})
+    if mail_action != RuleAction.TAG:
+        return ""
+    if not tag.strip():
+        raise ValidationError({"mail_action_tag": "Name the tag to add, e.g. receipts."})
+    try:
+        return accounts_actions.clean_tag_name(tag)
+    except accounts_actions.InvalidTag as exc:
+        raise ValidationError({"mail_action_tag": str(exc)}) from None
 
 
 def _validated(*, field_name: str, regex_text: str, case_insensitive: bool, description: str = "") -> None:
@@ -75,13 +84,14 @@ def create_filter(
     save_attachments: bool = False,
     mail_action: str = "",
     mail_action_folder: str = "",
+    mail_action_tag: str = "",
 ) -> Filter:
     """Validate, then save. An invalid pattern raises ValidationError and nothing is stored."""
     _validated(
         field_name=field_name, regex_text=regex_text, case_insensitive=case_insensitive, description=description.strip()
     )
     mail_action_folder = mail_action_folder.strip() if mail_action == RuleAction.MOVE else ""
-    _validated_rule(mail_action=mail_action, folder=mail_action_folder)
+    mail_action_tag = _validated_rule(mail_action=mail_action, folder=mail_action_folder, tag=mail_action_tag)
     if order is None:
         last = Filter.objects.filter(director__owner_id=director.owner_id).order_by("-order").first()
         order = (last.order + 1) if last else 0
@@ -96,6 +106,7 @@ def create_filter(
         save_attachments=save_attachments,
         mail_action=mail_action,
         mail_action_folder=mail_action_folder,
+        mail_action_tag=mail_action_tag,
     )
 
 
@@ -111,6 +122,7 @@ def update_filter(*, item: Filter, **changes: Any) -> Filter:
         "save_attachments",
         "mail_action",
         "mail_action_folder",
+        "mail_action_tag",
     }
     unknown = set(changes) - allowed
     if unknown:
@@ -121,11 +133,12 @@ def update_filter(*, item: Filter, **changes: Any) -> Filter:
         case_insensitive=changes.get("case_insensitive", item.case_insensitive),
         description=changes.get("description", item.description),
     )
-    if "mail_action" in changes or "mail_action_folder" in changes:
+    if {"mail_action", "mail_action_folder", "mail_action_tag"} & set(changes):
         action = changes.get("mail_action", item.mail_action)
         folder = str(changes.get("mail_action_folder", item.mail_action_folder)).strip()
         changes["mail_action_folder"] = folder if action == RuleAction.MOVE else ""
-        _validated_rule(mail_action=action, folder=changes["mail_action_folder"])
+        tag = str(changes.get("mail_action_tag", item.mail_action_tag))
+        changes["mail_action_tag"] = _validated_rule(mail_action=action, folder=changes["mail_action_folder"], tag=tag)
     for name, value in changes.items():
         setattr(item, name, value)
     if "regex" in changes or "field" in changes:
@@ -217,12 +230,13 @@ def _apply_rule_actions(outcome: RoutingOutcome) -> list[FilterError]:
         matched[match.filter_id].append(message_id)
     rules = Filter.objects.filter(pk__in=list(matched)).exclude(mail_action="").order_by("order", "pk")
     errors: list[FilterError] = []
-    done: set[tuple[int, str]] = set()
+    done: set[tuple[int, str, str]] = set()
     for rule in rules:
-        wanted = [pk for pk in dict.fromkeys(matched[rule.pk]) if (pk, rule.mail_action) not in done]
-        done.update((pk, rule.mail_action) for pk in wanted)
+        key = rule.mail_action_tag.casefold()
+        wanted = [pk for pk in dict.fromkeys(matched[rule.pk]) if (pk, rule.mail_action, key) not in done]
+        done.update((pk, rule.mail_action, key) for pk in wanted)
         for message_id, problem in accounts_actions.apply_rule(
-            message_ids=wanted, kind=rule.mail_action, folder=rule.mail_action_folder
+            message_ids=wanted, kind=rule.mail_action, folder=rule.mail_action_folder, tag=rule.mail_action_tag
         ).items():
             errors.append(FilterError(filter_id=rule.pk, message_id=message_id, error=problem))
     return errors

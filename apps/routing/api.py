@@ -29,10 +29,11 @@ fetcher_router = Router(tags=["fetcher"])
 MAX_FILTER_ORDER = 2**31 - 1
 
 
-RuleActionName = Literal["", "read", "flag", "archive", "move"]
+RuleActionName = Literal["", "read", "flag", "archive", "move", "tag"]
 RULE_ACTION_HELP = (
     "Also done to each new mail the filter matches, here and on the mail server: '' (nothing), read, flag, "
-    "archive, or move (to mailActionFolder)."
+    "archive, move (to mailActionFolder) or tag (add mailActionTag: an IMAP keyword, Gmail label or Outlook "
+    "category on the server)."
 )
 
 
@@ -47,6 +48,7 @@ class FilterIn(Schema):
     saveAttachments: bool = False
     mailAction: RuleActionName = Field("", description=RULE_ACTION_HELP)
     mailActionFolder: str = Field("", max_length=512, description="The folder for mailAction 'move'.")
+    mailActionTag: str = Field("", max_length=64, description="The tag for mailAction 'tag'.")
 
 
 class FilterPatch(Schema):
@@ -60,6 +62,7 @@ class FilterPatch(Schema):
     saveAttachments: bool | None = None
     mailAction: RuleActionName | None = Field(None, description=RULE_ACTION_HELP)
     mailActionFolder: str | None = Field(None, max_length=512, description="The folder for mailAction 'move'.")
+    mailActionTag: str | None = Field(None, max_length=64, description="The tag for mailAction 'tag'.")
 
 
 class FilterOut(Schema):
@@ -78,6 +81,7 @@ class FilterOut(Schema):
     saveAttachments: bool
     mailAction: str
     mailActionFolder: str
+    mailActionTag: str
     warning: str = Field(
         "",
         description="Set when the pattern was just saved and measured to backtrack catastrophically (it would "
@@ -108,6 +112,7 @@ def _filter_out(item: Filter, *, warning: str = "") -> dict[str, Any]:
         "saveAttachments": item.save_attachments,
         "mailAction": item.mail_action,
         "mailActionFolder": item.mail_action_folder,
+        "mailActionTag": item.mail_action_tag,
     }
 
 
@@ -136,6 +141,7 @@ def create_filter(request: HttpRequest, payload: FilterIn) -> Status:
             save_attachments=payload.saveAttachments,
             mail_action=payload.mailAction,
             mail_action_folder=payload.mailActionFolder,
+            mail_action_tag=payload.mailActionTag,
         )
     except ValidationError as exc:
         return _validation_error(exc)
@@ -216,6 +222,7 @@ def update_filter(request: HttpRequest, filter_id: int, payload: FilterPatch) ->
         ("saveAttachments", "save_attachments"),
         ("mailAction", "mail_action"),
         ("mailActionFolder", "mail_action_folder"),
+        ("mailActionTag", "mail_action_tag"),
     ):
         if data.get(api_name) is not None:
             changes[model_name] = data[api_name].lower() if api_name == "field" else data[api_name]

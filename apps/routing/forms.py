@@ -41,6 +41,13 @@ class FilterForm(forms.Form):
     mail_action_folder = forms.CharField(
         max_length=512, required=False, label="Folder", help_text="For “Move to a folder”: its name, e.g. Receipts."
     )
+    mail_action_tag = forms.CharField(
+        max_length=64,
+        required=False,
+        label="Tag",
+        help_text="For “Add a tag”: its name, e.g. receipts (a keyword, Gmail label or Outlook category on the "
+        "server).",
+    )
 
     def __init__(self, *args: Any, owner: Any, refuse_slow: bool = False, **kwargs: Any) -> None:
         """`refuse_slow`: a pattern measured to backtrack catastrophically is an error (the setup wizard),
@@ -79,6 +86,7 @@ class FilterForm(forms.Form):
                 save_attachments=bool(data.get("save_attachments")),
                 mail_action=data.get("mail_action") or "",
                 mail_action_folder=data.get("mail_action_folder") or "",
+                mail_action_tag=data.get("mail_action_tag") or "",
             )
         except ValidationError as exc:
             add_validation_errors(self, exc)

@@ -33,6 +33,7 @@ class RuleAction(models.TextChoices):
     FLAG = "flag", "Flag"
     ARCHIVE = "archive", "Archive"
     MOVE = "move", "Move to a folder"
+    TAG = "tag", "Add a tag"
 
 
 class Filter(models.Model):
@@ -49,6 +50,8 @@ class Filter(models.Model):
     # A rule the user enabled: applied to each new mail the filter matches, here and on the server.
     mail_action = models.CharField(max_length=16, choices=RuleAction.choices, blank=True, default="")
     mail_action_folder = models.CharField(max_length=512, blank=True, help_text="The folder for “Move to a folder”.")
+    # IMAP keyword / Gmail label / Outlook category on the server (apps/accounts/labels.py).
+    mail_action_tag = models.CharField(max_length=64, blank=True, help_text="The tag for “Add a tag”.")
     created_at = models.DateTimeField(default=timezone.now)
     updated_at = models.DateTimeField(auto_now=True)
     # The last evaluation problem (a pattern that ran out of time on some message), shown in the UI.

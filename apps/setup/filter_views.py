@@ -57,6 +57,7 @@ def _filter_initial(item: Filter) -> dict[str, Any]:
         "save_attachments": item.save_attachments,
         "mail_action": item.mail_action,
         "mail_action_folder": item.mail_action_folder,
+        "mail_action_tag": item.mail_action_tag,
     }
 
 
@@ -80,6 +81,7 @@ def filter_edit(request: HttpRequest, filter_id: int) -> HttpResponse:
                     save_attachments=data["save_attachments"],
                     mail_action=data.get("mail_action") or "",
                     mail_action_folder=data.get("mail_action_folder") or "",
+                    mail_action_tag=data.get("mail_action_tag") or "",
                 )
             except ValidationError as exc:
                 add_validation_errors(form, exc)

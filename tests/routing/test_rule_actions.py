@@ -95,3 +95,41 @@ def test_enabled_rules_archive_move_and_mark_read_on_the_server(
     assert Message.objects.filter(account=account, message_id="rule3@rules.test", folder="INBOX").exists()
     listing = logged_in_client.get(reverse("settings:filters")).content.decode()
     assert "then: archive" in listing and "then: move to a folder “Projects”" in listing
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_rule_that_adds_a_tag_puts_the_keyword_on_the_server(
+    imap_mailbox: Mailbox, user: Any, logged_in_client: Client, director: Any
+) -> None:
+    """Issue 33: tags as a rule's action. The tag is added here and written back as an IMAP keyword (ledger
+    origin "rule"); only the matching mail gets it; a rule without a tag or with a bad one is refused."""
+    from apps.accounts.selectors import tags_by_message
+    from tests.accounts.test_imap_keywords import server_keywords
+
+    box = imap_mailbox
+    account = connect(box, user)
+    synced(account)
+    sorter = director("Sorter")
+    created = add_filter(logged_in_client, sorter, r"bills@", mailAction="tag", mailActionTag="receipts")
+    assert created.status_code == 201 and created.json()["mailActionTag"] == "receipts"
+    missing = add_filter(logged_in_client, sorter, r"x@", mailAction="tag")
+    assert missing.status_code == 400 and missing.json()["field"] == "mail_action_tag"
+    bad = add_filter(logged_in_client, sorter, r"y@", mailAction="tag", mailActionTag="two words")
+    assert bad.status_code == 400 and bad.json()["field"] == "mail_action_tag"
+    assert Filter.objects.count() == 1
+
+    box.append("INBOX", new_mail(10, "bills@power.test"))
+    box.append("INBOX", new_mail(11, "friend@x.test"))
+    synced(account)
+
+    keywords = server_keywords(box)["INBOX"]
+    assert "receipts" in keywords["rule10@rules.test"]
+    assert "receipts" not in keywords.get("rule11@rules.test", set())
+    tagged = Message.objects.get(account=account, message_id="rule10@rules.test")
+    other = Message.objects.get(account=account, message_id="rule11@rules.test")
+    assert tags_by_message(message_ids=[tagged.pk, other.pk]) == {tagged.pk: ["receipts"], other.pk: []}
+    ledger = [(a.kind, a.origin, a.status, a.requested_by_id) for a in MailAction.objects.filter(account=account)]
+    assert ledger == [("tag", "rule", MailActionStatus.DONE, None)]
+    assert_mirrors(box, account)
+    listing = logged_in_client.get(reverse("settings:filters")).content.decode()
+    assert "then: add a tag “receipts”" in listing
