@@ -8,6 +8,7 @@ class OrchestrationConfig(AppConfig):
     label = "orchestration"
     verbose_name = "Orchestration"
     nav_entries = [("Runs", "runs:list")]
+    nav_more_entries = [("Approvals", "runs:approvals")]
     settings_entries = [("Prompts", "prompts:list"), ("Memory", "runs:memories")]
 
     def ready(self) -> None:

@@ -404,6 +404,10 @@ def approvals_for_user(*, user: Any, decided_limit: int = 50) -> tuple[list[Appr
     return pending, decided
 
 
+def pending_approval_count(*, user: Any) -> int:
+    return Approval.objects.filter(owner=user, status="pending").count()
+
+
 def approvals_for_run(*, run: Run) -> list[Approval]:
     return list(Approval.objects.filter(run=run).select_related("account").order_by("created_at", "pk"))
 

@@ -110,7 +110,7 @@ def test_the_bar_keeps_seven_sections_and_puts_the_rest_under_more(staff_client:
     inline = [label.strip() for _, _, label in LINK.findall(nav.group(1)[: more.start()])]
     under_more = [label.strip() for _, _, label in LINK.findall(more.group(3))]
     assert inline == ["Home", "Mailbox", "Search", "Inbox", "Runs", "Ask", "Results"]
-    assert under_more == ["Organize", "Drafts", "Settings", "Diagnostics", "Admin"]
+    assert under_more == ["Approvals", "Organize", "Drafts", "Settings", "Diagnostics", "Admin"]
     assert more.group(1) is None  # Home is lit, not a section under More
 
 
@@ -130,3 +130,28 @@ def test_one_diagnostics_page_the_old_address_redirects_for_good(staff_client: C
     for heading in ("<h1>Diagnostics</h1>", ">Runs</h2>", ">System</h2>", "<h3>Runtime</h3>", "<h3>Versions</h3>"):
         assert heading in page, heading
     assert 'data-testid="diagnostics-tree"' in page and "Job broker" in page
+
+
+def test_approvals_are_in_the_more_menu_with_the_count_waiting(user: Any, staff_user: Any) -> None:
+    """Issue 38: an Approvals page reachable from the navigation, with how many wait for you — also on the
+    More button, so a pending send or mail change is seen without opening the menu."""
+    from apps.accounts.actions import create_local_account
+    from apps.orchestration.models import Approval
+
+    accounts = {who: create_local_account(owner=who, name="inbox", address=f"{who.pk}@example.com")
+                for who in (user, staff_user)}  # fmt: skip
+    for owner, summary in ((user, "first"), (user, "second"), (staff_user, "someone else's")):
+        Approval.objects.create(owner=owner, account=accounts[owner], summary=summary, request={})
+    Approval.objects.create(owner=user, account=accounts[user], summary="decided", request={}, status="approved")
+    client = Client()
+    client.force_login(user)
+    html = client.get("/").content.decode()
+    link = r'<a href="/runs/approvals/"[^>]*>Approvals<span[^>]*data-testid="approvals-pending"[^>]*>2<'
+    assert re.search(link, html)
+    assert re.search(r'data-testid="more-approvals"[^>]*>2<', html)
+    page = client.get("/runs/approvals/")
+    assert page.status_code == 200 and lit_entries(page.content.decode()) == ["Approvals"]
+    Approval.objects.filter(owner=user).update(status="rejected")
+    html = client.get("/").content.decode()
+    assert 'data-testid="more-approvals"' not in html
+    assert re.search(r'data-testid="approvals-pending"[^>]*></span>', html)
