@@ -80,7 +80,18 @@ def collect_passages(
 
 
 def _checked_values(text: str) -> list[str]:
-    return [*find_dates(text), *find_amounts(text), *find_times(text), *find_identifiers(text)]
+    return [value for _, value in _kinded_values(text)]
+
+
+def _kinded_values(text: str) -> list[tuple[str, str]]:
+    """(kind, value) of the dates, amounts, times and reference numbers in `text` (kinds as in the planner's
+    answer_types)."""
+    return [
+        *(("date", v) for v in find_dates(text)),
+        *(("amount", v) for v in find_amounts(text)),
+        *(("time", v) for v in find_times(text)),
+        *(("identifier", v) for v in find_identifiers(text)),
+    ]
 
 
 def _citations(text: str) -> list[int]:
@@ -103,22 +114,26 @@ def citation_check(answer: str, evidence: list[EvidenceText]) -> dict[str, Any]:
             key for part in [*parts, item.full_text] for v in _checked_values(part) if (key := value_key(v))
         }
     unsupported: list[str] = []
+    found_kinds: set[str] = set()
     checked = 0
     for sentence in SENTENCE_RE.split(answer):
         cited = [n for n in _citations(sentence) if n in by_number]
         scope = cited or [n for n in all_cited if n in by_number] or list(by_number)
         clean = CITATION_RE.sub(" ", sentence)
-        for value in _checked_values(clean):
+        for kind, value in _kinded_values(clean):
             key = value_key(value)
             if not key:
                 continue
             checked += 1
             if not any(key in value_keys.get(number, set()) for number in scope):
                 unsupported.append(value)
+            else:
+                found_kinds.add(kind)
     return {
         "ok": not unsupported and not invalid,
         "checked_values": checked,
         "found_values": checked - len(unsupported),
+        "found_kinds": sorted(found_kinds),
         "unsupported": unsupported,
         "invalid_citations": invalid,
         "cited": sorted(set(all_cited)),

@@ -78,9 +78,14 @@ CONFIDENCE_LABELS = {
 }
 
 
-def verification_label(scope: dict[str, Any]) -> str:
+KIND_NAMES = {"date": "a date", "time": "a time", "amount": "an amount", "identifier": "a reference number"}
+
+
+def verification_label(scope: dict[str, Any], plan: dict[str, Any] | None = None) -> str:
     """What the check actually verified: "2 values found in [1]" (dates, times, amounts and reference
-    numbers of the answer looked up in the mail it cites), or which ones were not found."""
+    numbers of the answer looked up in the mail it cites), or which ones were not found — and when the
+    question asked for a kind of value and none of the values found is of that kind, it says so (issue 35,
+    item 4: a count of found values must not read as a checked answer)."""
     check = scope.get("citation_check") or {}
     checked = int(check.get("checked_values") or 0)
     if not checked:
@@ -88,6 +93,9 @@ def verification_label(scope: dict[str, Any]) -> str:
     found = int(check.get("found_values", checked - len(check.get("unsupported") or [])))
     cited = ", ".join(f"[{n}]" for n in check.get("cited") or []) or "the evidence"
     label = f"{found} value{'s' if found != 1 else ''} found in {cited}"
+    asked = [k for k in (plan or {}).get("answer_types") or [] if k in KIND_NAMES]
+    if found and asked and "found_kinds" in check and not set(asked) & set(check["found_kinds"]):
+        label += f", but none is {' or '.join(KIND_NAMES[k] for k in asked)} as the question asks"
     missing = check.get("unsupported") or []
     if missing:
         label += f"; not found: {', '.join(missing)}"
@@ -239,7 +247,7 @@ def run_context(run: AskRun) -> dict[str, Any]:
         "is_error": run.status == RunStatus.ERROR,
         "provider_errors": (run.scope or {}).get("provider_errors") or [],
         "citation_check": (run.scope or {}).get("citation_check") or {},
-        "verification": verification_label(run.scope or {}),
+        "verification": verification_label(run.scope or {}, run.plan or {}),
         "answerer": answerer_label(run),
         "proposal": proposal_context(run),
         "confidence": confidence_label(run.scope or {}),

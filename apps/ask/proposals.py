@@ -118,7 +118,7 @@ def proposal_answer(action: str, proposal: dict[str, Any]) -> str:
     return (
         f"I can't {action} on my own. Nothing in your mailbox was changed: {count} {what} "
         f"{' or '.join(q for q in proposal['queries'])}: untick any you want to keep and choose {offers} "
-        "below; only your click changes them, here and on the server."
+        "under this answer in Ask; only your click there changes them, here and on the server."
     )
 
 

@@ -241,6 +241,22 @@ def test_the_verification_label_counts_only_values_the_answer_quotes() -> None:
     assert verification_label({"citation_check": check}) == "1 value found in [1]", answer.text
 
 
+def test_the_verification_label_says_when_no_found_value_is_of_the_asked_kind() -> None:
+    """Issue 35, item 4: "2 values found" on an answer that quotes dates when an amount was asked reads as a
+    checked answer; the label says none of them is the kind asked for."""
+    body = "Your order ships on 14 March 2026 and arrives by 18 March 2026.\n"
+    evidence = one_mail("Order update", "shop@example.com", "2026-03-10", body)
+    check = citation_check("It ships on 14 March 2026 and arrives by 18 March 2026 [1].", evidence)
+    assert check["found_kinds"] == ["date"]
+    asked_amount = plan_question("how much did the order cost?", now=NOW).as_json()
+    asked_date = plan_question("when does the order arrive?", now=NOW).as_json()
+    assert "amount" in asked_amount["answer_types"] and "date" in asked_date["answer_types"]
+    assert verification_label({"citation_check": check}, asked_amount) == (
+        "2 values found in [1], but none is an amount as the question asks"
+    )
+    assert verification_label({"citation_check": check}, asked_date) == "2 values found in [1]"
+
+
 def test_a_forwarded_header_under_a_short_reply_is_never_quoted() -> None:
     body = (
         "old one. thanks!.\n\n-----Original Message-----\nFrom: Bass, Eric\n"
