@@ -30,13 +30,15 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from apps.search.folding import ParsedQuery
 from apps.search.models import DocumentKind
+
+if TYPE_CHECKING:  # scipy (~34 MB) is imported by the first index build, not by every process that indexes
+    import scipy.sparse as sp
 
 logger = logging.getLogger(__name__)
 
@@ -159,6 +161,8 @@ class _Segment:
         return cls(matrix.indptr.astype(np.int64), matrix.indices.astype(np.int32), matrix.data.astype(np.float32))
 
     def matrix(self, rows: int, words: int) -> sp.csc_matrix:
+        import scipy.sparse as sp
+
         indptr = np.concatenate([self.indptr, np.full(words - self.words, self.indptr[-1], dtype=np.int64)])
         return sp.csc_matrix((self.data, self.indices, indptr), shape=(rows, words))
 
@@ -265,6 +269,8 @@ class KeywordIndex:
             return
         # One segment for everything read now (a full load is one matrix, not one per page).
         row_ids, word_ids, weights = (np.concatenate([piece[i] for piece in pieces]) for i in range(3))
+        import scipy.sparse as sp
+
         matrix = sp.csc_matrix((weights, (row_ids, word_ids)), shape=(self.size, len(self.vocabulary)))
         self.segments = [*self.segments, _Segment.of(matrix)]
         self.appended_rows += self.size - start
@@ -327,6 +333,8 @@ class KeywordIndex:
             parts = delta
         else:
             return
+        import scipy.sparse as sp
+
         merged = sum((segment.matrix(self.size, words) for segment in parts[1:]), parts[0].matrix(self.size, words))
         combined = _Segment.of(sp.csc_matrix(merged))
         self.segments = [combined] if parts is self.segments else [base, combined]
