@@ -36,7 +36,7 @@ enforce_secret_storage_policy()
 # The apps are wired by dotted path, as urls.py includes their URLconfs: the project package imports no app.
 AskRunConsumer = import_string("apps.ask.consumers.AskRunConsumer")
 with_mcp = import_string("apps.mcpserver.server.with_mcp")  # /mcp/mailbox/ and /mcp/<workspace id>/
-warm_up_in_background = import_string("apps.ask.warmup.warm_up_in_background")
+warm_up_at_start = import_string("apps.ask.warmup.warm_up_at_start")
 
 websocket_urlpatterns = [
     path("ws/notifications/", NotificationsConsumer.as_asgi()),
@@ -54,7 +54,7 @@ application = ProtocolTypeRouter(
     }
 )
 
-# Each web process warms Ask up as it starts (the embedder, the search index's vectors, the gist model,
-# dateparser's languages: apps/ask/warmup.py), so the first question after a restart does not wait ~6 s for
-# them; MAILAGENT_ASK_WARM_UP=0 leaves it to the first Ask page view or question.
-warm_up_in_background()
+# With MAILAGENT_ASK_WARM_UP_AT_START=1 each web process warms Ask up as it starts (the embedder, the search
+# index's vectors, the gist model, dateparser's languages: apps/ask/warmup.py). By default the first Ask page
+# view starts it, and a search loads what it needs on first use: an idle server holds no model.
+warm_up_at_start()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -89,8 +90,13 @@ VX_MAILAGENT_KEY = env_str("VX_MAILAGENT_KEY")
 # this says so explicitly (mailagent/crypto.py: plaintext_refusal).
 MAILAGENT_ALLOW_PLAINTEXT = env_bool("MAILAGENT_ALLOW_PLAINTEXT")
 
+# Daphne's app replaces `runserver` with its own (HTTP + websockets in development); importing it installs the
+# Twisted reactor (~35 MB). Every other process (the uvicorn web server, the cluster, the watchers, the other
+# commands) would hold that for nothing, so it is installed only for `runserver`.
+RUNSERVER = sys.argv[1:2] == ["runserver"]
+
 INSTALLED_APPS = [
-    "daphne",
+    *(["daphne"] if RUNSERVER else []),
     "django.contrib.admin",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -481,6 +487,10 @@ ASK_MAX_CONCURRENT_RUNS = env_int("MAILAGENT_ASK_MAX_CONCURRENT_RUNS", 4)
 # Each web process warms dateparser's languages and the embedder in a background thread when the Ask page
 # or a run first needs them (apps/ask/warmup.py): ~4 s of CPU once, off in tests unless a test turns it on.
 ASK_WARM_UP = env_bool("MAILAGENT_ASK_WARM_UP", not TESTING)
+# ... and, with this on, as soon as the web process starts (the embedders, the index's vectors and keyword
+# index: ~200 MB on an empty mailbox, more with mail) whether or not anyone searches or asks. Off by default:
+# a server nobody uses holds none of it (bench/memory.py measures both).
+ASK_WARM_UP_AT_START = env_bool("MAILAGENT_ASK_WARM_UP_AT_START")
 # Languages whose month names (dateparser's data) Ask reads in mail dates ("12 januari 2027").
 ASK_DATE_LANGUAGES = tuple(
     code.strip() for code in env_str("MAILAGENT_ASK_DATE_LANGUAGES", "en,de,fr,es,it,nl,pt,tr").split(",") if code

@@ -5,6 +5,10 @@ up to a second for one question naming a period), the embedder and the gist mode
 (0.5 s for 44,715 mails) and the search index its vectors (2.4 s for 96,507 passages) on first use. The
 Ask page and every run start this once per process in a background thread, so a user typing a question
 does not pay for it; a question asked meanwhile simply does the part it needs itself.
+
+Not when the process starts, unless ASK_WARM_UP_AT_START says so: the models and the index's in-process
+parts are ~200 MB of a web process on an empty mailbox (and the keyword index grows with the mail), held
+for nothing by a server nobody searches (bench/memory.py). A search loads what it needs on its first use.
 """
 
 from __future__ import annotations
@@ -34,6 +38,13 @@ def warm_up_in_background() -> threading.Thread | None:
         _thread = threading.Thread(target=warm_up, name=THREAD_NAME, daemon=True)
         _thread.start()
         return _thread
+
+
+def warm_up_at_start() -> threading.Thread | None:
+    """As a web process starts (mailagent/asgi.py): the warm-up only when ASK_WARM_UP_AT_START is on."""
+    if not getattr(settings, "ASK_WARM_UP_AT_START", False):
+        return None
+    return warm_up_in_background()
 
 
 def warm_up() -> None:

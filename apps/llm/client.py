@@ -14,13 +14,15 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-import openai
-from openai.types.chat import ChatCompletion
+from typing import TYPE_CHECKING, Any, Literal
 
 from apps.llm.errors import describe_failure, endpoint_name, refusal_kind
 from mailagent.textinput import NUL
+
+if TYPE_CHECKING:  # the client itself is imported on the first call: ~37 MB that a process which never calls
+    # a model (the watchers, most of the cluster's processes, a web process serving pages) does not hold
+    import openai
+    from openai.types.chat import ChatCompletion
 
 # "recovery": a tool call taken from the text or repaired (apps/llm/toolcalls.py), recorded like the others.
 EventKind = Literal["request", "response", "error", "recovery"]
@@ -117,6 +119,8 @@ _registry_lock = threading.Lock()
 
 
 def _new_client(config: LLMConfig) -> openai.OpenAI:
+    import openai
+
     return openai.OpenAI(
         base_url=config.base_url or None,
         api_key=config.api_key or "not-needed",
@@ -198,6 +202,8 @@ def request_summary(request: dict[str, Any]) -> dict[str, Any]:
 
 def _categorize(exc: Exception) -> tuple[ErrorCategory, int | None, float | None]:
     """(category, HTTP status, Retry-After seconds) of an openai exception."""
+    import openai
+
     retry_after: float | None = None
     status: int | None = getattr(exc, "status_code", None)
     response = getattr(exc, "response", None)
@@ -242,6 +248,8 @@ def _post_chat(client: openai.OpenAI, request: dict[str, Any]) -> ChatCompletion
     the body as built here: `create` first walks every message and tool schema against its TypedDicts
     (about 11 ms a call with our tool set, the largest part of a director run's own overhead), which a body
     of plain JSON values does not need."""
+    from openai.types.chat import ChatCompletion
+
     return client.post(
         "/chat/completions", body=request, cast_to=ChatCompletion, options={"security": {"bearer_auth": True}}
     )
@@ -261,6 +269,8 @@ def chat(
 ) -> ChatResult:
     """One chat completion, retried on timeouts, 429, 5xx and dropped connections (not on a refused one).
     Raises LLMError, whose message names the endpoint, the status and the next step, when it finally fails."""
+    import openai
+
     request: dict[str, Any] = {"model": config.model, "messages": list(messages)}
     if tools:
         request["tools"] = list(tools)

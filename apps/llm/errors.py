@@ -11,8 +11,6 @@ import socket
 from typing import Literal
 from urllib.parse import urlsplit
 
-import openai
-
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 MAX_PROVIDER_MESSAGE = 300
 
@@ -95,6 +93,8 @@ def describe_failure(
     """One sentence: the endpoint, what happened (with the HTTP status when there was one), the next step."""
     where = endpoint_name(base_url, config_name)
     host = urlsplit(endpoint_url(base_url)).hostname or endpoint_url(base_url)
+    import openai  # loaded by the call that failed; not at import (apps/llm/client.py says why)
+
     said = provider_message(exc) if isinstance(exc, openai.APIStatusError) else ""
     quoted = f": “{said}”" if said else ""
     if category == "refused":

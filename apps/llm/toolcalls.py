@@ -25,8 +25,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import jsonschema
-
 ToolCallMode = Literal["auto", "native", "json_schema", "text"]
 TOOL_CALL_MODES: tuple[ToolCallMode, ...] = ("auto", "native", "json_schema", "text")
 FINISH_TOOL = "finish"
@@ -327,6 +325,8 @@ def validation_problems(arguments: Any, parameters: dict[str, Any]) -> list[str]
             return [f"arguments are not valid JSON ({exc.msg})"]
     if not isinstance(arguments, dict):
         return ["arguments must be a JSON object"]
+    import jsonschema  # ~15 MB with its dependencies: loaded by the first tool call, not by every process
+
     validator = jsonschema.Draft202012Validator(parameters)
     problems = []
     for error in sorted(validator.iter_errors(arguments), key=lambda e: list(e.path)):

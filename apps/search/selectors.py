@@ -19,7 +19,7 @@ from apps.accounts.selectors import copy_keys
 from apps.search.backends import get_search_backend
 from apps.search.backends.base import MODES, EmbeddingProgress, Mode, SearchFilters, SearchHit
 from apps.search.folding import STOPWORDS, fold_tokens
-from apps.search.gist import get_gist_embedder, gist_progress, gists_enabled
+from apps.search.gist import gist_embedder_key, gist_progress, gists_enabled
 from apps.search.headers import exact_address, term_pattern
 from apps.search.kinds import DocumentPreview, document_kind
 from apps.search.models import DocumentKind, SavedSearch, SearchDocument, SearchGist, SearchHeaders
@@ -257,9 +257,8 @@ def index_work_pending() -> bool:
 
 def gist_embedding_progress() -> EmbeddingProgress:
     """Messages with a current gist (apps/search/gist.py) / message documents; embedder "" when switched off."""
-    embedder = get_gist_embedder()
-    done, total = gist_progress(embedder)
-    return EmbeddingProgress(done=done, total=total, embedder=embedder.key if embedder else "")
+    done, total = gist_progress()  # by the stored keys: the model is not loaded for a count
+    return EmbeddingProgress(done=done, total=total, embedder=gist_embedder_key())
 
 
 # ---------------------------------------------------------------------------------------------------

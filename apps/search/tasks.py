@@ -1,13 +1,18 @@
-"""django-q2 entry points for search."""
+"""django-q2 entry points for search.
+
+The backfills run in a cluster worker, which otherwise never embeds: the models a backfill loads are
+released when it ends (embedders.release_models_loaded_during), so an idle worker holds none."""
 
 from __future__ import annotations
 
 from apps.search import actions
+from apps.search.embedders import release_models_loaded_during
 
 
 def backfill_embeddings_task() -> int:
     """Embed documents that have no vectors yet; queues its own continuation when time runs out."""
-    return actions.backfill_embeddings()
+    with release_models_loaded_during():
+        return actions.backfill_embeddings()
 
 
 BACKFILL_SCHEDULE_NAME = "search: embedding backfill safety net"
@@ -25,4 +30,5 @@ def backfill_if_pending_task() -> int:
 
     if not settings.SEARCH_EMBED_ON_INGEST or not index_work_pending():
         return 0
-    return actions.backfill_embeddings()
+    with release_models_loaded_during():
+        return actions.backfill_embeddings()

@@ -52,18 +52,26 @@ def test_off_in_settings_starts_nothing(logged_in_client: Any, fresh_process: No
     assert warmup._thread is None
 
 
-def test_a_web_process_warms_up_as_it_starts(tmp_path: Any) -> None:
-    """The ASGI application every web process imports starts the warm-up, so the first question after a
-    restart does not wait for the embedder and the vectors (MAILAGENT_ASK_WARM_UP=0 turns it off)."""
+def test_a_web_process_warms_up_as_it_starts_only_when_configured(tmp_path: Any) -> None:
+    """The ASGI application every web process imports starts the warm-up only with
+    MAILAGENT_ASK_WARM_UP_AT_START=1 (and the warm-up not turned off): by default an idle web process loads no
+    model and no index (issue 40: the models held by a server nobody used were most of its memory); the Ask
+    page view starts it instead (the tests above)."""
     probe = (
         "import threading, mailagent.asgi; "
         f"print(sorted(t.name for t in threading.enumerate() if t.name == {warmup.THREAD_NAME!r}))"
     )
     root = Path(__file__).resolve().parents[2]
-    for setting, expected in (("1", f"[{warmup.THREAD_NAME!r}]"), ("0", "[]")):
-        env = {**os.environ, "MAILAGENT_ASK_WARM_UP": setting, "DATA_DIR": str(tmp_path / setting)}
+    cases = (
+        ({"MAILAGENT_ASK_WARM_UP": "1", "MAILAGENT_ASK_WARM_UP_AT_START": "1"}, f"[{warmup.THREAD_NAME!r}]"),
+        ({"MAILAGENT_ASK_WARM_UP": "1"}, "[]"),  # the default
+        ({"MAILAGENT_ASK_WARM_UP": "0", "MAILAGENT_ASK_WARM_UP_AT_START": "1"}, "[]"),
+    )
+    for number, (extra, expected) in enumerate(cases):
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MAILAGENT_ASK_WARM_UP")}
+        env.update(extra, DATA_DIR=str(tmp_path / str(number)))
         done = subprocess.run(
             [sys.executable, "-c", probe], env=env, cwd=root, capture_output=True, text=True, timeout=300
         )
         assert done.returncode == 0, done.stderr[-2000:]
-        assert done.stdout.strip().splitlines()[-1] == expected, done.stdout
+        assert done.stdout.strip().splitlines()[-1] == expected, (extra, done.stdout)

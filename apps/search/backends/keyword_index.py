@@ -30,13 +30,15 @@ import math
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from apps.search.folding import ParsedQuery
 from apps.search.models import DocumentKind
+
+if TYPE_CHECKING:  # scipy (~34 MB) is imported by the first index build, not by every process that indexes
+    import scipy.sparse as sp
 
 logger = logging.getLogger(__name__)
 
@@ -123,6 +125,28 @@ def _varints(blob: bytes) -> list[int]:
     return values
 
 
+def _sum_duplicates(
+    row_ids: np.ndarray, word_ids: np.ndarray, weights: np.ndarray
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One posting per (row, word) with the weights of its repeats summed: a page of mail holds each word of a
+    document once instead of once per occurrence (a third of the entries on synthetic Zipf text), so a full
+    load's pages and their concatenation (its peak memory) are that much smaller. The matrix built from them
+    is the same (sum_duplicates would have summed the repeats there)."""
+    if not row_ids.size:
+        return row_ids, word_ids, weights
+    keys = (word_ids.astype(np.int64) << 32) | row_ids.astype(np.int64)
+    unique, inverse = np.unique(keys, return_inverse=True)
+    summed = np.bincount(inverse, weights=weights, minlength=unique.size).astype(np.float32)
+    return (unique & 0xFFFFFFFF).astype(np.int32), (unique >> 32).astype(np.int32), summed
+
+
+def _concatenate_and_free(pieces: list[list[np.ndarray]], column: int) -> np.ndarray:
+    joined = np.concatenate([piece[column] for piece in pieces])
+    for piece in pieces:
+        piece[column] = joined[:0]
+    return joined
+
+
 # Per phrase of a query: (document ids matching it, the phrase's bm25 in each), as FTS5 scores the phrase alone.
 PhraseHits = list[tuple[np.ndarray, np.ndarray]]
 
@@ -156,9 +180,15 @@ class _Segment:
     @classmethod
     def of(cls, matrix: sp.csc_matrix) -> _Segment:
         matrix.sum_duplicates()
-        return cls(matrix.indptr.astype(np.int64), matrix.indices.astype(np.int32), matrix.data.astype(np.float32))
+        return cls(
+            matrix.indptr.astype(np.int64, copy=False),
+            matrix.indices.astype(np.int32, copy=False),
+            matrix.data.astype(np.float32, copy=False),
+        )
 
     def matrix(self, rows: int, words: int) -> sp.csc_matrix:
+        import scipy.sparse as sp
+
         indptr = np.concatenate([self.indptr, np.full(words - self.words, self.indptr[-1], dtype=np.int64)])
         return sp.csc_matrix((self.data, self.indices, indptr), shape=(rows, words))
 
@@ -258,14 +288,19 @@ class KeywordIndex:
             f" JOIN search_document d INDEXED BY search_document_filters ON d.id = c.id WHERE {where} ORDER BY c.id"
         )
         start = self.size
-        pieces: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
+        pieces: list[list[np.ndarray]] = []
         while rows := cursor.fetchmany(LOAD_PAGE):
-            pieces.append(self._add_rows(rows))
+            pieces.append(list(self._add_rows(rows)))
         if not pieces:
             return
-        # One segment for everything read now (a full load is one matrix, not one per page).
-        row_ids, word_ids, weights = (np.concatenate([piece[i] for piece in pieces]) for i in range(3))
+        # One segment for everything read now (a full load is one matrix, not one per page). Each piece is
+        # freed as soon as it is copied: the pages' postings and their concatenation are the load's peak.
+        row_ids, word_ids, weights = (_concatenate_and_free(pieces, i) for i in range(3))
+        del pieces
+        import scipy.sparse as sp
+
         matrix = sp.csc_matrix((weights, (row_ids, word_ids)), shape=(self.size, len(self.vocabulary)))
+        del row_ids, word_ids, weights
         self.segments = [*self.segments, _Segment.of(matrix)]
         self.appended_rows += self.size - start
         self._merge_segments()
@@ -290,6 +325,7 @@ class KeywordIndex:
         row_ids = np.repeat(np.repeat(np.arange(start, start + count, dtype=np.int32), 3), per_column)
         column_weights = np.tile(np.array(self.weights, dtype=np.float32), count)
         weights = np.repeat(column_weights, per_column)
+        row_ids, word_ids, weights = _sum_duplicates(row_ids, word_ids, weights)
         end = start + count
         self.document_ids[start:end] = [row[0] for row in rows]
         lengths = [float(sum(_varints(bytes(row[4] or b"")))) for row in rows]
@@ -327,6 +363,8 @@ class KeywordIndex:
             parts = delta
         else:
             return
+        import scipy.sparse as sp
+
         merged = sum((segment.matrix(self.size, words) for segment in parts[1:]), parts[0].matrix(self.size, words))
         combined = _Segment.of(sp.csc_matrix(merged))
         self.segments = [combined] if parts is self.segments else [base, combined]

@@ -1,14 +1,12 @@
-"""`make run`: the web server (uvicorn: HTTP + websockets, see mailagent/server.py) and a django-q2 cluster
-in the foreground, stopped together."""
+"""`make run`: the web server (uvicorn: HTTP + websockets, see mailagent/server.py), a django-q2 cluster and
+the mail and library watchers in the foreground, stopped together (by mailagent/supervisor.py, which this
+command becomes once it has built their command lines)."""
 
 from __future__ import annotations
 
-import contextlib
+import json
 import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -16,19 +14,10 @@ from django.conf import settings
 from django.contrib.staticfiles.storage import staticfiles_storage
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
+from django.db import connections
 
 from mailagent.crypto import enforce_secret_storage_policy
 from mailagent.server import web_server_command
-
-STOP_GRACE_SECONDS = 10
-
-
-def stop_grace_seconds() -> float:
-    """How long the children get to stop by themselves (MAILAGENT_STOP_GRACE_SECONDS, default 10)."""
-    try:
-        return max(0.5, float(os.environ.get("MAILAGENT_STOP_GRACE_SECONDS", STOP_GRACE_SECONDS)))
-    except ValueError:
-        return float(STOP_GRACE_SECONDS)
 
 
 class Command(BaseCommand):
@@ -60,38 +49,16 @@ class Command(BaseCommand):
             # watchdog on the library roots: a file dropped into a library inbox is suggested within seconds.
             commands["library-watcher"] = [sys.executable, manage_py, "watch_library"]
 
-        children: dict[str, subprocess.Popen[bytes]] = {}
-        stopping = False
-
-        def request_stop(signum: int, frame: Any) -> None:
-            nonlocal stopping
-            stopping = True
-
-        previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-        exit_code = 0
-        try:
-            for name, command in commands.items():
-                # Each child leads its own process group, so that stopping it reaches everything it started
-                # (the cluster's worker processes, uvicorn's workers), not only the child itself.
-                children[name] = subprocess.Popen(command, start_new_session=True)
-            self.stdout.write(
-                self.style.SUCCESS(f"mailagent is up at http://{options['host']}:{options['port']}/  (Ctrl-C stops)")
-            )
-            while not stopping:
-                for name, child in children.items():
-                    code = child.poll()
-                    if code is not None:
-                        self.stderr.write(f"{name} exited with status {code}; stopping everything")
-                        exit_code = code or 1
-                        stopping = True
-                        break
-                time.sleep(0.2)
-        finally:
-            self._stop(children)
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
-        if exit_code:
-            sys.exit(exit_code)
+        banner = f"mailagent is up at http://{options['host']}:{options['port']}/  (Ctrl-C stops)"
+        # Django's work is done: this process only waits for the others from here on, as the standard-library
+        # supervisor (mailagent/supervisor.py), in place (the same process id, signals and terminal).
+        connections.close_all()
+        sys.stdout.flush()
+        sys.stderr.flush()
+        supervisor = str(Path(__file__).resolve().parents[2] / "supervisor.py")
+        spec = json.dumps({"commands": commands, "banner": banner})
+        # -P: the script's folder (this package) is not put on sys.path, where a module could shadow the stdlib's.
+        os.execv(sys.executable, [sys.executable, "-P", supervisor, spec])  # noqa: S606 (our own interpreter and script)
 
     def _collect_static_files_if_missing(self) -> None:
         """With DEBUG off, collect (hash and compress) the static files once, when nobody has yet."""
@@ -100,26 +67,3 @@ class Command(BaseCommand):
         if not staticfiles_storage.manifest_exists():
             self.stdout.write("Static files are not collected yet: running collectstatic once")
             call_command("collectstatic", interactive=False, verbosity=0)
-
-    def _stop(self, children: dict[str, subprocess.Popen[bytes]]) -> None:
-        for child in children.values():
-            if child.poll() is None:
-                child.send_signal(signal.SIGINT)
-        grace = stop_grace_seconds()
-        deadline = time.monotonic() + grace
-        for name, child in children.items():
-            try:
-                child.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                # A busy or stuck worker (a long task, a child that ignores signals) must not outlive `serve`:
-                # the interrupted work is requeued by the sweeper on the next start.
-                self.stderr.write(f"{name} did not stop in {grace:g}s; killing it and the processes it started")
-            _kill_process_group(child.pid)
-            child.wait()
-        self.stdout.write("stopped")
-
-
-def _kill_process_group(pgid: int) -> None:
-    """SIGKILL whatever is left of a child's process group (nothing, when it stopped cleanly)."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, signal.SIGKILL)
