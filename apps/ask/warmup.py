@@ -49,6 +49,7 @@ def warm_up_at_start() -> threading.Thread | None:
 
 def warm_up() -> None:
     from apps.ask import dates
+    from apps.ask.intent_model import classify_by_examples
     from apps.search.backends import get_search_backend
     from apps.search.embedders import embed_query_cached, get_embedder
     from apps.search.gist import get_gist_embedder, load_gist_matrix
@@ -59,6 +60,7 @@ def warm_up() -> None:
         # model and matrix. dateparser's languages come last: only a question naming a period needs them, and
         # their 4 s of Python hold the interpreter lock a question asked meanwhile needs too.
         embed_query_cached(get_embedder(), "warm up")
+        classify_by_examples("warm up")  # the intent examples' vectors (apps/ask/intent_model.py), ~1.5 s
         backend = get_search_backend()
         backend.semantic("warm up", limit=1, snippets=False)
         backend.keyword("warm up", limit=1, snippets=False)
