@@ -78,3 +78,11 @@ def encrypted_json_display(field_name: str, description: str) -> Callable[[Any, 
         return format_html("<pre>{}</pre>", json.dumps(value, indent=2, ensure_ascii=False, default=str)[:20000])
 
     return display
+
+
+def undecryptable_fields(obj: models.Model | None, names: tuple[str, ...]) -> tuple[str, ...]:
+    """Those of `names` whose value this process cannot decrypt: made read-only in the admin, so saving the
+    row keeps the stored value instead of writing its "cannot decrypt" label over it."""
+    if obj is None:
+        return ()
+    return tuple(name for name in names if is_undecryptable(getattr(obj, name)))

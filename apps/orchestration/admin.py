@@ -25,7 +25,7 @@ from apps.orchestration.models import (
     Run,
 )
 from mailagent.admin_scoping import OwnerScopedAdmin, OwnerScopedStackedInline, OwnerScopedTabularInline
-from mailagent.admin_secrets import encrypted_json_display
+from mailagent.admin_secrets import encrypted_json_display, undecryptable_fields
 
 
 class SortableMedia:
@@ -130,7 +130,10 @@ class FilesystemRootAdmin(OwnerScopedAdmin):
 class MemoryAdmin(OwnerScopedAdmin):
     list_display = ("content", "scope", "director", "agent", "owner", "updated_at")
     list_filter = ("scope", "director")
-    search_fields = ("content",)
+    # No search box: the content is encrypted at rest (the Memories page searches it).
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return (*super().get_readonly_fields(request, obj), *undecryptable_fields(obj, ("content",)))
 
 
 class ConversationInline(OwnerScopedTabularInline):
@@ -157,6 +160,10 @@ class ConversationAdmin(OwnerScopedAdmin):
     list_display = ("pk", "run", "kind", "agent_name", "status", "finalized", "last_active_at")
     list_filter = ("kind", "status")
     raw_id_fields = ("run", "parent")
+    # The transcript is encrypted at rest: shown read-only (an edit would re-encrypt whatever the form held).
+    exclude = ("messages",)
+    readonly_fields = ("messages_display",)
+    messages_display = encrypted_json_display("messages", "Transcript")
 
 
 @admin.register(ProviderEvent)

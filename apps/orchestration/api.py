@@ -116,7 +116,7 @@ def by_director_email(request: HttpRequest, directorId: int, emailId: int) -> di
         "created": thread.created_at.isoformat(),
         "lastActiveAt": thread.last_active_at.isoformat(),
         "endedAt": thread.ended_at.isoformat() if thread.ended_at else None,
-        "messages": list(thread.messages or []),
+        "messages": thread.transcript,
     }
 
 

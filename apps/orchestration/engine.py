@@ -457,6 +457,8 @@ class RunEngine:
         self.start()
         thread = self.director_thread
         assert thread is not None
+        if reason := thread.undecryptable_reason():
+            return self._finish(RunStatus.FAILED, error=f"cannot continue the run: {reason}")
         messages: list[dict[str, Any]] = thread.messages  # the loop extends it; each step saves it
         actor = Actor(kind="director", thread=thread)
         try:
@@ -577,6 +579,8 @@ class RunEngine:
     def call_agent(self, agent: Agent, args: AgentCallArgs) -> dict[str, Any]:
         thread = self._session(agent, args.sessionId)
         actor = Actor(kind="agent", thread=thread, agent=agent)
+        if reason := thread.undecryptable_reason():
+            raise ToolFailure(f"session {thread.session_id} cannot be continued: {reason}")
         messages = list(thread.messages or [])
         if not messages:
             variables = base_variables(

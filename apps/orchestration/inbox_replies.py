@@ -122,6 +122,8 @@ class ResumedRun(RunEngine):
         )
         if thread is None:
             return self._finish(RunStatus.FAILED, error="the run has no director transcript to continue")
+        if reason := thread.undecryptable_reason():
+            return self._finish(RunStatus.FAILED, error=f"cannot continue the run: {reason}")
         self.ctx.director_thread = thread
         messages = list(thread.messages or [])
         messages.append({"role": "user", "content": reply_message(entry)})

@@ -9,6 +9,7 @@ work. Run refers to its fetch cycle and matching filter by id only: orchestratio
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from django.conf import settings
@@ -17,7 +18,7 @@ from django.utils import timezone
 
 from apps.llm import ProviderEventData
 from apps.llm.models import ApiConfig
-from mailagent.crypto import EncryptedJSONField
+from mailagent.crypto import EncryptedJSONField, EncryptedTextField, is_undecryptable
 
 ROLE_CHOICES = [("system", "system"), ("user", "user"), ("assistant", "assistant"), ("tool", "tool")]
 
@@ -213,7 +214,8 @@ class ThreadStatus(models.TextChoices):
 
 
 class Conversation(models.Model):
-    """A director thread or an agent session: the canonical OpenAI-aligned transcript in `messages`."""
+    """A director thread or an agent session: the canonical OpenAI-aligned transcript in `messages`, encrypted
+    at rest (it holds the mail, the tools' results and the model's words)."""
 
     run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="threads")
     kind = models.CharField(max_length=10, choices=ThreadKind.choices)
@@ -222,7 +224,7 @@ class Conversation(models.Model):
     agent_name = models.CharField(max_length=100, blank=True)
     parent = models.ForeignKey("self", on_delete=models.CASCADE, null=True, blank=True, related_name="children")
     session_id = models.CharField(max_length=40, unique=True, default=new_session_id)
-    messages = models.JSONField(default=list, blank=True)
+    messages = EncryptedJSONField(default=list, blank=True)
     status = models.CharField(max_length=10, choices=ThreadStatus.choices, default=ThreadStatus.ONGOING)
     finalized = models.BooleanField(default=False, help_text="Only director threads are finalized.")
     created_at = models.DateTimeField(default=timezone.now)
@@ -237,6 +239,17 @@ class Conversation(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} thread {self.pk} ({self.status})"
+
+    @property
+    def transcript(self) -> list[dict[str, Any]]:
+        """The messages to show: a transcript this process cannot decrypt reads as one note saying why."""
+        if is_undecryptable(self.messages):
+            return [{"role": "system", "content": self.messages["undecryptable"]}]
+        return list(self.messages or [])
+
+    def undecryptable_reason(self) -> str | None:
+        """Why the transcript cannot be continued (its key is not configured, or it is damaged), or None."""
+        return f"the transcript {self.messages['undecryptable']}" if is_undecryptable(self.messages) else None
 
 
 class ProviderEvent(models.Model):
@@ -337,7 +350,8 @@ class Memory(models.Model):
     scope = models.CharField(max_length=10, choices=MemoryScope.choices, default=MemoryScope.LOCAL)
     director = models.ForeignKey(Director, on_delete=models.CASCADE, null=True, blank=True, related_name="memories")
     agent = models.ForeignKey(Agent, on_delete=models.CASCADE, null=True, blank=True, related_name="memories")
-    content = models.TextField()
+    # Encrypted at rest: searched in Python after the visibility filter (apps.orchestration.tools.memory).
+    content = EncryptedTextField()
     tags = models.JSONField(default=list, blank=True)
     source_run = models.ForeignKey(Run, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     created_at = models.DateTimeField(default=timezone.now)
@@ -349,6 +363,14 @@ class Memory(models.Model):
 
     def __str__(self) -> str:
         return f"[{self.scope}] {self.content[:60]}"
+
+    def matches(self, words: Sequence[str]) -> bool:
+        """Every word occurs in the content, ignoring case. The content is encrypted at rest, so searches
+        run here over the decrypted rows, not as SQL; a memory this process cannot decrypt matches nothing."""
+        if is_undecryptable(self.content):
+            return False
+        folded = self.content.casefold()
+        return all(word.casefold() in folded for word in words)
 
 
 class ApprovalStatus(models.TextChoices):

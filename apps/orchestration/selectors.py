@@ -110,7 +110,7 @@ def transcript(thread: Conversation) -> list[TranscriptEntry]:
     """The canonical messages, with tool results labelled by the call they answer and arguments pretty-printed."""
     names: dict[str, str] = {}
     entries: list[TranscriptEntry] = []
-    for message in thread.messages or []:
+    for message in thread.transcript:
         calls = []
         for call in message.get("tool_calls") or []:
             function = call.get("function") or {}
@@ -328,7 +328,7 @@ def unified_node(*, user: Any, node_id: str) -> dict[str, Any]:
             "status": thread.status,
             "finalized": thread.finalized,
             "sessionId": thread.session_id,
-            "messages": thread.messages,
+            "messages": thread.transcript,
             "lastActiveAt": thread.last_active_at.isoformat(),
             "expiresAt": thread.expires_at.isoformat() if thread.expires_at else None,
             "endedAt": thread.ended_at.isoformat() if thread.ended_at else None,
@@ -367,13 +367,17 @@ def unified_node(*, user: Any, node_id: str) -> dict[str, Any]:
 # --- memories ------------------------------------------------------------------------------------------
 
 
-def list_memories_for_user(*, user: Any, query: str = "", scope: str = "") -> QuerySet[Memory]:
+def list_memories_for_user(*, user: Any, query: str = "", scope: str = "") -> QuerySet[Memory] | list[Memory]:
+    """The user's memories, newest first; with a query, those holding every word (matched in Python: the
+    content is encrypted at rest)."""
     memories = Memory.objects.filter(owner=user).select_related("director", "agent")
     if scope:
         memories = memories.filter(scope=scope)
-    for word in query.split():
-        memories = memories.filter(content__icontains=word)
-    return memories.order_by("-updated_at", "-pk")
+    memories = memories.order_by("-updated_at", "-pk")
+    words = query.split()
+    if not words:
+        return memories
+    return [memory for memory in memories if memory.matches(words)]
 
 
 def access_memory(*, user: Any, memory_id: int) -> Memory:

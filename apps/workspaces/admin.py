@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django.contrib import admin
 from django.http import HttpRequest
 
@@ -13,6 +15,7 @@ from apps.workspaces.models import (
     WorkspaceToken,
 )
 from mailagent.admin_scoping import OwnerScopedAdmin, OwnerScopedTabularInline
+from mailagent.admin_secrets import encrypted_json_display, undecryptable_fields
 
 
 class WorkspaceItemInline(OwnerScopedTabularInline):
@@ -37,6 +40,9 @@ class WorkspaceItemAdmin(OwnerScopedAdmin):
     list_filter = ("mime_type", "deleted", "created_by")
     raw_id_fields = ("workspace",)
 
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return (*super().get_readonly_fields(request, obj), *undecryptable_fields(obj, ("description", "data")))
+
 
 @admin.register(WorkspaceItemLog)
 class WorkspaceItemLogAdmin(OwnerScopedAdmin):
@@ -50,7 +56,13 @@ class InboxEntryAdmin(OwnerScopedAdmin):
     list_display = ("created", "workspace_label", "source", "run_id", "read_at", "replied_at")
     list_filter = ("source",)
     raw_id_fields = ("owner", "workspace")
-    readonly_fields = ("reply_delivered_at",)
+    # The question is encrypted JSON: shown read-only, like other encrypted JSON.
+    exclude = ("ask",)
+    readonly_fields = ("reply_delivered_at", "ask_display")
+    ask_display = encrypted_json_display("ask", "Question")
+
+    def get_readonly_fields(self, request: HttpRequest, obj: Any = None) -> Any:
+        return (*super().get_readonly_fields(request, obj), *undecryptable_fields(obj, ("comments", "reply")))
 
 
 @admin.register(WorkspaceToken)

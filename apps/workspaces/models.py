@@ -17,6 +17,8 @@ from django.db import models
 from django.db.models import Q
 from django.utils import timezone
 
+from mailagent.crypto import EncryptedJSONField, EncryptedTextField
+
 
 class Workspace(models.Model):
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="workspaces")
@@ -63,10 +65,12 @@ class CreatedBy(models.TextChoices):
 class WorkspaceItem(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="items")
     label = models.CharField(max_length=300, blank=True)
-    description = models.TextField(blank=True)
+    # The content is encrypted at rest; label, path, type and tags stay plaintext: they are what the
+    # Results page searches and the workspace tools filter on in SQL.
+    description = EncryptedTextField(blank=True)
     mime_type = models.CharField(max_length=255, default="text/plain")
     encoding = models.CharField(max_length=10, choices=Encoding.choices, default=Encoding.UTF8)
-    data = models.TextField(blank=True)
+    data = EncryptedTextField(blank=True)
     tags = models.JSONField(default=list, blank=True)
     created = models.DateTimeField(default=timezone.now)
     updated = models.DateTimeField(default=timezone.now)
@@ -211,13 +215,14 @@ class InboxEntry(models.Model):
     workspace = models.ForeignKey(Workspace, on_delete=models.CASCADE, related_name="inbox_entries")
     workspace_label = models.CharField(max_length=300)
     docs = models.JSONField(default=list, blank=True)  # [{"path": "..."}], resolved at read time
-    comments = models.TextField(blank=True)
-    ask = models.JSONField(null=True, blank=True)  # {"question": str, "options": [str, ...]}
+    # What was said (comments, the question, the reply) is encrypted at rest.
+    comments = EncryptedTextField(blank=True)
+    ask = EncryptedJSONField(null=True, blank=True)  # {"question": str, "options": [str, ...]}
     source = models.CharField(max_length=10, choices=EntrySource.choices, default=EntrySource.MCP)
     run_id = models.BigIntegerField(null=True, blank=True)
     created = models.DateTimeField(default=timezone.now)  # millisecond precision (the API's ts)
     read_at = models.DateTimeField(null=True, blank=True)
-    reply = models.TextField(blank=True)
+    reply = EncryptedTextField(blank=True)
     replied_at = models.DateTimeField(null=True, blank=True)
     # Set when the run took the reply into its transcript (an outbox flag: a reply not yet taken is resent).
     reply_delivered_at = models.DateTimeField(null=True, blank=True)

@@ -83,7 +83,7 @@ def test_a_value_that_does_not_reach_the_parameters_unchanged_is_refused(user: A
 
 def test_memory_search_returns_what_the_orm_query_returns_for_every_shape(user: Any) -> None:
     from apps.orchestration.models import Memory
-    from apps.orchestration.tools.memory import _prepared_search, _search_queryset
+    from apps.orchestration.tools.memory import _prepared_search, _search_queryset, find_memories
 
     director = Director.objects.create(owner=user, name="Memories")
     agents = [Agent.objects.create(director=director, order=n, name=f"A{n}", slug=f"a{n}") for n in range(2)]
@@ -114,12 +114,22 @@ def test_memory_search_returns_what_the_orm_query_returns_for_every_shape(user: 
                         kind = "" if owner is None else "director" if owner == "director" else "agent"
                         if kind == "agent":
                             values["owner_slug"] = owner
-                        expected = list(_search_queryset(memory_access=access, owner_kind=kind, words=words, **values))
-                        prepared = _prepared_search((by_agent, access, bool(scope), kind, len(words)))
-                        got = prepared(**values, **{f"word{n}": word for n, word in enumerate(words)})
+                        limited = not words
+                        visible = list(
+                            _search_queryset(memory_access=access, owner_kind=kind, limited=limited, **values)
+                        )
+                        prepared = _prepared_search((by_agent, access, bool(scope), kind, limited))(**values)
+                        assert [m.pk for m in prepared] == [m.pk for m in visible], (by_agent, access, scope, owner)
+                        assert [m.tags for m in prepared] == [m.tags for m in visible]
+                        # The words are matched in Python over the decrypted content (encrypted at rest).
+                        expected = [m for m in visible if all(w.casefold() in m.content.casefold() for w in words)]
+                        got = find_memories(
+                            by_agent=by_agent, memory_access=access, owner_kind=kind, words=words, **values
+                        )
                         assert [m.pk for m in got] == [m.pk for m in expected], (by_agent, access, scope, owner, query)
-                        assert [m.tags for m in got] == [m.tags for m in expected]
-    percent = _prepared_search((False, True, False, "", 1))(owner_id=user.pk, director_id=director.pk, word0="50%")
+    percent = find_memories(
+        by_agent=False, memory_access=True, owner_kind="", words=["50%"], owner_id=user.pk, director_id=director.pk
+    )
     assert {m.content for m in percent} == {"50% off for Client_7"}  # % is a character, not a wildcard
 
 

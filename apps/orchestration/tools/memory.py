@@ -40,8 +40,13 @@ def visible_memories(ctx: RunContext, agent: Agent | None) -> QuerySet[Memory]:
     )
 
 
-def _search_queryset(*, memory_access: bool, owner_kind: str, words: Sequence[Any], **values: Any) -> QuerySet[Memory]:
-    """memory_search's query. `owner_kind` is "" (any), "director" or "agent" (then `owner_slug` names it)."""
+SEARCH_CAP = 500  # memories a search counts at most ("total")
+
+
+def _search_queryset(*, memory_access: bool, owner_kind: str, limited: bool, **values: Any) -> QuerySet[Memory]:
+    """memory_search's query without its words: `owner_kind` is "" (any), "director" or "agent" (then
+    `owner_slug` names it). The content is encrypted at rest, so the words are matched in Python
+    (`Memory.matches`) over every visible memory; without words (`limited`) the newest SEARCH_CAP are enough."""
     memories = _visible(
         owner_id=values["owner_id"],
         director_id=values.get("director_id"),
@@ -54,38 +59,46 @@ def _search_queryset(*, memory_access: bool, owner_kind: str, words: Sequence[An
         memories = memories.filter(scope=MemoryScope.LOCAL, agent__isnull=True)
     elif owner_kind == "agent":
         memories = memories.filter(scope=MemoryScope.LOCAL, agent__slug=values["owner_slug"])
-    for word in words:
-        memories = memories.filter(content__icontains=word)
-    return memories.order_by("-updated_at", "-pk")[:500]
+    memories = memories.order_by("-updated_at", "-pk")
+    return memories[:SEARCH_CAP] if limited else memories
 
 
 # memory_search runs in most director runs: its query is compiled once per shape (who asks, the director's
-# memory access, which filters, how many words), then run with the values (PreparedQuery).
-MAX_PREPARED_WORDS = 8
-_SEARCHES: dict[tuple[bool, bool, bool, str, int], PreparedQuery[Memory]] = {}
+# memory access, which filters, whether there are words), then run with the values (PreparedQuery).
+_SEARCHES: dict[tuple[bool, bool, bool, str, bool], PreparedQuery[Memory]] = {}
 
 
-def _prepared_search(key: tuple[bool, bool, bool, str, int]) -> PreparedQuery[Memory]:
+def _prepared_search(key: tuple[bool, bool, bool, str, bool]) -> PreparedQuery[Memory]:
     prepared = _SEARCHES.get(key)
     if prepared is None:
-        by_agent, memory_access, scoped, owner_kind, word_count = key
+        by_agent, memory_access, scoped, owner_kind, limited = key
         names = ["owner_id"]
         if not by_agent or memory_access:
             names.append("director_id")
         if by_agent:
             names.append("agent_id")
-        texts = [f"word{n}" for n in range(word_count)]
+        texts: list[str] = []
         if scoped:
             texts.append("scope")
         if owner_kind == "agent":
             texts.append("owner_slug")
 
         def build(**values: Any) -> QuerySet[Memory]:
-            words = [values.pop(f"word{n}") for n in range(word_count)]
-            return _search_queryset(memory_access=memory_access, owner_kind=owner_kind, words=words, **values)
+            return _search_queryset(memory_access=memory_access, owner_kind=owner_kind, limited=limited, **values)
 
         prepared = _SEARCHES.setdefault(key, PreparedQuery(Memory, build, *names, texts=tuple(texts)))
     return prepared
+
+
+def find_memories(
+    *, by_agent: bool, memory_access: bool, owner_kind: str, words: Sequence[str], **values: Any
+) -> list[Memory]:
+    """The visible memories that hold every word (case-insensitive), newest first, at most SEARCH_CAP."""
+    key = (by_agent, memory_access, "scope" in values, owner_kind, not words)
+    candidates = _prepared_search(key)(**values)
+    if not words:
+        return candidates
+    return [memory for memory in candidates if memory.matches(words)][:SEARCH_CAP]
 
 
 def memory_json(memory: Memory, agent_slugs: dict[int, str] | None = None) -> dict[str, Any]:
@@ -117,12 +130,9 @@ def search(ctx: RunContext, actor: Actor, args: MemorySearchArgs) -> dict[str, A
         values["scope"] = args.scope
     if owner_kind == "agent":
         values["owner_slug"] = args.owner
-    found: list[Memory]
-    if len(words) <= MAX_PREPARED_WORDS:
-        key = (actor.agent is not None, memory_access, bool(args.scope), owner_kind, len(words))
-        found = _prepared_search(key)(**values, **{f"word{n}": word for n, word in enumerate(words)})
-    else:
-        found = list(_search_queryset(memory_access=memory_access, owner_kind=owner_kind, words=words, **values))
+    found = find_memories(
+        by_agent=actor.agent is not None, memory_access=memory_access, owner_kind=owner_kind, words=words, **values
+    )
     if args.tag:
         found = [m for m in found if isinstance(m.tags, list) and args.tag in m.tags]
     found.sort(key=lambda m: (CASCADE.get(m.scope, 9), -m.updated_at.timestamp()))
