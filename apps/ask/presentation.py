@@ -206,6 +206,9 @@ def answerer_label(run: AskRun) -> str:
             )
             return f"Quoted from the evidence: the language model's answer was discarded ({why})"
         return "Quoted from the evidence"
+    proposal = scope.get("proposal") or {}
+    if run.answer_mode == "refusal" and proposal.get("status") == "done":
+        return f"Changed on your click: {proposal.get('summary', '')}"
     return MODE_LABELS.get(run.answer_mode, "")
 
 

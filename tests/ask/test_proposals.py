@@ -71,6 +71,8 @@ def test_a_german_delete_lists_the_senders_mail_and_only_the_click_moves_it_to_t
     answer = logged_in_client.post(url, {"change": "trash", "thread": ticked}, HTTP_HX_REQUEST="true")
     assert answer.status_code == 200
     assert 'data-testid="ask-proposal-done"' in answer.content.decode()
+    # The footer no longer says "Nothing was changed" once the click changed something.
+    assert "Changed on your click: 2 of 2 conversations moved to Trash" in answer.content.decode()
     assert server_flags(box, "m1@mirror.test") == {"Trash": (False, False)}
     assert server_flags(box, "m2@mirror.test") == {"Trash": (False, False)}
     for kept in ("m3@mirror.test", "m4@mirror.test", "m5@mirror.test"):
