@@ -102,7 +102,9 @@ def _unit(vector: np.ndarray) -> np.ndarray:
 
 
 def _family(label: str) -> str:
-    return "unsupported" if label.startswith(INSTRUCTION) else label
+    """chat:thanks → chat, instruction:delete mail → unsupported, question → question."""
+    family = label.split(":", 1)[0]
+    return "unsupported" if family == INSTRUCTION.rstrip(":") else family
 
 
 def classify_by_examples(question: str, embedder: Embedder | None = None) -> Verdict:
@@ -125,7 +127,8 @@ def classify_by_examples(question: str, embedder: Embedder | None = None) -> Ver
         return Verdict("question", score=question_score, margin=-margin, nearest=texts[best["question"]])
     nearest = texts[index]
     if family == "chat":
-        return Verdict("chat", score=score, margin=margin, nearest=nearest, reply=_canned_reply(nearest))
+        reply = CHAT_REPLY if labels[index] == "chat:thanks" else GREETING_REPLY
+        return Verdict("chat", score=score, margin=margin, nearest=nearest, reply=reply)
     action = _action(scores, labels) if family == "unsupported" else ""
     return Verdict(family, action=action, score=score, margin=margin, nearest=nearest)
 
@@ -143,13 +146,6 @@ def _action(scores: np.ndarray, labels: list[str]) -> str:
     if len(ranked) > 1 and ranked[0][1] - ranked[1][1] < ACTION_MARGIN:
         return GENERIC_ACTION
     return ranked[0][0]
-
-
-def _canned_reply(nearest: str) -> str:
-    """Without a model the reply is the product's own English line: thanks get "you're welcome", anything
-    else (a greeting, small talk) a hello."""
-    examples = load_examples()["chat"]
-    return CHAT_REPLY if examples.index(nearest) < examples.index("hello") else GREETING_REPLY
 
 
 # ------------------------------------------------------------------------------------------ with a model
