@@ -15,6 +15,8 @@ MAX_DEPTH = 40  # multipart nesting
 MAX_BOUNDARY_LINES = 5 * MAX_PARTS  # "\n--" lines in a multipart body handed to the stdlib parser
 MAX_HTML_TO_TEXT_CHARS = 512 * 1024  # inscriptis (~1 s/MB) is the slowest step; huge HTML is cut first
 MAX_HTML_DEPTH = 256  # sanitizing is quadratic in nesting depth; deeper HTML is kept as text only
+# Sanitizing is quadratic in the attributes of one element; real mail carries a few dozen, at most.
+MAX_HTML_ATTRIBUTES = 1000
 MAX_HTML_SANITIZE_CHARS = 2 * 1024 * 1024  # nh3 does ~2 MB/s on dense tag soup; longer HTML is cut for display
 MAX_RECEIVED_TRIED = 20  # Received headers tried (from the last) when the Date header is unusable
 MAX_ERROR_CHARS = 2000
