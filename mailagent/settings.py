@@ -364,6 +364,9 @@ LLM_LOCAL_ENDPOINTS = [
     for kind, _, address in (item.partition("=") for item in env_list("MAILAGENT_LOCAL_ENDPOINTS", []))
     if address.strip()
 ] or None
+# Where users who are not staff may add models: "host" or "host:port", comma-separated (apps/llm/endpoints.py);
+# unset = any host. Nobody's model is called at link-local, multicast, unspecified or reserved addresses.
+LLM_USER_MODEL_HOSTS = env_list("MAILAGENT_USER_MODEL_HOSTS", [])
 # Organization libraries: each user's root is under ORGANIZATION_LIBRARY_DIR/<user id> (the server chooses it);
 # a superuser may also put their root under one of these parent directories (os.pathsep-separated absolute
 # paths), never overlapping the data directory, the code, the Python environment or another user's library.

@@ -10,8 +10,8 @@ from typing import Any, Literal
 from django.conf import settings
 
 from apps.ask.models import AskSettings
-from apps.llm import LLMConfig
-from apps.llm.configs import UndecryptableApiKey, llm_config
+from apps.llm import LLMConfig, LLMError
+from apps.llm.configs import llm_config
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,7 +53,7 @@ def ask_model(owner: Any) -> AskModel:
         label = f"{api_config.name} ({api_config.model})"
         try:
             config: LLMConfig | None = llm_config(api_config)
-        except UndecryptableApiKey as exc:
+        except LLMError as exc:  # a key this server cannot decrypt, or a host its owner may not use
             config = None  # answered extractively; the page says why, in the words a director run uses
             label += f" — {exc}"
         return AskModel(source="api_config", config=config, label=label, api_config_id=api_config.pk)

@@ -9,6 +9,7 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from apps.llm.endpoints import host_problem
 from apps.llm.models import ApiConfig
 
 API_CONFIG_FIELDS = {
@@ -40,6 +41,7 @@ def create_api_config(
     input_cost_per_mtok: Decimal = Decimal(0),
     output_cost_per_mtok: Decimal = Decimal(0),
 ) -> ApiConfig:
+    _check_host(base_url, owner)
     try:
         with transaction.atomic():
             return ApiConfig.objects.create(
@@ -65,6 +67,8 @@ def update_api_config(*, config: ApiConfig, api_key: str | None = None, **change
     unknown = set(changes) - API_CONFIG_FIELDS
     if unknown:
         raise ValueError(f"cannot change {', '.join(sorted(unknown))}")
+    if "base_url" in changes:
+        _check_host(str(changes["base_url"]), config.owner)
     for name, value in changes.items():
         setattr(config, name, value.strip() if isinstance(value, str) else value)
     fields = list(changes)
@@ -77,6 +81,12 @@ def update_api_config(*, config: ApiConfig, api_key: str | None = None, **change
     except IntegrityError:
         raise ValidationError({"name": f"You already have an API config named “{config.name}”."}) from None
     return config
+
+
+def _check_host(base_url: str, owner: Any) -> None:
+    problem = host_problem(base_url.strip(), user=owner)
+    if problem:
+        raise ValidationError({"base_url": problem})
 
 
 def delete_api_config(*, config: ApiConfig) -> None:

@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
+from apps.llm.endpoints import address_problem
 from apps.llm.errors import describe_failure, endpoint_name, refusal_kind
 from mailagent.textinput import NUL
 
@@ -27,7 +28,16 @@ if TYPE_CHECKING:  # the client itself is imported on the first call: ~37 MB tha
 # "recovery": a tool call taken from the text or repaired (apps/llm/toolcalls.py), recorded like the others.
 EventKind = Literal["request", "response", "error", "recovery"]
 ErrorCategory = Literal[
-    "timeout", "rate_limited", "server", "connection", "refused", "unresolvable", "auth", "bad_request", "other"
+    "timeout",
+    "rate_limited",
+    "server",
+    "connection",
+    "refused",
+    "unresolvable",
+    "auth",
+    "bad_request",
+    "forbidden_host",
+    "other",
 ]
 # A refused connection or a host name that does not resolve fails identically on every attempt: not retried
 # (five retries with backoff only delayed "is the server running?").
@@ -271,6 +281,10 @@ def chat(
     Raises LLMError, whose message names the endpoint, the status and the next step, when it finally fails."""
     import openai
 
+    refusal = address_problem(config.base_url)
+    if refusal:  # before any connection: the answer and its timing would tell what lives there
+        where = endpoint_name(config.base_url, config.name)
+        raise LLMError(f"{where}: {refusal}", category="forbidden_host", endpoint=where)
     request: dict[str, Any] = {"model": config.model, "messages": list(messages)}
     if tools:
         request["tools"] = list(tools)

@@ -9,6 +9,7 @@ from decimal import Decimal
 from django.conf import settings
 
 from apps.llm.client import LLMConfig, LLMError
+from apps.llm.endpoints import host_problem
 from apps.llm.models import ApiConfig
 from mailagent.crypto import SecretDecryptionError, reveal
 
@@ -33,7 +34,11 @@ def concurrency_key(api_config: ApiConfig) -> str:
 
 def llm_config(api_config: ApiConfig) -> LLMConfig:
     """The client configuration for this ApiConfig; raises UndecryptableApiKey instead of sending the
-    "cannot decrypt" placeholder as the key (the provider would answer 401 and hide the reason)."""
+    "cannot decrypt" placeholder as the key (the provider would answer 401 and hide the reason), and an
+    LLMError (category "forbidden_host") for a URL its owner may not use (apps/llm/endpoints.py)."""
+    problem = host_problem(api_config.base_url, user=api_config.owner)
+    if problem:
+        raise LLMError(f"“{api_config.name}”: {problem}", category="forbidden_host")
     try:
         api_key = reveal(api_config.api_key) or ""
     except SecretDecryptionError as exc:

@@ -617,9 +617,8 @@ def try_prompt(*, prompt: Any, api_config: Any, messages: list[dict[str, Any]]) 
     def sink(event: ProviderEventData) -> None:
         recorded.append(ProviderEvent.from_data(event, prompt=prompt))
 
-    config = dataclasses.replace(llm_config(api_config), max_retries=0)
     try:
-        result = chat(config, messages, events=sink)
+        result = chat(dataclasses.replace(llm_config(api_config), max_retries=0), messages, events=sink)
     except LLMError as exc:
         outcome = TryResult(reply="", error=str(exc), latency_ms=None, usage={})
     else:

@@ -15,6 +15,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from apps.llm import actions as llm_actions
 from apps.llm.discovery import candidates, discover_local_endpoints
+from apps.llm.endpoints import host_problem
 from apps.llm.probe import ProbeResult, measure_speed, test_connection
 from apps.setup import actions, selectors
 from apps.setup.forms import PROVIDER_URLS, ApiConfigForm, FilesystemRootForm, SessionTimeoutForm
@@ -62,7 +63,7 @@ def models_page(request: HttpRequest) -> HttpResponse:
             owner=request.user, api_key=form.cleaned_data["api_key"], **form.changes()
         )
     except ValidationError as exc:
-        form.add_error("name", exc.message_dict.get("name", [str(exc)]))
+        form.add_error(None, exc)  # each message on its field (name clash, base URL refused)
         return _models_page(request, form, status=400)
     messages.success(request, f"Model “{config.name}” added.")
     return redirect("settings:models")
@@ -77,7 +78,7 @@ def model_edit(request: HttpRequest, config_id: int) -> HttpResponse:
             try:
                 llm_actions.update_api_config(config=config, api_key=form.cleaned_data["api_key"], **form.changes())
             except ValidationError as exc:
-                form.add_error("name", exc.message_dict.get("name", [str(exc)]))
+                form.add_error(None, exc)  # each message on its field (name clash, base URL refused)
             else:
                 messages.success(request, f"Model “{config.name}” saved.")
                 return redirect("settings:models")
@@ -126,6 +127,8 @@ def model_test(request: HttpRequest) -> HttpResponse:
             {"error": f"The base URL is not valid: {' '.join(str(e) for e in form.errors['base_url'])}"},
         )
     base_url, name = str(data.get("base_url") or ""), str(data.get("name") or "")
+    if problem := host_problem(base_url, user=request.user):  # said before any connection is made
+        return render(request, "setup/partials/probe_result.html", {"error": problem})
     timeout = float(data.get("timeout_seconds") or 20)
     model = str(data.get("model") or request.POST.get("model", ""))
     result = test_connection(base_url=base_url, api_key=api_key, model=model, timeout=timeout, name=name)
@@ -145,6 +148,8 @@ def _undecryptable(request: HttpRequest, exc: SecretDecryptionError) -> HttpResp
 @require_POST
 def model_test_saved(request: HttpRequest, config_id: int) -> HttpResponse:
     config = selectors.access_api_config(user=request.user, config_id=config_id)
+    if problem := host_problem(config.base_url, user=request.user):  # saved before the administrator's list
+        return render(request, "setup/partials/probe_result.html", {"error": problem})
     try:
         api_key = reveal(config.api_key) or ""
     except SecretDecryptionError as exc:

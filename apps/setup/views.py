@@ -97,7 +97,7 @@ def _model_step(request: HttpRequest) -> HttpResponse:
                     owner=request.user, api_key=form.cleaned_data["api_key"], **form.changes()
                 )
             except ValidationError as exc:
-                form.add_error("name", exc.message_dict.get("name", [str(exc)]))
+                form.add_error(None, exc)  # each message on its field (name clash, base URL refused)
             else:
                 messages.success(request, f"Model “{config.name}” saved.")
                 return redirect("setup:step", step="director")
