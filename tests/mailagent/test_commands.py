@@ -183,6 +183,48 @@ def test_ctrl_c_with_a_worker_that_does_not_stop_leaves_no_process_behind() -> N
 
 
 @pytest.mark.django_db(transaction=True)
+def test_the_worker_command_stops_on_sigterm_within_the_grace_even_with_a_stuck_worker() -> None:
+    # `manage.py qcluster` alone waits for a busy worker however long (a probe saw SIGTERM ignored for 35 min);
+    # `manage.py worker`, what the Procfile and the systemd unit run, stops within MAILAGENT_STOP_GRACE_SECONDS.
+    import psutil
+
+    process = subprocess.Popen(
+        [sys.executable, "manage.py", "worker"],
+        cwd=REPO_ROOT,
+        env=subprocess_env(MAILAGENT_STOP_GRACE_SECONDS="3"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 90
+        workers: list[Any] = []
+        cluster: list[Any] = []
+        while time.monotonic() < deadline:
+            cluster = [c for c in psutil.Process(process.pid).children() if "qcluster" in " ".join(c.cmdline())]
+            workers = cluster[0].children(recursive=True) if cluster else []
+            if len(workers) >= 2:
+                break
+            time.sleep(0.2)
+        assert len(workers) >= 2, "the cluster did not start its workers"
+        assert psutil.Process(process.pid).cmdline()[-2].endswith("supervisor.py")  # exec'd, same process id
+        workers[-1].suspend()  # stuck in a long task: it will never take the stop pill
+        everything = [*cluster, *workers]
+        process.send_signal(signal.SIGTERM)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            _kill_tree(process)
+    assert process.returncode == 0, output
+    assert "mailagent worker started" in output
+    assert "worker did not stop in 3s; killing it and the processes it started" in output
+    assert output.rstrip().endswith("stopped")
+    time.sleep(0.5)
+    left = [p for p in everything if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert left == [], [p.cmdline() for p in left]
+
+
+@pytest.mark.django_db(transaction=True)
 def test_serve_with_two_web_processes_serves_from_two_processes_and_stops_them() -> None:
     import psutil
 

