@@ -248,7 +248,9 @@ def choose_ask_model(*, owner: Any, api_config_id: int | None) -> AskSettings:
     return chosen
 
 
-def confirm_mail_proposal(*, run: AskRun, owner: Any, change: str, thread_ids: list[int]) -> AskRun:
+def confirm_mail_proposal(
+    *, run: AskRun, owner: Any, change: str, thread_ids: list[int], folders: dict[int, str] | None = None
+) -> AskRun:
     """The owner's click on a run's proposed mail change (apps/ask/proposals.py): made through the mailbox's
     write-back, recorded on the run. Raises ProposalError when it cannot be made; the run row is locked so a
     double click makes the change once."""
@@ -258,7 +260,9 @@ def confirm_mail_proposal(*, run: AskRun, owner: Any, change: str, thread_ids: l
         proposal = scope.get("proposal")
         if not proposal:
             raise ProposalError("This answer offers no change to make.")
-        scope["proposal"] = carry_out(owner=owner, proposal=proposal, change=change, thread_ids=thread_ids)
+        scope["proposal"] = carry_out(
+            owner=owner, proposal=proposal, change=change, thread_ids=thread_ids, folders=folders
+        )
         locked.scope = scope
         locked.save(update_fields=["scope"])
     return locked

@@ -137,15 +137,28 @@ def _action(scores: np.ndarray, labels: list[str]) -> str:
     """The instruction's action: the one whose two nearest examples are nearest on average (a single
     example shares too much with its sender's name: "block all emails from …"); when two actions are about
     as near, the refusal names no action it cannot tell."""
+    ranked = _ranked_actions(scores, labels)
+    if len(ranked) > 1 and ranked[0][1] - ranked[1][1] < ACTION_MARGIN:
+        return GENERIC_ACTION
+    return ranked[0][0]
+
+
+def _ranked_actions(scores: np.ndarray, labels: list[str]) -> list[tuple[str, float]]:
     per_action: dict[str, float] = {}
     for label in dict.fromkeys(labels):
         if label.startswith(INSTRUCTION):
             top = sorted(float(scores[i]) for i, name in enumerate(labels) if name == label)[-ACTION_NEIGHBOURS:]
             per_action[label.removeprefix(INSTRUCTION)] = sum(top) / len(top)
-    ranked = sorted(per_action.items(), key=lambda kv: kv[1], reverse=True)
-    if len(ranked) > 1 and ranked[0][1] - ranked[1][1] < ACTION_MARGIN:
-        return GENERIC_ACTION
-    return ranked[0][0]
+    return sorted(per_action.items(), key=lambda kv: kv[1], reverse=True)
+
+
+def likely_actions(question: str, embedder: Embedder | None = None) -> list[str]:
+    """The actions an instruction is about as near to as its nearest one (within ACTION_MARGIN): the
+    candidates when the refusal could name none ("Verschiebe …" sits between move and archive)."""
+    embedder = embedder or get_embedder()
+    matrix, labels, _ = _examples.get(embedder)
+    ranked = _ranked_actions(matrix @ _unit(embed_query_cached(embedder, question.strip())), labels)
+    return [action for action, score in ranked if ranked[0][1] - score < ACTION_MARGIN]
 
 
 # ------------------------------------------------------------------------------------------ with a model

@@ -116,10 +116,20 @@ def run_proposal(request: HttpRequest, run_id: str) -> HttpResponse:
     """The owner's click on the mail change an answer offers (apps/ask/proposals.py)."""
     run = selectors.access_run(user=request.user, run_id=run_id)
     thread_ids = [int(v) for v in request.POST.getlist("thread") if v.isdigit()]
+    # A move's destination, one select per account of the listed conversations: folder-<account id>.
+    folders = {
+        int(key.removeprefix("folder-")): str(request.POST.get(key, ""))
+        for key in request.POST
+        if key.startswith("folder-") and key.removeprefix("folder-").isdigit()
+    }
     error, status = "", 200
     try:
         run = actions.confirm_mail_proposal(
-            run=run, owner=request.user, change=request.POST.get("change", ""), thread_ids=thread_ids
+            run=run,
+            owner=request.user,
+            change=request.POST.get("change", ""),
+            thread_ids=thread_ids,
+            folders=folders,
         )
     except ProposalError as exc:
         error, status = str(exc), 409

@@ -92,6 +92,64 @@ def test_a_german_delete_lists_the_senders_mail_and_only_the_click_moves_it_to_t
     assert MailAction.objects.filter(kind="trash").count() == 2
 
 
+@pytest.mark.services
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize(
+    "request_text",
+    ["Verschiebe alle Mails von ParcelPoint in einen anderen Ordner", "move all mail from ParcelPoint to Receipts"],
+)
+def test_a_move_offers_the_accounts_folders_and_the_click_moves_to_the_chosen_one(
+    imap_mailbox: Mailbox, user: Any, logged_in_client: Client, request_text: str
+) -> None:
+    box = imap_mailbox
+    box.create_folder("Receipts")
+    for n in (1, 2):
+        box.append("INBOX", mail(n, sender=PARCELPOINT))
+    box.append("INBOX", mail(3))
+    account = connect(box, user)
+    synced(account)
+    before = box.doveadm_state()
+
+    run = ask(user, request_text)
+    proposal = run.scope["proposal"]
+    # English names the action; the German request sits between move, archive and delete for the examples
+    # (no model here), so all three are offered and only the click decides.
+    if request_text.startswith("move"):
+        assert run.scope["refused"] == "move mail" and proposal["changes"] == ["move"]
+    else:
+        assert run.scope["refused"] == "change your mailbox" and "move" in proposal["changes"], proposal["changes"]
+    assert sorted(t["subject"] for t in proposal["threads"]) == ["Message 1", "Message 2"]
+    # The destination is the user's choice among the account's own folders, not a word read from the request.
+    [target] = proposal["targets"]
+    assert target["account_id"] == account.pk and {"INBOX", "Receipts"} <= {f["name"] for f in target["folders"]}
+    assert box.doveadm_state() == before and not MailAction.objects.exists()
+    page = logged_in_client.get(f"{reverse('ask:panel')}?c={run.conversation_id}").content.decode()
+    assert 'data-testid="ask-proposal-folder"' in page and 'data-testid="ask-proposal-move"' in page
+
+    url = reverse("ask:run_proposal", args=[run.pk])
+    ticked = [thread_id(account, "m1@mirror.test"), thread_id(account, "m2@mirror.test")]
+    # Without a folder nothing moves, and the proposal stays open.
+    unchosen = logged_in_client.post(url, {"change": "move", "thread": ticked}, HTTP_HX_REQUEST="true")
+    assert unchosen.status_code == 409 and "Choose the folder" in unchosen.content.decode()
+    # A folder the account does not have moves nothing either.
+    bogus = logged_in_client.post(
+        url, {"change": "move", "thread": ticked[:1], f"folder-{account.pk}": "Nowhere"}, HTTP_HX_REQUEST="true"
+    )
+    assert "no folder &#x27;Nowhere&#x27; in its account" in bogus.content.decode()
+    assert box.doveadm_state() == before
+    run = ask(user, request_text)  # that click spent the proposal: ask again
+    url = reverse("ask:run_proposal", args=[run.pk])
+    answer = logged_in_client.post(
+        url, {"change": "move", "thread": ticked, f"folder-{account.pk}": "Receipts"}, HTTP_HX_REQUEST="true"
+    )
+    assert answer.status_code == 200, answer.content.decode()[:2000]
+    assert "Changed on your click: 2 of 2 conversations moved to Receipts" in answer.content.decode()
+    assert set(server_flags(box, "m1@mirror.test")) == {"Receipts"}
+    assert set(server_flags(box, "m2@mirror.test")) == {"Receipts"}
+    assert set(server_flags(box, "m3@mirror.test")) == {"INBOX"}
+    assert_mirrors(box, account)
+
+
 @pytest.mark.django_db
 def test_a_request_that_names_no_sender_gets_the_plain_refusal(ask_mailbox_text: Any) -> None:
     run = ask(ask_mailbox_text.user, "delete all newsletters from last month")
@@ -149,4 +207,41 @@ def test_the_offered_change_in_chromium_at_1280_and_390(transactional_db: Any, a
     page.wait_for_selector("[data-testid=ask-proposal-done]")
     assert f"{total} of {total} conversation" in page.locator("[data-testid=ask-proposal-done]").inner_text()
     screenshot(page, "ask-proposal-done-390")
+    assert errors == []
+
+
+@pytest.mark.browser
+@pytest.mark.django_db(transaction=True)
+def test_a_move_in_chromium_chooses_the_folder_at_1280_and_390(
+    transactional_db: Any, asgi_server: str, browser_page: Any
+):
+    from tests.ask.conftest import build_ask_mailbox
+    from tests.browser import console_errors, horizontal_overflow, login, screenshot
+    from tests.conftest import USER_PASSWORD
+
+    mailbox = build_ask_mailbox(embeddings=False)
+    mailbox.user.set_password(USER_PASSWORD)
+    mailbox.user.save(update_fields=["password"])
+    run = ask(mailbox.user, "move all mail from CodeHarbor to another folder")
+    proposal = run.scope["proposal"]
+    assert proposal["changes"] == ["move"] and proposal["targets"], proposal
+    folders = [f["name"] for f in proposal["targets"][0]["folders"]]
+    current = {t["folder"] for t in proposal["threads"]}
+    destination = next(name for name in folders if name not in current)
+    page = browser_page
+    errors = console_errors(page)
+    login(page, asgi_server, mailbox.user)
+    for width in (1280, 390):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(f"{asgi_server}/ask/?c={run.conversation_id}")
+        page.wait_for_selector("[data-testid=ask-proposal-folder]")
+        assert horizontal_overflow(page) == 0, width
+        screenshot(page, f"ask-proposal-move-{width}")
+    total = page.locator("[data-testid=ask-proposal-thread]").count()
+    page.select_option("[data-testid=ask-proposal-folder]", destination)
+    page.click("[data-testid=ask-proposal-move]")
+    page.wait_for_selector("[data-testid=ask-proposal-done]")
+    done = page.locator("[data-testid=ask-proposal-done]").inner_text()
+    assert f"{total} of {total} conversation" in done and "moved to" in done, done
+    screenshot(page, "ask-proposal-move-done-390")
     assert errors == []
