@@ -481,3 +481,33 @@ def test_the_new_routes_need_a_login() -> None:
         answer = anonymous.get(url)
         assert answer.status_code == 401 and answer.json() == {"error": "Authentication required"}
     assert _post(anonymous, "/api/directors", {"name": "x"}).status_code == 401
+
+
+def test_lists_take_the_same_queries_for_one_or_many_rows(api: Client, user: Any) -> None:
+    from django.test.utils import CaptureQueriesContext
+
+    def add_rows(number: int) -> None:
+        account = create_local_account(owner=user, name=f"box {number}")
+        prompt = create_prompt(owner=user, name=f"prompt {number}", messages=[("system", "a"), ("user", "b")])
+        create_prompt(owner=user, name=f"template {number}", messages=[("system", "t")], is_template=True)
+        director = create_director(owner=user, name=f"director {number}")
+        director.accounts.set([account])
+        create_agent(director=director, name=f"agent {number}", slug=f"agent-{number}", prompt=prompt)
+        Memory.objects.create(owner=user, scope="shared", director=director, content=f"memory {number}")
+
+    urls = ("/api/directors", "/api/agents", "/api/prompts", "/api/prompt-templates", "/api/memory", "/api/accounts")
+
+    def counts() -> dict[str, int]:
+        found = {}
+        for url in urls:
+            with CaptureQueriesContext(connection) as queries:
+                assert api.get(url).status_code == 200
+            found[url] = len(queries)
+        return found
+
+    add_rows(0)
+    one = counts()
+    for number in range(1, 6):
+        add_rows(number)
+    assert counts() == one
+    assert len(api.get("/api/directors").json()) == 6 and api.get("/api/memory").json()["total"] == 6
