@@ -118,6 +118,15 @@ api = MailagentAPI(
 )
 
 
+class InvalidField(HttpError):
+    """An input that parsed but cannot be used (a name taken, an id naming nothing of the user's, a value
+    contradicting another): answered `{"error": ..., "field": <the API's name for it>}`, 422 by default."""
+
+    def __init__(self, field: str, message: str, status_code: int = 422) -> None:
+        super().__init__(status_code, message)
+        self.field = field
+
+
 def error_response(request: HttpRequest, status: int, message: str, **extra: Any) -> HttpResponse:
     return api.create_response(request, {"error": message, **extra}, status=status)
 
@@ -141,6 +150,8 @@ def on_http_error(request: HttpRequest, exc: HttpError) -> HttpResponse:
         # django-ninja turns every error of the body parser into "Cannot parse request body" (400); a body
         # that parsed but was refused by NulRefusingParser is invalid input, answered as such.
         return on_validation_error(request, exc.__cause__)
+    if isinstance(exc, InvalidField):
+        return error_response(request, exc.status_code, str(exc), field=exc.field)
     return error_response(request, exc.status_code, str(exc))
 
 

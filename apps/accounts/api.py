@@ -1,4 +1,9 @@
-"""Accounts JSON API (mounted at /api/accounts): connection probes that drive re-authorization.
+"""Accounts JSON API (mounted at /api/accounts): the user's accounts and connection probes that drive
+re-authorization.
+
+`GET /api/accounts` and `GET /api/accounts/{id}` describe accounts without their secrets: passwords, OAuth
+tokens and the SMTP password are write-only (the Settings pages take a new value); `hasCredentials` and
+`hasSmtpPassword` only say whether one is stored.
 
 Tags (mounted at /api/mail): `GET /api/mail/tags` lists your tags with counts; `GET|POST|DELETE
 /api/mail/messages/{id}/tags` and `/api/mail/threads/{id}/tags` read, add (`{"name": …}`) and remove (`?name=…`)
@@ -10,6 +15,8 @@ with category one of missing_refresh_token | invalid_grant | network | other (IM
 """
 
 from __future__ import annotations
+
+import datetime as dt
 
 from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
@@ -28,6 +35,76 @@ class ConnectionTestOut(Schema):
     error: str | None = None  # the category (network, auth, ...)
     message: str | None = None  # what exactly failed, the same words a failed sync records
     authorizeUrl: str | None = None  # the seed's JSON field name
+
+
+class AccountOut(Schema):
+    id: int
+    name: str
+    provider: str = Field(description="imap, gmail, outlook or local")
+    address: str
+    displayName: str
+    enabled: bool
+    imapHost: str
+    imapPort: int | None
+    imapSecurity: str
+    imapUsername: str
+    smtpHost: str
+    smtpPort: int | None
+    smtpSecurity: str
+    smtpUsername: str
+    hasCredentials: bool = Field(description="A password or OAuth token set is stored (never shown)")
+    hasSmtpPassword: bool = Field(description="An SMTP password is stored (never shown)")
+    signatureMode: str
+    signature: str = Field(description="The signature replies use (the provider's or the custom one)")
+    signatureText: str
+    providerSignature: str
+    lastSyncAt: dt.datetime | None
+    lastSyncStatus: str
+    lastErrorCategory: str
+    lastErrorMessage: str
+    createdAt: dt.datetime
+    messageCount: int
+
+
+def _account_out(account: MailAccount) -> dict[str, object]:
+    return {
+        "id": account.pk,
+        "name": account.name,
+        "provider": account.provider,
+        "address": account.address,
+        "displayName": account.display_name,
+        "enabled": account.enabled,
+        "imapHost": account.imap_host,
+        "imapPort": account.imap_port,
+        "imapSecurity": account.imap_security,
+        "imapUsername": account.imap_username,
+        "smtpHost": account.smtp_host,
+        "smtpPort": account.smtp_port,
+        "smtpSecurity": account.smtp_security,
+        "smtpUsername": account.smtp_username,
+        "hasCredentials": bool(account.credentials),
+        "hasSmtpPassword": bool(account.smtp_password),
+        "signatureMode": account.signature_mode,
+        "signature": account.signature,
+        "signatureText": account.signature_text,
+        "providerSignature": account.provider_signature,
+        "lastSyncAt": account.last_sync_at,
+        "lastSyncStatus": account.last_sync_status,
+        "lastErrorCategory": account.last_error_category,
+        "lastErrorMessage": account.last_error_message,
+        "createdAt": account.created_at,
+        "messageCount": getattr(account, "message_count", None) or 0,
+    }
+
+
+@router.get("", response=list[AccountOut], summary="Your mail accounts (no secrets)")
+def list_accounts(request: HttpRequest) -> list[dict[str, object]]:
+    return [_account_out(account) for account in selectors.list_accounts_in_full_for_user(user=request.user)]
+
+
+@router.get("/{account_id}", response=AccountOut, summary="One of your mail accounts (no secrets)")
+def get_account(request: HttpRequest, account_id: int) -> dict[str, object]:
+    return _account_out(selectors.account_with_facts(account=_owned_account(request, account_id)))
 
 
 def _owned_account(request: HttpRequest, account_id: int, provider: str | None = None) -> MailAccount:

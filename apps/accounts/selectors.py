@@ -91,6 +91,12 @@ def list_accounts_for_user(*, user: Any) -> QuerySet[MailAccount]:
     return with_archive_facts(MailAccount.objects.filter(owner=user).defer(*LIST_DEFERRED_FIELDS)).order_by("name")
 
 
+def list_accounts_in_full_for_user(*, user: Any) -> QuerySet[MailAccount]:
+    """The user's accounts with every field and their message counts (the JSON API; the pages defer the
+    fields their lists do not show)."""
+    return with_archive_facts(MailAccount.objects.filter(owner=user)).order_by("name")
+
+
 def with_archive_facts(accounts: QuerySet[MailAccount]) -> QuerySet[MailAccount]:
     """`message_count` and `last_stored_at` (when mail last arrived: a local archive's last import)."""
     mine = Message.objects.filter(account=OuterRef("pk")).order_by().values("account")

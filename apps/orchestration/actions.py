@@ -8,12 +8,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connections, router, transaction
 from django.urls import reverse
 from django.utils import timezone
 from django_q.tasks import async_task
 
 from apps.orchestration.models import (
+    Agent,
     Approval,
     ApprovalStatus,
     Director,
@@ -222,6 +224,68 @@ def update_memory(*, memory: Memory, content: str, tags: list[str], scope: str) 
         memory.agent = None
     memory.updated_at = timezone.now()
     memory.save(update_fields=["content", "tags", "scope", "director", "agent", "updated_at"])
+    return memory
+
+
+def _memory_target(*, scope: str, director: Director | None, agent: Agent | None) -> None:
+    """Who a memory belongs to must fit its scope: global ones to no director, shared ones to a director
+    (and all its agents), local ones to one agent or to the director itself (tools/memory.py reads them so)."""
+    if scope not in MemoryScope.values:
+        raise ValidationError({"scope": f"Unknown scope {scope!r}: global, shared or local."})
+    if agent is not None and director is not None and agent.director_id != director.pk:
+        raise ValidationError({"agent": f"Agent “{agent.name}” does not belong to director “{director.name}”."})
+    if scope == MemoryScope.GLOBAL and (director is not None or agent is not None):
+        raise ValidationError({"director" if agent is None else "agent": "A global memory belongs to no director."})
+    if scope == MemoryScope.SHARED:
+        if agent is not None:
+            raise ValidationError({"agent": "A shared memory belongs to a director and all its agents, not one agent."})
+        if director is None:
+            raise ValidationError({"director": "A shared memory needs the director whose agents share it."})
+    if scope == MemoryScope.LOCAL and director is None:
+        raise ValidationError({"director": "A local memory needs its director (and, for an agent's, the agent)."})
+
+
+def _memory_content(content: str) -> str:
+    if not content.strip():
+        raise ValidationError({"content": "A memory needs content."})
+    return content.strip()
+
+
+def create_memory(
+    *,
+    owner: Any,
+    content: str,
+    scope: str,
+    director: Director | None = None,
+    agent: Agent | None = None,
+    tags: Sequence[str] = (),
+) -> Memory:
+    """A memory written by the user (the JSON API); an agent's memory also names its director."""
+    if agent is not None and director is None:
+        director = agent.director
+    _memory_target(scope=scope, director=director, agent=agent)
+    return Memory.objects.create(
+        owner=owner, content=_memory_content(content), scope=scope, director=director, agent=agent, tags=list(tags)
+    )
+
+
+def edit_memory(
+    *,
+    memory: Memory,
+    content: str,
+    scope: str,
+    director: Director | None,
+    agent: Agent | None,
+    tags: Sequence[str],
+) -> Memory:
+    """Replace what a memory says and whom it belongs to (checked like create_memory)."""
+    if agent is not None and director is None:
+        director = agent.director
+    _memory_target(scope=scope, director=director, agent=agent)
+    memory.content, memory.scope, memory.director, memory.agent = _memory_content(content), scope, director, agent
+    memory.tags = list(tags)
+    memory.updated_at = timezone.now()
+    memory.save(update_fields=["content", "scope", "director", "agent", "tags", "updated_at"])
     return memory
 
 
@@ -534,6 +598,7 @@ def approve(*, approval: Approval) -> Approval:
 
 MAX_PROMPT_MESSAGES = 50
 MAX_MESSAGE_CHARS = 50_000
+PROMPT_NEEDS_NAME = "the prompt needs a name"
 
 
 class PromptInvalid(ValueError):
@@ -571,7 +636,7 @@ def save_prompt(*, prompt: Any, name: str, is_template: bool, messages: Sequence
 
     problems = check_prompt_messages(messages)
     if not name.strip():
-        problems.insert(0, "the prompt needs a name")
+        problems.insert(0, PROMPT_NEEDS_NAME)
     if problems:
         raise PromptInvalid(problems)
     with transaction.atomic():

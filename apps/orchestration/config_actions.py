@@ -1,5 +1,6 @@
-"""Writes for the configuration users edit on the settings pages: prompts, directors, agents (API configs:
-apps.llm.actions; run writes: actions.py). Typed, keyword-only; a name clash raises a ValidationError on that field."""
+"""Writes for the configuration users edit on the settings pages and the JSON API: prompts, directors, agents
+(API configs: apps.llm.actions; run and memory writes: actions.py). Typed, keyword-only; a name clash raises a
+ValidationError on that field."""
 
 from __future__ import annotations
 
@@ -10,7 +11,14 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
 from apps.llm.models import ApiConfig
-from apps.orchestration.models import Agent, Director, FilesystemRoot, OrchestrationSettings, Prompt, PromptMessage
+from apps.orchestration.models import (
+    Agent,
+    Director,
+    FilesystemRoot,
+    OrchestrationSettings,
+    Prompt,
+    PromptMessage,
+)
 from apps.orchestration.tools.schemas import LIVE_TOOLS
 
 DIRECTOR_FIELDS = {"name", "description", "enabled", "prompt", "imprint", "api_config", "memory_access", "step_limit"}
@@ -41,6 +49,74 @@ def create_prompt(*, owner: Any, name: str, messages: Sequence[tuple[str, str]],
             ]
         )
     return prompt
+
+
+def create_checked_prompt(
+    *, owner: Any, name: str, messages: Sequence[tuple[str, str]], is_template: bool = False
+) -> Prompt:
+    """A new prompt from user input (the JSON API): checked like the playground's save (PromptInvalid when a
+    role, a variable or a length is wrong, or the name is blank); nothing is stored then."""
+    from apps.orchestration.actions import PROMPT_NEEDS_NAME, PromptInvalid, check_prompt_messages
+
+    problems = check_prompt_messages(messages)
+    if not name.strip():
+        problems.insert(0, PROMPT_NEEDS_NAME)
+    if problems:
+        raise PromptInvalid(problems)
+    return create_prompt(owner=owner, name=name, messages=messages, is_template=is_template)
+
+
+class PromptInUse(ValueError):
+    pass
+
+
+def delete_prompt(*, prompt: Prompt) -> None:
+    """Delete a prompt no director or agent uses (PromptInUse names them otherwise: deleting it would leave
+    them running on the built-in prompt without anyone choosing that)."""
+    users = [f"director “{name}”" for name in Director.objects.filter(prompt=prompt).values_list("name", flat=True)]
+    users += [
+        f"agent “{name}” of “{director}”"
+        for name, director in Agent.objects.filter(prompt=prompt).values_list("name", "director__name")
+    ]
+    if users:
+        raise PromptInUse(f"The prompt is used by {', '.join(users)}: choose another prompt there first")
+    prompt.delete()
+
+
+def create_configured_director(
+    *,
+    owner: Any,
+    name: str,
+    description: str = "",
+    enabled: bool = True,
+    prompt: Prompt | None = None,
+    imprint: str = "",
+    api_config: ApiConfig | None = None,
+    accounts: Iterable[Any] = (),
+    memory_access: bool = True,
+    step_limit: int = 12,
+) -> Director:
+    """A director with all its settings at once (the JSON API); a blank or taken name is a ValidationError on
+    `name`."""
+    if not name.strip():
+        raise ValidationError({"name": "A director needs a name."})
+    try:
+        with transaction.atomic():
+            director = Director.objects.create(
+                owner=owner,
+                name=name.strip(),
+                description=description.strip(),
+                enabled=enabled,
+                prompt=prompt,
+                imprint=imprint.strip(),
+                api_config=api_config,
+                memory_access=memory_access,
+                step_limit=step_limit,
+            )
+            director.accounts.set(list(accounts))
+    except IntegrityError:
+        raise ValidationError({"name": f"You already have a director named “{name.strip()}”."}) from None
+    return director
 
 
 def update_director(*, director: Director, accounts: Iterable[Any] | None = None, **changes: Any) -> Director:

@@ -13,8 +13,10 @@ from django.conf import settings
 from django.db.models import Count, Q, QuerySet
 from django.http import Http404
 
+from apps.accounts.models import MailAccount
 from apps.llm.configs import estimate_cost
 from apps.orchestration.models import (
+    Agent,
     Approval,
     Conversation,
     Director,
@@ -367,12 +369,16 @@ def unified_node(*, user: Any, node_id: str) -> dict[str, Any]:
 # --- memories ------------------------------------------------------------------------------------------
 
 
-def list_memories_for_user(*, user: Any, query: str = "", scope: str = "") -> QuerySet[Memory] | list[Memory]:
+def list_memories_for_user(
+    *, user: Any, query: str = "", scope: str = "", director_id: int | None = None
+) -> QuerySet[Memory] | list[Memory]:
     """The user's memories, newest first; with a query, those holding every word (matched in Python: the
-    content is encrypted at rest)."""
+    content is encrypted at rest). `director_id` keeps that director's shared and local ones (its agents' too)."""
     memories = Memory.objects.filter(owner=user).select_related("director", "agent")
     if scope:
         memories = memories.filter(scope=scope)
+    if director_id is not None:
+        memories = memories.filter(director_id=director_id)
     memories = memories.order_by("-updated_at", "-pk")
     words = query.split()
     if not words:
@@ -381,7 +387,7 @@ def list_memories_for_user(*, user: Any, query: str = "", scope: str = "") -> Qu
 
 
 def access_memory(*, user: Any, memory_id: int) -> Memory:
-    memory = Memory.objects.filter(pk=memory_id, owner=user).first()
+    memory = Memory.objects.filter(pk=memory_id, owner=user).select_related("director", "agent").first()
     if memory is None:
         raise Http404("No such memory")
     return memory
@@ -437,11 +443,38 @@ def prompts_for_user(*, user: Any) -> QuerySet[Prompt]:
     return Prompt.objects.filter(owner=user).annotate(message_count=Count("messages")).order_by("-is_template", "name")
 
 
-def access_prompt(*, user: Any, prompt_id: int) -> Prompt:
-    prompt = Prompt.objects.filter(pk=prompt_id, owner=user).prefetch_related("messages").first()
+def access_prompt(*, user: Any, prompt_id: int, is_template: bool | None = None) -> Prompt:
+    """The user's prompt (404 otherwise); with `is_template`, only a template (True) or only a prompt (False)."""
+    prompts = Prompt.objects.filter(pk=prompt_id, owner=user)
+    if is_template is not None:
+        prompts = prompts.filter(is_template=is_template)
+    prompt = prompts.prefetch_related("messages").first()
     if prompt is None:
         raise Http404("No such prompt")
     return prompt
+
+
+def list_prompts_with_messages(*, user: Any, is_template: bool) -> QuerySet[Prompt]:
+    prompts = Prompt.objects.filter(owner=user, is_template=is_template)
+    return prompts.prefetch_related("messages").order_by("name", "pk")
+
+
+@dataclass(frozen=True, slots=True)
+class PromptUser:
+    kind: str  # director | agent
+    id: int
+    name: str
+
+
+def prompt_users(*, prompt_ids: list[int]) -> dict[int, list[PromptUser]]:
+    """Which directors and agents use each prompt, in two queries."""
+    users: dict[int, list[PromptUser]] = defaultdict(list)
+    for pk, name, prompt_id in Director.objects.filter(prompt_id__in=prompt_ids).values_list("pk", "name", "prompt_id"):
+        users[prompt_id].append(PromptUser("director", pk, name))
+    agents = Agent.objects.filter(prompt_id__in=prompt_ids).order_by("director__name", "order", "pk")
+    for pk, name, prompt_id in agents.values_list("pk", "name", "prompt_id"):
+        users[prompt_id].append(PromptUser("agent", pk, name))
+    return users
 
 
 def preview_emails(*, user: Any, limit: int = 40) -> list[Any]:
@@ -498,11 +531,31 @@ def workspace_id_for_run(*, user: Any, run_id: int) -> int | None:
 
 def list_directors_with_agents(*, user: Any) -> QuerySet[Director]:
     """The user's directors with their agents (in the director's order) in two queries."""
-    return Director.objects.filter(owner=user).prefetch_related("agents").order_by("name", "pk")
+    return Director.objects.filter(owner=user).prefetch_related("agents", "accounts").order_by("name", "pk")
 
 
 def access_director(*, user: Any, director_id: int) -> Director:
-    director = Director.objects.filter(pk=director_id, owner=user).prefetch_related("agents").first()
+    director = Director.objects.filter(pk=director_id, owner=user).prefetch_related("agents", "accounts").first()
     if director is None:
         raise Http404("No such director")
     return director
+
+
+def accounts_of_user(*, user: Any, account_ids: list[int]) -> QuerySet[MailAccount]:
+    """Those of these mail accounts the user owns (a director's calendar/to-do accounts)."""
+    return MailAccount.objects.filter(owner=user, pk__in=account_ids)
+
+
+def list_agents_for_user(*, user: Any, director_id: int | None = None) -> QuerySet[Agent]:
+    """The user's agents, each director's in its order (directors by name)."""
+    agents = Agent.objects.filter(director__owner=user).select_related("director")
+    if director_id is not None:
+        agents = agents.filter(director_id=director_id)
+    return agents.order_by("director__name", "director_id", "order", "pk")
+
+
+def access_agent(*, user: Any, agent_id: int) -> Agent:
+    agent = Agent.objects.filter(pk=agent_id, director__owner=user).select_related("director").first()
+    if agent is None:
+        raise Http404("No such agent")
+    return agent

@@ -216,8 +216,33 @@ EXPECTED_API_OPERATIONS = {
     "GET /api/settings",
     "PUT /api/settings",
     "GET /api/directors",
+    "POST /api/directors",
     "GET /api/directors/{director_id}",
+    "PUT /api/directors/{director_id}",
+    "DELETE /api/directors/{director_id}",
     "PUT /api/directors/{director_id}/agents/order",
+    "GET /api/agents",
+    "POST /api/agents",
+    "GET /api/agents/{agent_id}",
+    "PUT /api/agents/{agent_id}",
+    "DELETE /api/agents/{agent_id}",
+    "GET /api/prompts",
+    "POST /api/prompts",
+    "GET /api/prompts/{prompt_id}",
+    "PUT /api/prompts/{prompt_id}",
+    "DELETE /api/prompts/{prompt_id}",
+    "GET /api/prompt-templates",
+    "POST /api/prompt-templates",
+    "GET /api/prompt-templates/{prompt_id}",
+    "PUT /api/prompt-templates/{prompt_id}",
+    "DELETE /api/prompt-templates/{prompt_id}",
+    "GET /api/memory",
+    "POST /api/memory",
+    "GET /api/memory/{memory_id}",
+    "PUT /api/memory/{memory_id}",
+    "DELETE /api/memory/{memory_id}",
+    "GET /api/accounts",
+    "GET /api/accounts/{account_id}",
     "GET /api/accounts/{account_id}/test",
     "GET /api/accounts/{account_id}/gmail-test",
     "GET /api/accounts/{account_id}/outlook-test",
@@ -320,7 +345,7 @@ def test_websocket_routes_match_the_inventory() -> None:
 
 
 def test_unknown_api_paths_answer_json_404_to_a_logged_in_user(logged_in_client: Client, client: Client) -> None:
-    for path in ["/api/nope", "/api/accounts", "/api/accounts/1/nope", "/api/filters/1/extra/deep"]:
+    for path in ["/api/nope", "/api/account", "/api/accounts/1/nope", "/api/filters/1/extra/deep"]:
         response = logged_in_client.get(path)
         assert response.status_code == 404, path
         assert response["Content-Type"].startswith("application/json"), path

@@ -126,6 +126,8 @@ def _tenant(label: str) -> Tenant:
     memory = Memory.objects.create(owner=user, director=director, content=f"{label}-secret memory", scope="global")
     prompt = Prompt.objects.create(owner=user, name=f"{label}-secret prompt")
     PromptMessage.objects.create(prompt=prompt, role="system", content=f"{label}-secret prompt text")
+    template = Prompt.objects.create(owner=user, name=f"{label}-secret template", is_template=True)
+    PromptMessage.objects.create(prompt=template, role="system", content=f"{label}-secret template text")
     approval = Approval.objects.create(
         owner=user, run=run, account=account, provider="outlook", calendar="default", summary=f"{label}-secret meeting",
         attendees=[f"{label}-secret@example.com"],
@@ -153,6 +155,7 @@ def _tenant(label: str) -> Tenant:
         "memory_id": memory.pk,
         "approval_id": approval.pk,
         "prompt_id": prompt.pk,
+        "template_id": template.pk,
         "node_id": f"log:{log.pk}",
         "cycle_id": cycle.pk,
         "ask_run_id": ask.pk,
@@ -189,6 +192,8 @@ def _organization(user: Any, label: str) -> dict[str, Any]:
 def _param_value(name: str, route: str, tenant: Tenant) -> Any:
     if name == "run_id":  # runs/<int:run_id>/ are director runs; ask/… and api/ask/… are Ask runs
         return tenant.ids["ask_run_id" if route.startswith(("ask/", "api/ask")) else "orchestration_run_id"]
+    if name == "prompt_id" and route.startswith("api/prompt-templates/"):  # only templates live there
+        return tenant.ids["template_id"]
     if name == "account_id" and route.endswith(("gmail-test", "outlook-test")):
         return tenant.ids[f"{route.rsplit('/', 1)[1].removesuffix('-test')}_account_id"]
     if name == "command":
@@ -253,18 +258,25 @@ def _snapshot(tenant: Tenant) -> dict[str, Any]:
         "items": list(WorkspaceItem.objects.filter(workspace__owner=user).values_list("pk", "data", "deleted")),
         "tokens": list(WorkspaceToken.objects.filter(workspace__owner=user).values_list("pk", "revoked_at")),
         "entries": list(InboxEntry.objects.filter(owner=user).values_list("pk", "read_at", "reply")),
-        "memories": list(Memory.objects.filter(owner=user).values_list("pk", "content")),
+        "memories": [
+            (m.pk, m.content, m.scope, m.director_id, m.agent_id, m.tags) for m in Memory.objects.filter(owner=user)
+        ],
         "api_configs": list(
             orchestration_models.ApiConfig.objects.filter(owner=user).values_list("pk", "name", "model", "base_url")
         ),
         "directors": list(
-            orchestration_models.Director.objects.filter(owner=user).values_list("pk", "name", "enabled", "api_config")
+            orchestration_models.Director.objects.filter(owner=user).values_list(
+                "pk", "name", "enabled", "api_config", "prompt", "imprint", "memory_access", "step_limit", "accounts"
+            )
         ),
         "agents": list(
-            orchestration_models.Agent.objects.filter(director__owner=user).values_list("pk", "name", "order")
+            orchestration_models.Agent.objects.filter(director__owner=user).values_list(
+                "pk", "name", "order", "slug", "summary", "allowed_tools", "prompt", "api_config", "enabled"
+            )
         ),
         "approvals": list(Approval.objects.filter(owner=user).values_list("pk", "status", "attempts")),
         "prompts": list(PromptMessage.objects.filter(prompt__owner=user).values_list("pk", "content")),
+        "prompt_names": list(Prompt.objects.filter(owner=user).values_list("pk", "name", "is_template")),
         "ask_runs": list(AskRun.objects.filter(owner=user).values_list("pk", "status")),
         "tags": list(MessageTag.objects.filter(tag__owner=user).values_list("message_id", "tag__name")),
         "saved_searches": list(SavedSearch.objects.filter(owner=user).values_list("pk", "name", "query")),
