@@ -214,19 +214,6 @@ def retry_run(*, run: Run) -> Run:
     return run
 
 
-def update_memory(*, memory: Memory, content: str, tags: list[str], scope: str) -> Memory:
-    if scope not in MemoryScope.values:
-        raise ValueError(f"unknown scope {scope!r}")
-    memory.content, memory.tags, memory.scope = content, tags, scope
-    if scope == MemoryScope.GLOBAL:
-        memory.director, memory.agent = None, None
-    elif scope == MemoryScope.SHARED:
-        memory.agent = None
-    memory.updated_at = timezone.now()
-    memory.save(update_fields=["content", "tags", "scope", "director", "agent", "updated_at"])
-    return memory
-
-
 def _memory_target(*, scope: str, director: Director | None, agent: Agent | None) -> None:
     """Who a memory belongs to must fit its scope: global ones to no director, shared ones to a director
     (and all its agents), local ones to one agent or to the director itself (tools/memory.py reads them so)."""

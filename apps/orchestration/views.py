@@ -14,6 +14,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.admin.views.decorators import staff_member_required
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -243,8 +244,20 @@ def memory_edit(request: HttpRequest, memory_id: int) -> HttpResponse:
     if not content or scope not in MemoryScope.values:
         messages.error(request, "A memory needs content and a valid scope.")
     else:
-        actions.update_memory(memory=memory, content=content, tags=tags, scope=scope)
-        messages.success(request, "Memory saved.")
+        # The page changes the scope, not whom the memory belongs to: a global one stays with no director.
+        director = None if scope == MemoryScope.GLOBAL else memory.director
+        agent = memory.agent if scope == MemoryScope.LOCAL else None
+        try:
+            actions.edit_memory(memory=memory, content=content, scope=scope, director=director, agent=agent, tags=tags)
+        except ValidationError as exc:
+            said = " ".join(message for found in exc.message_dict.values() for message in found)
+            messages.error(
+                request,
+                f"Not saved: {said} This memory belongs to no director; to give it one, add it again from the "
+                "director's run (the memory tool) or with POST /api/memory and its directorId.",
+            )
+        else:
+            messages.success(request, "Memory saved.")
     return redirect("runs:memories")
 
 

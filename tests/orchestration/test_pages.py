@@ -168,6 +168,16 @@ def test_memory_table_search_edit_delete(logged_in_client: Any, finished_run: Ru
         "global",
         None,
     )
+    # Back to local: a global memory belongs to no director, and a local one no director owns would never be
+    # read again; the page says why and keeps it global (before, it was saved local and lost to every director).
+    refused = logged_in_client.post(
+        reverse("runs:memory_edit", args=[memory.pk]),
+        {"content": "Client One calmed down", "tags": "mood", "scope": "local"},
+        follow=True,
+    ).content.decode()
+    assert "Not saved: A local memory needs its director" in refused
+    memory.refresh_from_db()
+    assert (memory.scope, memory.director_id, memory.tags) == ("global", None, ["mood", "calm"])
     logged_in_client.post(reverse("runs:memory_delete", args=[memory.pk]))
     assert not Memory.objects.exists()
 
