@@ -1,5 +1,5 @@
-"""The More menu with approvals waiting, in Chromium: the count shows on More and on Approvals, the bar keeps
-one row at laptop widths and the phone menu does not scroll sideways."""
+"""The More menu with approvals waiting, in Chromium: the count shows on More, on the phone's Menu button and
+on Approvals, the bar keeps one row at laptop widths and the phone menu does not scroll sideways."""
 
 from __future__ import annotations
 
@@ -40,6 +40,10 @@ def test_the_count_on_more_and_approvals_at_1024_1280_and_390(waiting: Any, asgi
         assert horizontal_overflow(page) == 0, width
     page.set_viewport_size({"width": 390, "height": 800})
     page.goto(f"{asgi_server}/")
+    # On a phone the Menu button carries the count, so what waits is seen before the menu is opened.
+    menu_count = page.locator(".nav-toggle [data-testid=menu-approvals]")
+    assert menu_count.is_visible() and menu_count.inner_text() == "12"
+    screenshot(page, "nav-approvals-menu-closed-390")
     page.click(".nav-toggle")
     screenshot(page, "nav-approvals-390")
     assert horizontal_overflow(page) == 0

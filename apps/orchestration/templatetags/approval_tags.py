@@ -1,5 +1,5 @@
-"""The count of approvals waiting for the user, next to Approvals in the navigation's More menu and on the
-More button itself (so a pending send or mail change is seen without opening the menu)."""
+"""The count of approvals waiting for the user, next to Approvals in the navigation's More menu, on the More
+button and on the phone's Menu button (so a pending send or mail change is seen without opening a menu)."""
 
 from __future__ import annotations
 
@@ -26,9 +26,11 @@ def _pending(context: template.Context) -> int | None:
 
 
 @register.inclusion_tag("orchestration/partials/approvals_badge.html", takes_context=True)
-def approvals_nav_badge(context: template.Context, url: str = "") -> dict[str, Any]:
-    """On the Approvals link (url) or, with no url, on the More button; nothing on other links."""
+def approvals_nav_badge(context: template.Context, url: str = "", button: str = "more") -> dict[str, Any]:
+    """On the Approvals link (url) or, with no url, on a menu button (`button`: "more" or "menu", which names
+    its test id); nothing on other links."""
     if url and url != reverse("runs:approvals"):
         return {"hidden": True}
     pending = _pending(context)
-    return {"hidden": pending is None or (not url and not pending), "pending": pending or 0, "more": not url}
+    testid = "approvals-pending" if url else f"{button}-approvals"
+    return {"hidden": pending is None or (not url and not pending), "pending": pending or 0, "testid": testid}
