@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 
 from apps.accounts.models import MailAccount, MailAction, MailActionStatus, MailFolder, Message
+from apps.accounts.providers.base import ProviderError
 from apps.accounts.providers.outlook import OutlookProvider
+from apps.accounts.sync import sync_account
 from apps.accounts.writeback import request_mail_actions, undo_mail_action
 from tests.accounts.mirror import assert_state_mirrors, synced
 from tests.fakes.graph_server import FakeGraphServer, connect_outlook
@@ -185,3 +187,39 @@ def test_a_message_graph_no_longer_has_is_reported_not_retried(
     )
     synced(account)
     assert_mirrors(graph, account)
+
+
+def test_a_round_from_scratch_cut_short_by_a_crash_still_drops_what_is_gone(
+    account: MailAccount, graph: FakeGraphServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A round from scratch lists no '@removed': only its end tells what left while no delta link covered it.
+    # Cut short after its first page (the network dropped; a killed worker is the same), the next sync used to
+    # resume from the stored nextLink, never knew what the first page had listed, and kept a deleted message
+    # in its folder for good.
+    ids = seed(graph)
+    synced(account)
+    fetched = value_fetches(graph)
+    graph.delete_message(ids["m2"])
+    graph.expire_delta_tokens()
+
+    pages = 0
+    real_page = OutlookProvider._delta_page
+
+    def crash_after_the_first_page(self: OutlookProvider, url: str) -> dict[str, Any]:
+        nonlocal pages
+        pages += 1
+        if pages == 3:  # the inbox's expired link, then its first page from scratch, then the network drops
+            raise ProviderError("Could not reach Microsoft Graph: connection reset", category="network")
+        return real_page(self, url)
+
+    monkeypatch.setattr(OutlookProvider, "_delta_page", crash_after_the_first_page)
+    assert sync_account(account.pk).status == "error"
+    inbox = MailFolder.objects.get(account=account, name=graph.folder_id("inbox"))
+    assert inbox.sync_token.startswith("scratch-round "), inbox.sync_token  # the round's nextLink, marked
+    monkeypatch.setattr(OutlookProvider, "_delta_page", real_page)
+
+    outcome = synced(account)
+    assert (outcome.created, outcome.deleted) == (0, 1)
+    assert_mirrors(graph, account)
+    assert value_fetches(graph) == fetched  # the round started over on metadata pages: no MIME fetched again
+    assert not MailFolder.objects.get(pk=inbox.pk).sync_token.startswith("scratch-round ")

@@ -15,7 +15,10 @@
   reads the message's categories and PATCHes the whole list with it added, or without every category that
   compares equal to it (as tags compare, case-insensitively).
 - An expired delta link (410 Gone / syncStateNotFound) resets the folder and runs its delta from scratch;
-  stored messages are recognised by id, so nothing is stored twice.
+  stored messages are recognised by id, so nothing is stored twice. A round from scratch lists no
+  '@removed', so what is stored and not listed by its end is gone: its nextLinks are stored marked
+  (SCRATCH_ROUND), and a round interrupted by a crash starts over (metadata pages only: the MIME of what was
+  stored is not fetched again) instead of resuming where nobody can tell what its first pages listed.
 - Immutable ids (Prefer: IdType="ImmutableId") keep a message's id stable when it moves between folders.
 - 429/503/504: wait as told by Retry-After (capped, limited attempts), then ProviderError("rate_limited").
 - Tokens come from MSAL (apps.accounts.oauth.OutlookTokenSource); Graph has no signature API, so the
@@ -57,6 +60,8 @@ WELL_KNOWN_ROLES = {
     "junkemail": "spam",
     "archive": "archive",
 }
+# The sync_token of a folder whose round from scratch is under way: this prefix, then the round's nextLink.
+SCRATCH_ROUND = "scratch-round "
 DELTA_EXPIRED_CODES = {"syncstatenotfound", "syncstateinvalid", "resyncrequired"}
 RETRY_STATUSES = {429, 503, 504}
 MAX_FOLDER_DEPTH = 10
@@ -272,11 +277,15 @@ class OutlookProvider(MailProvider):
 
     def _sync_folder(self, sink: SyncSink, folder: GraphFolder) -> None:
         state = sink.folder_state(folder.id)
-        url = state.sync_token if state is not None and state.sync_token else self._initial_delta_url(folder.id)
+        token = state.sync_token if state is not None else ""
         restarted = False
         # A round from scratch lists everything in the folder and no '@removed': whatever is stored there and not
-        # listed by its end left while no delta link covered it. Known only for a round run whole in this process.
-        listed: set[str] | None = set() if not (state is not None and state.sync_token) else None
+        # listed by its end left while no delta link covered it. That is known only for a round run whole in one
+        # process, so an interrupted one (its token marked SCRATCH_ROUND) starts over.
+        if token and not token.startswith(SCRATCH_ROUND):
+            url, listed = token, None
+        else:
+            url, listed = self._initial_delta_url(folder.id), set()
         while True:
             try:
                 page = self._delta_page(url)
@@ -340,6 +349,8 @@ class OutlookProvider(MailProvider):
             next_link = page.get("@odata.nextLink")
             delta_link = page.get("@odata.deltaLink")
             cursor = next_link or delta_link
+            if listed is not None and next_link:
+                cursor = SCRATCH_ROUND + str(next_link)
             if listed is not None:
                 listed.update(str(item["id"]) for item in items)
                 if not next_link:
