@@ -279,6 +279,7 @@ class OutlookProvider(MailProvider):
         state = sink.folder_state(folder.id)
         token = state.sync_token if state is not None else ""
         restarted = False
+        listed: set[str] | None
         # A round from scratch lists everything in the folder and no '@removed': whatever is stored there and not
         # listed by its end left while no delta link covered it. That is known only for a round run whole in one
         # process, so an interrupted one (its token marked SCRATCH_ROUND) starts over.
