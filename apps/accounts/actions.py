@@ -304,7 +304,9 @@ def add_tag(
     return tag
 
 
-def remove_tag(*, owner: Any, messages: list[Message], name: str, requested_by: Any = None) -> int:
+def remove_tag(
+    *, owner: Any, messages: list[Message], name: str, requested_by: Any = None, origin: str = "user"
+) -> int:
     """Take tag `name` off `messages`; a tag no message carries any more is gone (as in notmuch). Returns how
     many messages lost it. On an IMAP account the keyword is taken off on the server too (ledger)."""
     _own_messages(owner, messages)
@@ -321,6 +323,7 @@ def remove_tag(*, owner: Any, messages: list[Message], name: str, requested_by: 
             kind=MailActionKind.UNTAG,
             tag=tag.name,
             requested_by=requested_by or owner,
+            origin=origin,
         )
     return removed
 

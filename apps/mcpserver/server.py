@@ -285,20 +285,28 @@ def build_server() -> MCPServer:
     @server.tool(
         name="request_action",
         description="Ask the user to approve a change on the mail server (scope act): mark read/unread, flag, "
-        "archive, trash or move. One approval per account; nothing changes unless the user approves.",
+        "archive, trash, move, or tag/untag. One approval per account; nothing changes unless the user approves.",
     )
     async def request_action(
         ctx: Context[Any, Any],
         kind: Annotated[
-            Literal["read", "unread", "flag", "unflag", "archive", "trash", "move"],
+            Literal["read", "unread", "flag", "unflag", "archive", "trash", "move", "tag", "untag"],
             Field(description="The change"),
         ],
         message_ids: Annotated[list[Id], Field(min_length=1, max_length=100, description="Messages to change")],
         folder: Annotated[
             StrictStr | None, Field(max_length=512, description="For move: the target folder's name (list_folders)")
         ] = None,
+        tag: Annotated[
+            StrictStr | None,
+            Field(
+                max_length=64,
+                description="For tag and untag: the tag's name, letters or digits without spaces (e.g. invoices); "
+                "a label in Gmail, a category in Outlook, a keyword on IMAP",
+            ),
+        ] = None,
     ) -> schemas.ActionRequested:
-        return await _run(ctx, tools.request_action, kind, message_ids, folder)
+        return await _run(ctx, tools.request_action, kind, message_ids, folder, tag)
 
     @server.tool(
         name="approval_status",

@@ -18,6 +18,7 @@ from django.urls import reverse
 from mcp.server.mcpserver.exceptions import ToolError
 
 from apps.accounts import selectors as account_selectors
+from apps.accounts.labels import InvalidTag, clean_tag_name
 from apps.accounts.models import MailAccount, Message, MessageLocation
 from apps.accounts.writeback import MailActionRefused, target_folder_for
 from apps.ask import actions as ask_actions
@@ -483,7 +484,7 @@ def request_send(principal: MailboxPrincipal, draft_id: int) -> schemas.Approval
 
 
 def request_action(
-    principal: MailboxPrincipal, kind: str, message_ids: list[int], folder: str | None
+    principal: MailboxPrincipal, kind: str, message_ids: list[int], folder: str | None, tag: str | None = None
 ) -> schemas.ActionRequested:
     user = owner(principal)
     wanted = list(dict.fromkeys(message_ids))
@@ -497,6 +498,13 @@ def request_action(
         raise ToolError(f"no message {', '.join(missing)} in your mailbox; nothing was requested")
     if kind == "move" and not folder:
         raise ToolError("move needs folder (list_folders shows them)")
+    if kind in ("tag", "untag"):
+        try:
+            tag = clean_tag_name(tag or "")
+        except InvalidTag as exc:
+            raise ToolError(f"{exc}; nothing was requested") from None
+    else:
+        tag = ""
     by_account: dict[int, list[Message]] = {}
     for pk in wanted:
         by_account.setdefault(found[pk].account_id, []).append(found[pk])
@@ -510,10 +518,8 @@ def request_action(
     approvals = []
     for group in by_account.values():
         account = group[0].account
-        if len(group) == 1:
-            summary = mail_approval_summary(action=kind, subject=group[0].subject, folder=folder or "")
-        else:
-            summary = mail_approval_summary(action=kind, subject=f"{len(group)} emails", folder=folder or "")
+        subject = group[0].subject if len(group) == 1 else f"{len(group)} emails"
+        summary = mail_approval_summary(action=kind, subject=subject, folder=folder or "", tag=tag)
         subjects = "\n".join(f"- {m.subject or '(no subject)'} — {_sender(m)}" for m in group[:20])
         approvals.append(
             request_approval(
@@ -522,7 +528,12 @@ def request_action(
                 account=account,
                 kind="mail_action",
                 summary=summary,
-                request={"action": kind, "folder": folder or "", "message_ids": [m.pk for m in group]},
+                request={
+                    "action": kind,
+                    "folder": folder or "",
+                    "message_ids": [m.pk for m in group],
+                    **({"tag": tag} if tag else {}),
+                },
                 comments=(
                     f"**Approval needed:** {summary} in {account.name}.\n\n{subjects}\n\n"
                     "Nothing has changed on the server."

@@ -14,6 +14,8 @@ from django.urls import reverse
 from django.utils import timezone
 from django_q.tasks import async_task
 
+from apps.accounts import actions as account_actions
+from apps.accounts.labels import InvalidTag
 from apps.orchestration.models import (
     Agent,
     Approval,
@@ -402,23 +404,29 @@ MAIL_ACTION_WORDS = {
     "archive": "archive",
     "trash": "move to Trash",
     "move": "move",
+    "tag": "tag",
+    "untag": "untag",
 }
 
 
-def mail_approval_summary(*, action: str, subject: str, folder: str = "") -> str:
+def mail_approval_summary(*, action: str, subject: str, folder: str = "", tag: str = "") -> str:
     where = f" to {folder}" if action == "move" and folder else ""
+    if action in ("tag", "untag") and tag:
+        where = f" with “{tag}”" if action == "tag" else f" (take off “{tag}”)"
     return f"{MAIL_ACTION_WORDS.get(action, action).capitalize()} “{subject or '(no subject)'}”{where}"[:300]
 
 
-def request_mail_approval(*, run: Run, workspace: Any, message: Any, action: str, folder: str = "") -> Approval:
+def request_mail_approval(
+    *, run: Run, workspace: Any, message: Any, action: str, folder: str = "", tag: str = ""
+) -> Approval:
     """An agent's proposed change to a mail on the server, unperformed until the user approves it."""
     from django.urls import reverse
 
     from apps.workspaces import actions as workspace_actions
     from apps.workspaces.models import EntrySource
 
-    summary = mail_approval_summary(action=action, subject=message.subject, folder=folder)
-    request = {"action": action, "folder": folder, "message_id": message.pk}
+    summary = mail_approval_summary(action=action, subject=message.subject, folder=folder, tag=tag)
+    request = {"action": action, "folder": folder, "message_id": message.pk, **({"tag": tag} if tag else {})}
     with transaction.atomic():
         approval = Approval.objects.create(
             owner_id=workspace.owner_id,
@@ -513,6 +521,9 @@ def _perform_mail_approval(claimed: Approval) -> Approval:
     # One message (a director's proposal) or several (an outside agent's request_action).
     wanted = [int(pk) for pk in request.get("message_ids") or [request.get("message_id") or 0]]
     found = list(Message.objects.filter(pk__in=wanted, account_id=claimed.account_id).order_by("pk"))
+    action = str(request.get("action"))
+    if action in ("tag", "untag"):  # here and, where the server has labels, on the server (the ledger)
+        return _perform_tag_approval(claimed, found, action=action, tag=str(request.get("tag") or ""))
     try:
         if not found:
             raise MailActionRefused("the email no longer exists here")
@@ -529,6 +540,29 @@ def _perform_mail_approval(claimed: Approval) -> Approval:
         return claimed
     claimed.status, claimed.error, claimed.performed_at = ApprovalStatus.DONE, "", timezone.now()
     claimed.result = {"mail_actions": [action.pk for action in recorded]}
+    claimed.save(update_fields=["status", "error", "performed_at", "result"])
+    return claimed
+
+
+def _perform_tag_approval(claimed: Approval, found: list[Any], *, action: str, tag: str) -> Approval:
+    try:
+        if not found:
+            raise InvalidTag("the email no longer exists here")
+        if action == "tag":
+            account_actions.add_tag(
+                owner=claimed.owner, messages=found, name=tag, requested_by=claimed.owner, origin="approval"
+            )
+            changed = len(found)
+        else:
+            changed = account_actions.remove_tag(
+                owner=claimed.owner, messages=found, name=tag, requested_by=claimed.owner, origin="approval"
+            )
+    except InvalidTag as exc:
+        claimed.status, claimed.error = ApprovalStatus.FAILED, str(exc)[:2000]
+        claimed.save(update_fields=["status", "error"])
+        return claimed
+    claimed.status, claimed.error, claimed.performed_at = ApprovalStatus.DONE, "", timezone.now()
+    claimed.result = {"tag": tag, "messages": changed}
     claimed.save(update_fields=["status", "error", "performed_at", "result"])
     return claimed
 

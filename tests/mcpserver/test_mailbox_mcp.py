@@ -493,6 +493,36 @@ def test_sends_and_changes_wait_for_approval_then_reach_the_smtp_sink_and_doveco
 TS_CLIENT_DIR = Path(__file__).resolve().parent / "ts"  # the official TypeScript SDK: make install-test
 
 
+def test_a_tag_requested_by_an_outside_agent_waits_for_approval_then_is_a_keyword_in_dovecot(
+    live_server_url: str, user: Any, imap_mailbox: Mailbox
+) -> None:
+    from apps.accounts.models import MessageTag
+    from tests.accounts.test_imap_keywords import server_keywords
+
+    mail = seed(user, imap_mailbox)
+    raw = token(user, "read,act")
+    bad, missing, tagged = call_all(
+        live_server_url,
+        raw,
+        [
+            ("request_action", {"kind": "tag", "message_ids": [mail["lunch"].pk], "tag": "two words"}),
+            ("request_action", {"kind": "tag", "message_ids": [mail["lunch"].pk]}),
+            ("request_action", {"kind": "tag", "message_ids": [mail["lunch"].pk], "tag": "social"}),
+        ],
+    )
+    assert bad.is_error and "cannot be a tag" in tool_text(bad)
+    assert missing.is_error and "A tag needs a name" in tool_text(missing)
+    (approval,) = data(tagged)["approvals"]
+    assert approval["status"] == "pending" and approval["summary"] == "Tag “Lunch on Thursday” with “social”"
+    assert not MessageTag.objects.exists() and server_keywords(imap_mailbox)["INBOX"]["lunch@example.com"] == set()
+
+    browser = DjangoClient()
+    browser.force_login(user)
+    assert browser.post(f"/runs/approvals/{approval['approval_id']}/approve/").status_code == 302
+    assert list(MessageTag.objects.values_list("message__message_id", "tag__name")) == [("lunch@example.com", "social")]
+    assert server_keywords(imap_mailbox)["INBOX"]["lunch@example.com"] == {"social"}
+
+
 def test_the_typescript_sdk_lists_searches_reads_drafts_and_is_refused_what_its_scope_lacks(
     live_server_url: str, user: Any, imap_mailbox: Mailbox
 ) -> None:

@@ -94,3 +94,42 @@ def test_a_rejected_proposal_changes_nothing(
     assert approval.status == ApprovalStatus.REJECTED
     assert server(imap_mailbox, "keep-me@t") == {"INBOX": (False, False)}
     assert not MailAction.objects.exists()
+
+
+def test_an_agents_tag_waits_for_approval_then_is_a_keyword_on_the_server(
+    client_manager: Director,
+    fake_llm: FakeOpenAI,
+    imap_mailbox: Mailbox,
+    user: Any,
+    logged_in_client: Any,
+    django_capture_on_commit_callbacks: Any,
+) -> None:
+    from apps.accounts.models import MessageTag
+    from tests.accounts.test_imap_keywords import server_keywords
+
+    fake_llm.script(
+        # A tag that cannot be one is refused with the reason, so the model can correct it; then a good one.
+        Reply.calls(("mail_organize", {"action": "tag", "tag": "two words"})),
+        Reply.calls(("mail_organize", {"action": "tag", "tag": "invoices"})),
+        Reply.text("Proposed the tag."),
+    )
+    run, message = routed_run(imap_mailbox, user, "bill-42", django_capture_on_commit_callbacks)
+    run.refresh_from_db()
+    assert run.status == "completed"
+    refused = [m for m in fake_llm.chat_requests()[1]["messages"] if m["role"] == "tool"][-1]
+    assert "cannot be a tag" in refused["content"]
+    approval = Approval.objects.get(run=run)
+    assert approval.summary == "Tag “bill-42” with “invoices”"
+    assert approval.request["tag"] == "invoices"
+    # Nothing changed yet, here or on the server.
+    assert not MessageTag.objects.exists()
+    assert server_keywords(imap_mailbox)["INBOX"]["bill-42@t"] == set()
+
+    with django_capture_on_commit_callbacks(execute=True):
+        logged_in_client.post(reverse("runs:approval_approve", args=[approval.pk]))
+    approval.refresh_from_db()
+    assert approval.status == ApprovalStatus.DONE and approval.result == {"tag": "invoices", "messages": 1}
+    assert list(MessageTag.objects.filter(message=message).values_list("tag__name", flat=True)) == ["invoices"]
+    action = MailAction.objects.get(message=message)
+    assert (action.kind, action.origin, action.status) == ("tag", "approval", MailActionStatus.DONE)
+    assert server_keywords(imap_mailbox)["INBOX"]["bill-42@t"] == {"invoices"}

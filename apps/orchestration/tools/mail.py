@@ -1,11 +1,12 @@
 """mail_organize: an agent proposes a change to the run's email on the mail server (read, flag, archive, move,
-Trash). It never acts by itself: the proposal is an approval the user sees in the Inbox and on the run, and
+Trash, a tag). It never acts by itself: the proposal is an approval the user sees in the Inbox and on the run, and
 only "Approve" hands it to the mail accounts' write-back ledger (apps.accounts.writeback)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from apps.accounts.labels import InvalidTag, clean_tag_name
 from apps.accounts.models import MailFolder, MessageLocation, Provider
 from apps.llm import ToolFailure
 from apps.orchestration.actions import request_mail_approval
@@ -31,8 +32,14 @@ def mail_organize(ctx: RunContext, actor: Actor, args: MailOrganizeArgs) -> dict
         folder = match
     else:
         folder = ""
+    tag = ""
+    if args.action in ("tag", "untag"):
+        try:
+            tag = clean_tag_name(args.tag)
+        except InvalidTag as exc:
+            raise ToolFailure(f"{exc}: give the tag's name in `tag`") from None
     approval = request_mail_approval(
-        run=ctx.run, workspace=ctx.workspace, message=message, action=args.action, folder=folder
+        run=ctx.run, workspace=ctx.workspace, message=message, action=args.action, folder=folder, tag=tag
     )
     return {
         "approval": {"id": approval.pk, "status": approval.status},

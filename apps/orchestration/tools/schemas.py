@@ -177,10 +177,16 @@ class TodoAddArgs(Args):
 
 
 class MailOrganizeArgs(Args):
-    action: Literal["read", "unread", "flag", "unflag", "archive", "trash", "move"] = Field(
+    action: Literal["read", "unread", "flag", "unflag", "archive", "trash", "move", "tag", "untag"] = Field(
         ..., description="What to do with this run's email on the mail server"
     )
     folder: str = Field("", max_length=512, description="For move: the folder's name, as the mailbox lists it")
+    tag: str = Field(
+        "",
+        max_length=64,
+        description="For tag and untag: the tag's name, letters or digits without spaces (e.g. invoices); a label "
+        "in Gmail, a category in Outlook, a keyword on IMAP",
+    )
 
 
 class DescribeToolArgs(Args):
@@ -242,8 +248,8 @@ DESCRIPTIONS: dict[str, tuple[str, type[Args]]] = {
     ),
     "todo_add": ("Add a task to a mail account's to-do list.", TodoAddArgs),
     "mail_organize": (
-        "Propose to mark this run's email read/unread, flag it, archive it, move it to a folder or to Trash on "
-        "the mail server. Nothing changes until the user approves it; propose it once.",
+        "Propose to mark this run's email read/unread, flag it, archive it, move it to a folder or to Trash, or "
+        "tag it (untag) on the mail server. Nothing changes until the user approves it; propose it once.",
         MailOrganizeArgs,
     ),
 }
