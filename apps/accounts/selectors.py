@@ -192,6 +192,19 @@ def folder_entries(accounts: list[MailAccount]) -> list[AccountEntry]:
     return [by_account[account.pk] for account in accounts]
 
 
+def in_folders(name: str, folders: tuple[str, ...]) -> bool:
+    """Whether a folder is one of `folders` or below one of them (the search's `in:` reads subfolders too)."""
+    return any(name == folder or name.startswith(f"{folder}/") for folder in folders)
+
+
+def messages_in_folders(*, account_id: int, folders: tuple[str, ...], message_ids: list[int]) -> set[int]:
+    """Those of `message_ids` that have a place in one of the account's `folders` (or below one)."""
+    located = MessageLocation.objects.filter(account_id=account_id, message_id__in=message_ids).values_list(
+        "message_id", "folder__name"
+    )
+    return {message_id for message_id, name in located if in_folders(name, folders)}
+
+
 def folders_for_account(*, account: MailAccount) -> list[FolderEntry]:
     entries = folder_entries([account])
     return entries[0].folders if entries else []

@@ -29,9 +29,20 @@ class MailboxTokenForm(forms.Form):
         label="Mail of",
         help_text="A token for one account reads, drafts and acts only there (the library stays readable).",
     )
+    folders = forms.CharField(
+        required=False,
+        max_length=2000,
+        label="Only these folders",
+        help_text="Optional, with an account: folder names as the mailbox lists them, comma-separated (their "
+        "subfolders too), e.g. Receipts, Clients. Search, reading and requests then reach only mail placed "
+        "there; ask is not offered (it reads the whole account).",
+    )
     expires = forms.TypedChoiceField(
         choices=EXPIRY_CHOICES, required=False, coerce=int, empty_value=None, label="Expires"
     )
+
+    def clean_folders(self) -> list[str]:
+        return [name.strip() for name in str(self.cleaned_data.get("folders") or "").split(",") if name.strip()]
 
     def __init__(self, *args: Any, user: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)

@@ -33,7 +33,7 @@ from apps.replies import selectors as reply_selectors
 from apps.replies.models import ReplyDraft
 from apps.search.documents import message_body_text, split_own_text
 from apps.search.models import DocumentKind
-from apps.search.selectors import build_filters, search_page
+from apps.search.selectors import build_filters, folders_condition, search_page
 from apps.workspaces.models import Workspace
 from apps.workspaces.selectors import MailboxPrincipal
 
@@ -53,6 +53,17 @@ def owner(principal: MailboxPrincipal) -> Any:
 def in_reach(principal: MailboxPrincipal, account_id: int | None) -> bool:
     """Whether the token may see mail of this account (a token restricted to one account sees only it)."""
     return principal.account_id is None or account_id == principal.account_id
+
+
+def visible(principal: MailboxPrincipal, messages: list[Message]) -> set[int]:
+    """The ids of `messages` the token may see: its account's, and with folders, only mail placed in one of
+    them or below (a message moved out of them on the server is out of reach with its next sync)."""
+    ids = [m.pk for m in messages if in_reach(principal, m.account_id)]
+    if not principal.folders or principal.account_id is None:
+        return set(ids)
+    return account_selectors.messages_in_folders(
+        account_id=principal.account_id, folders=principal.folders, message_ids=ids
+    )
 
 
 def _plain(snippet: str) -> str:
@@ -98,11 +109,19 @@ MAIL_KINDS = (DocumentKind.MESSAGE.value, DocumentKind.ATTACHMENT.value)
 
 
 def _page(
-    user: Any, query: str, kinds: tuple[str, ...], limit: int, cursor: str | None, account_id: int | None = None
+    user: Any,
+    query: str,
+    kinds: tuple[str, ...],
+    limit: int,
+    cursor: str | None,
+    account_id: int | None = None,
+    folders: tuple[str, ...] = (),
 ) -> Any:
     base = replace(build_filters(account_ids=None), kinds=kinds)
     if account_id is not None:  # the token's one account (search narrows it further by account: operators)
         base = replace(base, account_ids=(account_id,))
+        if folders:  # and its folders: a condition ANDed with whatever the query says (an in: cannot widen it)
+            base = replace(base, conditions=(folders_condition(folders, (account_id,)),))
     try:
         return search_page(
             query,
@@ -117,14 +136,12 @@ def _page(
 
 def search_mail(principal: MailboxPrincipal, query: str, limit: int, cursor: str | None) -> schemas.SearchMailResult:
     user = owner(principal)
-    page = _page(user, query, MAIL_KINDS, limit, cursor, principal.account_id)
+    page = _page(user, query, MAIL_KINDS, limit, cursor, principal.account_id, principal.folders)
     rows = [row for row in page.rows if row.kind == "mail"]
     ids = [row.pk for row in rows]
-    messages = {
-        m.pk: m
-        for m in Message.objects.filter(pk__in=ids, account__owner=user).select_related("account")
-        if in_reach(principal, m.account_id)
-    }
+    found = list(Message.objects.filter(pk__in=ids, account__owner=user).select_related("account"))
+    shown = visible(principal, found)
+    messages = {m.pk: m for m in found if m.pk in shown}
     folders = _folders(ids)
     results = []
     for row in rows:
@@ -192,7 +209,7 @@ def read_message(principal: MailboxPrincipal, message_id: int) -> schemas.Messag
         message = account_selectors.access_message(user=owner(principal), message_id=message_id)
     except Http404:
         message = None
-    if message is None or not in_reach(principal, message.account_id):
+    if message is None or not visible(principal, [message]):
         raise ToolError(f"no message {message_id} in your mailbox")
     return _message_out(message, _folders([message.pk])[message.pk])
 
@@ -205,6 +222,11 @@ def read_thread(principal: MailboxPrincipal, thread_id: int) -> schemas.ThreadOu
     if thread is None or not in_reach(principal, thread.account_id):
         raise ToolError(f"no thread {thread_id} in your mailbox")
     messages = account_selectors.thread_messages(thread=thread)
+    if principal.folders:  # only the thread's messages in the token's folders (a reply in Sent is not)
+        reachable = visible(principal, messages)
+        messages = [m for m in messages if m.pk in reachable]
+        if not messages:
+            raise ToolError(f"no thread {thread_id} in your mailbox")
     folders = _folders([m.pk for m in messages])
     out: list[schemas.MessageOut] = []
     budget = MAX_THREAD_CHARS
@@ -235,6 +257,7 @@ def list_folders(principal: MailboxPrincipal) -> schemas.FoldersResult:
                 folders=[
                     schemas.FolderOut(name=f.name, label=f.label, role=f.role, total=f.total, unread=f.unread)
                     for f in entry.folders
+                    if not principal.folders or account_selectors.in_folders(f.name, principal.folders)
                 ],
             )
             for entry in account_selectors.folder_entries(accounts)
@@ -247,11 +270,7 @@ def get_attachment_text(principal: MailboxPrincipal, message_id: int, attachment
         attachment = account_selectors.access_attachment(user=owner(principal), attachment_id=attachment_id)
     except Http404:
         attachment = None
-    if (
-        attachment is None
-        or attachment.message_id != message_id
-        or not in_reach(principal, attachment.message.account_id)
-    ):
+    if attachment is None or attachment.message_id != message_id or not visible(principal, [attachment.message]):
         raise ToolError(f"no attachment {attachment_id} on message {message_id} in your mailbox")
     error = ""
     if attachment.extracted_text is None:  # not extracted yet: extract and cache it now (Ask does the same)
@@ -305,6 +324,11 @@ def read_file_text(principal: MailboxPrincipal, file_id: int) -> schemas.FileTex
 def start_ask(principal: MailboxPrincipal, question: str, conversation_id: str | None) -> str:
     """A pending Ask run (the server then runs it on the Ask runner, which bounds concurrent runs)."""
     user = owner(principal)
+    if principal.folders:
+        raise ToolError(
+            "ask reads the whole account, and this token is limited to some of its folders: use search_mail and "
+            "read_thread, or a token for the whole account"
+        )
     conversation = None
     if conversation_id:
         try:
@@ -418,6 +442,11 @@ def create_draft(
         if thread is None or not in_reach(principal, thread.account_id):
             raise ToolError(f"no thread {thread_id} in your mailbox")
         messages = account_selectors.thread_messages(thread=thread)
+        if principal.folders:
+            shown = visible(principal, messages)
+            messages = [m for m in messages if m.pk in shown]
+            if not messages:
+                raise ToolError(f"no thread {thread_id} in your mailbox")
         if not messages:
             raise ToolError(f"thread {thread_id} has no messages left to reply to")
         original = messages[-1]
@@ -488,11 +517,9 @@ def request_action(
 ) -> schemas.ActionRequested:
     user = owner(principal)
     wanted = list(dict.fromkeys(message_ids))
-    found = {
-        m.pk: m
-        for m in Message.objects.filter(pk__in=wanted, account__owner=user).select_related("account")
-        if in_reach(principal, m.account_id)
-    }
+    candidates = list(Message.objects.filter(pk__in=wanted, account__owner=user).select_related("account"))
+    shown = visible(principal, candidates)
+    found = {m.pk: m for m in candidates if m.pk in shown}
     missing = [str(pk) for pk in wanted if pk not in found]
     if missing:
         raise ToolError(f"no message {', '.join(missing)} in your mailbox; nothing was requested")

@@ -54,6 +54,7 @@ def tokens(request: HttpRequest) -> HttpResponse:
             scopes=form.cleaned_data["scopes"],
             expires_at=timezone.now() + dt.timedelta(days=days) if days else None,
             account=form.cleaned_data["account"],
+            folders=form.cleaned_data["folders"],
         )
     except workspace_actions.TokenError as exc:
         form.add_error(None, str(exc))

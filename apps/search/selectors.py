@@ -314,6 +314,13 @@ def _caseless(text: str) -> str:
     return unicodedata.normalize("NFC", text).casefold()
 
 
+def folders_condition(folders: tuple[str, ...], account_ids: tuple[int, ...] | None) -> tuple[str, tuple[Any, ...]]:
+    """Mail in any of `folders` or their subfolders, as `in:` means it, as one condition for
+    SearchFilters.conditions (a mailbox MCP token restricted to folders searches only there)."""
+    parts = [_condition(Operator(name="in", value=folder), account_ids) for folder in folders]
+    return "(" + " OR ".join(sql for sql, _ in parts) + ")", tuple(p for _, params in parts for p in params)
+
+
 def _condition(op: Operator, account_ids: tuple[int, ...] | None) -> tuple[str, tuple[Any, ...]]:
     """One operator as SQL over search_document "{d}" (documents of messages join the message table)."""
     messages, attachments = _tables()

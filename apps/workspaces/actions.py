@@ -9,7 +9,7 @@ import datetime as dt
 import hashlib
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -18,6 +18,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from apps.accounts import selectors as account_selectors
 from apps.workspaces import events, hooks
 from apps.workspaces.models import (
     CreatedBy,
@@ -419,6 +420,7 @@ def issue_mailbox_token(
     expires_at: dt.datetime | None = None,
     calls_per_minute: int = 120,
     account: Any = None,
+    folders: Sequence[str] = (),
 ) -> tuple[MailboxToken, str]:
     """A new bearer token for /mcp/mailbox/: the raw token is returned once, only its hash kept. Its own
     workspace heads the Inbox entries of the approvals it asks for ("<name> (mailbox MCP)")."""
@@ -430,6 +432,17 @@ def issue_mailbox_token(
     cleaned = clean_scopes(scopes)
     if account is not None and account.owner_id != owner.pk:
         raise TokenError("that account is not yours")
+    chosen = list(dict.fromkeys(name.strip() for name in folders if name and name.strip()))
+    if chosen:
+        if account is None:
+            raise TokenError("folders belong to one account: choose the account too")
+        known = {entry.name for entry in account_selectors.folders_for_account(account=account)}
+        unknown = [name for name in chosen if name not in known]
+        if unknown:
+            raise TokenError(
+                f"{account.name} has no folder {', '.join(repr(n) for n in unknown)}; its folders: "
+                + ", ".join(sorted(n for n in known if n))
+            )
     if not 1 <= calls_per_minute <= MAX_CALLS_PER_MINUTE:
         raise TokenError(f"calls per minute must be between 1 and {MAX_CALLS_PER_MINUTE}")
     now = timezone.now()
@@ -448,6 +461,7 @@ def issue_mailbox_token(
             expires_at=expires_at,
             calls_per_minute=calls_per_minute,
             account=account,
+            folders=chosen,
         )
     return token, raw
 

@@ -155,6 +155,9 @@ class MailboxToken(models.Model):
     # Only this account's mail (None: all the owner's accounts). Deleting the account deletes the token, so a
     # restricted token never widens to every account.
     account = models.ForeignKey("mail.MailAccount", on_delete=models.CASCADE, null=True, blank=True, related_name="+")
+    # Only mail in these folders of `account` and their subfolders (names as the account lists them); empty:
+    # the whole account. A folder renamed or deleted on the server widens nothing: its old name matches nothing.
+    folders = models.JSONField(default=list, blank=True)
     name = models.CharField(max_length=100)
     token_hash = models.CharField(max_length=64, unique=True)
     prefix = models.CharField(max_length=16, help_text="The token's first characters, to tell tokens apart.")

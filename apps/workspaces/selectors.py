@@ -158,6 +158,7 @@ class MailboxPrincipal:
     workspace_id: int | None
     calls_per_minute: int
     account_id: int | None = None  # only this account's mail; None: all the owner's accounts
+    folders: tuple[str, ...] = ()  # only mail in these folders of that account (and their subfolders); (): all
 
 
 def authenticate_mailbox_token(*, raw: str) -> MailboxPrincipal | None:
@@ -175,6 +176,7 @@ def authenticate_mailbox_token(*, raw: str) -> MailboxPrincipal | None:
         workspace_id=token.workspace_id,
         calls_per_minute=token.calls_per_minute,
         account_id=token.account_id,
+        folders=tuple(str(name) for name in token.folders or ()),
     )
 
 

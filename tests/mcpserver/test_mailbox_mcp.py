@@ -523,6 +523,63 @@ def test_a_tag_requested_by_an_outside_agent_waits_for_approval_then_is_a_keywor
     assert server_keywords(imap_mailbox)["INBOX"]["lunch@example.com"] == {"social"}
 
 
+def test_a_token_limited_to_folders_reaches_only_mail_placed_there(
+    live_server_url: str, user: Any, imap_mailbox: Mailbox
+) -> None:
+    imap_mailbox.create_folder("Receipts")
+    imap_mailbox.create_folder("Receipts/2026")
+    imap_mailbox.append(
+        "Receipts/2026",
+        raw_mail(subject="Receipt for the crane rental", body="Paid: 900 EUR.\n", message_id="receipt@example.com"),
+    )
+    mail = seed(user, imap_mailbox)
+    receipt = Message.objects.get(message_id="receipt@example.com")
+    account = mail["account"]
+    with pytest.raises(workspace_actions.TokenError, match="choose the account too"):
+        workspace_actions.issue_mailbox_token(owner=user, name="x", scopes="read", folders=["Receipts"])
+    with pytest.raises(workspace_actions.TokenError, match="has no folder 'Taxes'"):
+        workspace_actions.issue_mailbox_token(owner=user, name="x", scopes="read", account=account, folders=["Taxes"])
+    _token, raw = workspace_actions.issue_mailbox_token(
+        owner=user, name="receipts agent", scopes="read,draft,act", account=account, folders=["Receipts"]
+    )
+    found, inbox_mail, receipt_mail, inbox_thread, folders, asked, action = call_all(
+        live_server_url,
+        raw,
+        [
+            ("search_mail", {"query": "crane OR Quarterly OR Lunch OR Receipt", "limit": 20}),
+            ("read_message", {"message_id": mail["lunch"].pk}),
+            ("read_message", {"message_id": receipt.pk}),
+            ("read_thread", {"thread_id": mail["question"].thread_id}),
+            ("list_folders", {}),
+            ("ask", {"question": "What did the crane rental cost?"}),
+            ("request_action", {"kind": "archive", "message_ids": [mail["lunch"].pk]}),
+        ],
+    )
+    # Found: the receipt in a subfolder of Receipts; not the INBOX mail the same words find for the account.
+    assert [r["message_id"] for r in data(found)["results"]] == [receipt.pk], data(found)
+    assert inbox_mail.is_error and f"no message {mail['lunch'].pk}" in tool_text(inbox_mail)
+    assert data(receipt_mail)["subject"] == "Receipt for the crane rental"
+    assert inbox_thread.is_error
+    names = {f["name"] for a in data(folders)["accounts"] for f in a["folders"]}
+    assert names == {"Receipts", "Receipts/2026"}, names
+    assert asked.is_error and "limited to some of its folders" in tool_text(asked)
+    assert action.is_error and "nothing was requested" in tool_text(action)
+    assert not Approval.objects.exists()
+
+    # The same limit through Settings → MCP tokens.
+    browser = DjangoClient()
+    browser.force_login(user)
+    page = browser.post(
+        "/settings/mcp/",
+        {"name": "page token", "scopes": ["read"], "account": account.pk, "folders": "Receipts, Nowhere"},
+    )
+    assert page.status_code == 400 and "has no folder &#x27;Nowhere&#x27;" in page.content.decode()
+    page = browser.post(
+        "/settings/mcp/", {"name": "page token", "scopes": ["read"], "account": account.pk, "folders": "Receipts"}
+    )
+    assert page.status_code == 200 and 'data-testid="token-folder">Receipts<' in page.content.decode()
+
+
 def test_the_typescript_sdk_lists_searches_reads_drafts_and_is_refused_what_its_scope_lacks(
     live_server_url: str, user: Any, imap_mailbox: Mailbox
 ) -> None:

@@ -30,6 +30,12 @@ class Command(BaseCommand):
         parser.add_argument("--expires-days", type=int, default=None, help="the mailbox token expires after D days")
         parser.add_argument("--calls-per-minute", type=int, default=120, help="the mailbox token's rate limit")
         parser.add_argument("--account", default="", help="restrict the mailbox token to this account (by name)")
+        parser.add_argument(
+            "--folder",
+            action="append",
+            default=[],
+            help="with --account: only mail in this folder (and its subfolders); repeat for several",
+        )
         parser.add_argument("--name", default="", help="what the token is for (e.g. Claude Desktop)")
         parser.add_argument("--json", action="store_true", help='print {"token": ...}')
         parser.add_argument("--revoke", type=int, metavar="TOKEN_ID", help="revoke this token instead")
@@ -93,6 +99,7 @@ class Command(BaseCommand):
                     "prefix": t.prefix,
                     "scopes": t.scopes,
                     "account": t.account.name if t.account else None,
+                    "folders": t.folders,
                     "created": t.created_at.isoformat(),
                     "expires": t.expires_at.isoformat() if t.expires_at else None,
                     "lastUsed": t.last_used_at.isoformat() if t.last_used_at else None,
@@ -124,6 +131,7 @@ class Command(BaseCommand):
                 expires_at=expires,
                 calls_per_minute=options["calls_per_minute"],
                 account=account,
+                folders=options["folder"],
             )
         except actions.TokenError as exc:
             raise CommandError(str(exc)) from None
