@@ -66,7 +66,8 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
 
     from apps.ask.events import discard
     from apps.ask.intent import RouterContext, route_request
-    from apps.ask.pipeline import AskContext, run_pipeline
+    from apps.ask.pipeline import run_pipeline
+    from apps.ask.steps import AskContext
     from apps.organization import actions
     from apps.organization.models import LibraryFile
     from apps.organization.roots import library_base
