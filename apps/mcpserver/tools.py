@@ -25,7 +25,7 @@ from apps.ask import selectors as ask_selectors
 from apps.ask.extraction import extract_attachment_texts
 from apps.mcpserver import schemas
 from apps.orchestration import selectors as orchestration_selectors
-from apps.orchestration.actions import ApprovalError, mail_approval_summary, request_approval
+from apps.orchestration.approvals import ApprovalError, mail_approval_summary, request_approval
 from apps.orchestration.models import Approval
 from apps.organization.selectors import access_library_file
 from apps.replies import actions as reply_actions
