@@ -26,7 +26,7 @@ from apps.ask.library import (
     suggestion_row,
 )
 from apps.ask.steps import AskContext, AskOutcome, StepTracker, make_outcome
-from apps.organization.actions import get_library
+from apps.organization.library import get_library
 from apps.organization.models import Suggestion
 
 KIND_LABELS = {"image": "photo or image", "pdf": "PDF", "docx": "Word document"}

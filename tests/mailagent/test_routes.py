@@ -34,7 +34,7 @@ from apps.orchestration.actions import RunRequest, create_director, create_runs
 from apps.orchestration.approvals import request_calendar_approval
 from apps.orchestration.config_actions import create_agent, create_prompt
 from apps.orchestration.models import Memory, Run
-from apps.organization.actions import get_library
+from apps.organization.library import get_library
 from apps.organization.models import LibraryFile, Suggestion
 from apps.replies.actions import create_draft_from_item
 from apps.routing.actions import create_filter
