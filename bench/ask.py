@@ -75,7 +75,8 @@ def run_question(question: str, account: Any) -> tuple[Any, float]:
     from django.utils import timezone
 
     from apps.ask.events import discard
-    from apps.ask.pipeline import AskContext, run_pipeline
+    from apps.ask.pipeline import run_pipeline
+    from apps.ask.steps import AskContext
 
     context = AskContext(
         run_id="bench",

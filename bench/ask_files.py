@@ -66,8 +66,10 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
 
     from apps.ask.events import discard
     from apps.ask.intent import RouterContext, route_request
-    from apps.ask.pipeline import AskContext, run_pipeline
+    from apps.ask.pipeline import run_pipeline
+    from apps.ask.steps import AskContext
     from apps.organization import actions
+    from apps.organization.library import get_library
     from apps.organization.models import LibraryFile
     from apps.organization.roots import library_base
 
@@ -79,7 +81,7 @@ def run(args: argparse.Namespace, workdir: Path) -> None:
     owner, _ = get_user_model().objects.get_or_create(username="bench-files", defaults={"email": "f@example.com"})
     root = library_base(owner.pk) / "library"  # library roots live under the owner's base (roots.py)
     actions.update_settings(owner=owner, changes={"root": str(root)})
-    library = actions.get_library(owner=owner)
+    library = get_library(owner=owner)
     if not LibraryFile.objects.filter(library=library).exists():
         for index, mail in enumerate(mails):
             path = root / mail.user / mail.folder / f"{index}.eml"

@@ -14,8 +14,10 @@ Token failures become `ProviderError(category=missing_refresh_token | invalid_gr
 Endpoints are configurable (tests run against local fakes) and must be https.
 
 The concerns live in sibling modules and are re-exported here, so `apps.accounts.oauth` stays the one
-import: oauth_settings (scopes, endpoints, errors), oauth_http (session, rate-limit backoff), oauth_tokens
-(Gmail token sets, Outlook MSAL cache); this module holds the connect flows and re-authorization.
+import: oauth_settings (scopes, endpoints, errors), providers/oauth_http (session, rate-limit backoff) and
+providers/oauth_tokens (Gmail token sets, Outlook MSAL cache), which the providers use directly; this module holds
+the connect flows and re-authorization (a provider raises ProviderError, and `check_account_connection` attaches the
+re-authorize link).
 """
 
 from __future__ import annotations
@@ -31,8 +33,8 @@ import requests
 from django.db import IntegrityError, transaction
 from django.urls import NoReverseMatch, reverse
 
+from apps.accounts.actions import record_connection_test, request_sync
 from apps.accounts.models import ErrorCategory, MailAccount, Provider
-from apps.accounts.oauth_http import HttpSession, RateLimitBackoff, backoff_sleep, parse_retry_after
 from apps.accounts.oauth_settings import (
     GMAIL_MODIFY_SCOPE,
     GMAIL_REQUIRED_SCOPE,
@@ -64,7 +66,11 @@ from apps.accounts.oauth_settings import (
     outlook_tenant,
     require_https,
 )
-from apps.accounts.oauth_tokens import (
+from apps.accounts.providers import get_provider
+from apps.accounts.providers.base import ProviderError
+from apps.accounts.providers.gmail import fetch_gmail_profile
+from apps.accounts.providers.oauth_http import HttpSession, RateLimitBackoff, backoff_sleep, parse_retry_after
+from apps.accounts.providers.oauth_tokens import (
     OutlookTokenSource,
     _cache_has_refresh_token,
     build_outlook_app,
@@ -79,7 +85,7 @@ from apps.accounts.oauth_tokens import (
     refresh_gmail_credentials,
     save_account_credentials,
 )
-from apps.accounts.providers.base import ProviderError
+from apps.accounts.providers.outlook import fetch_graph_me
 
 if TYPE_CHECKING:
     from collections.abc import Mapping, MutableMapping
@@ -300,8 +306,6 @@ def connect_oauth_account(
 
 
 def _after_connect(account: MailAccount) -> None:
-    from apps.accounts.actions import request_sync
-
     request_sync(account=account)
 
 
@@ -434,8 +438,6 @@ def finish_gmail_connect(*, owner: Any, session: MutableMapping[str, Any], param
         scopes=granted,
         expiry=dt.datetime.fromtimestamp(float(expires_at), dt.UTC).replace(tzinfo=None) if expires_at else None,
     )
-    from apps.accounts.providers.gmail import fetch_gmail_profile
-
     try:
         profile = fetch_gmail_profile(credentials)
     except ProviderError as exc:
@@ -536,8 +538,6 @@ def finish_outlook_connect(
         raise OAuthCallbackError(
             f"Microsoft refused the sign-in: {result.get('error_description') or result['error']}", status=403
         )
-    from apps.accounts.providers.outlook import fetch_graph_me
-
     try:
         me = fetch_graph_me(str(result["access_token"]))
     except ProviderError as exc:
@@ -591,9 +591,6 @@ def reauth_category(category: str, provider: str) -> str:
 
 def check_account_connection(*, account: MailAccount) -> ConnectionCheck:
     """Probe the mailbox once and record the outcome on the account (last_error_category)."""
-    from apps.accounts.actions import record_connection_test
-    from apps.accounts.providers import get_provider
-
     provider = get_provider(account)
     try:
         provider.test_connection()

@@ -1,29 +1,30 @@
-"""Every write Ask makes: runs and conversations, cached attachment text, reviewable drafts.
+"""Ask's runs: creating and executing them (the pipeline's steps write what they find on the way: cached
+attachment text in extraction.py, reviewable drafts in drafts.py, library decisions in file_actions.py), the
+model choice, and the owner's click on a proposed mail change.
 
 Ask never sends, archives, deletes, marks or creates rules: there is no code path for it here."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from django.db import transaction
 from django.utils import timezone
 
-from apps.accounts.models import Attachment
 from apps.ask.events import AskEvent, Emit, discard, make_event
 from apps.ask.llm import ask_llm_config
-from apps.ask.models import AskConversation, AskRun, AskSettings, Draft, RunStatus
+from apps.ask.models import AskConversation, AskRun, AskSettings, RunStatus
+from apps.ask.pipeline import run_pipeline
 from apps.ask.proposals import ProposalError, carry_out
 from apps.ask.selectors import accounts_for_run, previous_turns
+from apps.ask.steps import AskContext
 from apps.llm.selectors import access_api_config
 
 if TYPE_CHECKING:
     import datetime as dt
 
     from apps.accounts.models import Thread
-    from apps.ask.drafts import FollowUpTarget
 
 logger = logging.getLogger(__name__)
 
@@ -90,8 +91,6 @@ def _persisting(run_id: Any, emit: Emit) -> Emit:
 
 def execute_ask_run(*, run_id: Any, emit: Emit = discard, now: dt.datetime | None = None) -> AskRun | None:
     """Run the pipeline for a pending run and store the outcome; returns the run (None if it vanished)."""
-    from apps.ask.pipeline import AskContext, run_pipeline
-
     run = AskRun.objects.select_related("owner").filter(pk=run_id).first()
     if run is None or not _claim(run.pk):
         return run
@@ -161,81 +160,6 @@ def execute_ask_run(*, run_id: Any, emit: Emit = discard, now: dt.datetime | Non
         )
     )
     return run
-
-
-def extract_attachment_texts(
-    *, attachments: list[Attachment], fetch: Callable[..., bytes] | None = None
-) -> tuple[int, list[dict[str, str]]]:
-    """Extract and cache the text of each attachment, then index it so search finds it next time.
-
-    Unreadable files are cached as empty text (never retried); a provider that cannot deliver the bytes
-    is reported and retried on a later run."""
-    from apps.accounts.actions import fetch_attachment_bytes
-    from apps.accounts.providers.base import ProviderError
-    from apps.ask.extraction import ExtractionError, extract_text
-    from apps.search.actions import index_messages
-
-    fetch = fetch or fetch_attachment_bytes
-    extracted = 0
-    failed: list[dict[str, str]] = []
-    touched: set[int] = set()
-    for attachment in attachments:
-        try:
-            payload = fetch(attachment=attachment)
-        except (ProviderError, OSError) as exc:
-            failed.append({"filename": attachment.filename, "error": str(exc)[:300]})
-            continue
-        try:
-            text = extract_text(payload, filename=attachment.filename, mime_type=attachment.mime_type)
-        except ExtractionError as exc:
-            failed.append({"filename": attachment.filename, "error": str(exc)[:300]})
-            text = ""
-        except Exception as exc:  # a parser bug must not fail the run: record it, cache nothing
-            logger.exception("ask: extracting %s failed", attachment.filename)
-            failed.append({"filename": attachment.filename, "error": f"{type(exc).__name__}: {exc}"[:300]})
-            continue
-        attachment.extracted_text = text
-        attachment.text_extracted_at = timezone.now()
-        attachment.save(update_fields=["extracted_text", "text_extracted_at"])
-        touched.add(attachment.message_id)
-        extracted += 1 if text else 0
-    if touched:
-        try:
-            index_messages(message_ids=sorted(touched))
-        except Exception:  # the text is cached; `manage.py reindex` can index it later
-            logger.exception("ask: indexing extracted attachment text failed")
-    return extracted, failed
-
-
-def create_follow_up_drafts(
-    *, owner: Any, targets: list[FollowUpTarget], ask_run_id: Any = None
-) -> tuple[list[Draft], list[int]]:
-    """One reviewable Draft per waiting thread; threads that already have a draft are skipped."""
-    from apps.ask.drafts import follow_up_body, reply_subject
-
-    created: list[Draft] = []
-    skipped: list[int] = []
-    for target in targets:
-        with transaction.atomic():
-            # Locked re-check: two runs racing on the same thread create one draft.
-            exists = Draft.objects.select_for_update().filter(owner=owner, thread_id=target.thread_id).exists()
-            if exists:
-                target.has_draft = True
-                skipped.append(target.thread_id)
-                continue
-            draft = Draft.objects.create(
-                owner=owner,
-                account=target.account,
-                thread_id=target.thread_id,
-                in_reply_to=target.last_sent,
-                ask_run_id=ask_run_id,
-                to=[{"name": p["name"], "address": p["address"]} for p in target.waiting_for],
-                subject=reply_subject(target.subject),
-                body=follow_up_body(target),
-            )
-            target.has_draft = False
-            created.append(draft)
-    return created, skipped
 
 
 def choose_ask_model(*, owner: Any, api_config_id: int | None) -> AskSettings:

@@ -17,7 +17,7 @@ from django.template.loader import render_to_string
 
 from apps.ask.events import EventType, ask_group, make_event
 from apps.ask.models import AskRun, RunStatus
-from apps.ask.pipeline import STEP_LABELS
+from apps.ask.steps import STEP_LABELS
 
 
 def _load_run(user: Any, run_id: str) -> AskRun | None:

@@ -1,11 +1,13 @@
-"""Follow-up drafts: which of my threads wait for an answer, and the text of a polite nudge. Reads only;
-actions.create_follow_up_drafts writes the Draft rows."""
+"""Follow-up drafts: which of my threads wait for an answer, and the text of a polite nudge;
+create_follow_up_drafts writes the Draft rows (one per waiting thread, never sent)."""
 
 from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
+
+from django.db import transaction
 
 from apps.accounts.models import MailAccount, Message
 from apps.ask.models import Draft
@@ -128,3 +130,32 @@ def follow_up_body(target: FollowUpTarget) -> str:
     if signature:
         body += f"\n\n-- \n{signature}"
     return body
+
+
+def create_follow_up_drafts(
+    *, owner: Any, targets: list[FollowUpTarget], ask_run_id: Any = None
+) -> tuple[list[Draft], list[int]]:
+    """One reviewable Draft per waiting thread; threads that already have a draft are skipped."""
+    created: list[Draft] = []
+    skipped: list[int] = []
+    for target in targets:
+        with transaction.atomic():
+            # Locked re-check: two runs racing on the same thread create one draft.
+            exists = Draft.objects.select_for_update().filter(owner=owner, thread_id=target.thread_id).exists()
+            if exists:
+                target.has_draft = True
+                skipped.append(target.thread_id)
+                continue
+            draft = Draft.objects.create(
+                owner=owner,
+                account=target.account,
+                thread_id=target.thread_id,
+                in_reply_to=target.last_sent,
+                ask_run_id=ask_run_id,
+                to=[{"name": p["name"], "address": p["address"]} for p in target.waiting_for],
+                subject=reply_subject(target.subject),
+                body=follow_up_body(target),
+            )
+            target.has_draft = False
+            created.append(draft)
+    return created, skipped

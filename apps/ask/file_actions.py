@@ -15,8 +15,9 @@ from urllib.parse import urlsplit
 from django.utils import timezone
 
 from apps.organization import actions as organization
-from apps.organization.decisions import OrganizationDecisionError, respond
+from apps.organization.decisions import respond
 from apps.organization.fsops import LibraryPathError, MoveError
+from apps.organization.library import OrganizationDecisionError, OrganizationError, get_library, get_settings
 from apps.organization.models import FileSource, FileStatus, LibraryFile, Move, Suggestion
 from apps.organization.suggesting import suggest_for_file
 
@@ -67,7 +68,7 @@ def save_to_library(*, owner: Any, content: str, now: dt.datetime | None = None)
         body = f"<{link.group(0)}>\n" + (f"\n{rest}\n" if rest else "")
     elif not body.endswith("\n"):
         body += "\n"
-    library = organization.get_library(owner=owner)
+    library = get_library(owner=owner)
     try:
         file = organization.save_upload(
             library=library,
@@ -76,10 +77,10 @@ def save_to_library(*, owner: Any, content: str, now: dt.datetime | None = None)
             source=FileSource.UPLOAD,
             provenance={"saved_from": "ask", "saved_at": now.isoformat()},
         )
-    except organization.OrganizationError as exc:
+    except OrganizationError as exc:
         raise LibraryRequestError(str(exc)) from exc
     suggestion = None
-    if organization.get_settings(owner=owner).auto_suggest:
+    if get_settings(owner=owner).auto_suggest:
         suggestion = suggest_for_file(file=file, allow_auto_move=False)
     return Saved(file=file, is_link=is_link, suggestion=suggestion)
 
@@ -130,7 +131,7 @@ def organize_inbox(*, owner: Any) -> Organized:
     """The organization scan for the owner (new and changed files digested, the classifier retrained when
     needed), then a suggestion for every inbox file that has none — asked for here, so made even when
     automatic suggestions are off, and never auto-moved."""
-    library = organization.get_library(owner=owner)
+    library = get_library(owner=owner)
     scanned = organization.scan_library(library=library, suggest=False)
     inbox = list(
         LibraryFile.objects.filter(library=library, status=FileStatus.INBOX).select_related("library").order_by("pk")

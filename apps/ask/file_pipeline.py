@@ -25,8 +25,8 @@ from apps.ask.library import (
     search_files,
     suggestion_row,
 )
-from apps.ask.pipeline import AskContext, AskOutcome, StepTracker, _outcome
-from apps.organization.actions import get_library
+from apps.ask.steps import AskContext, AskOutcome, StepTracker, make_outcome
+from apps.organization.library import get_library
 from apps.organization.models import Suggestion
 
 KIND_LABELS = {"image": "photo or image", "pdf": "PDF", "docx": "Word document"}
@@ -142,7 +142,7 @@ def _query_files(
             "shown": [c["file_id"] for c in found.cards],
         },
     }
-    return _outcome(tracker, started, "query_files", answer, "files", plan, [], scope)
+    return make_outcome(tracker, started, "query_files", answer, "files", plan, [], scope)
 
 
 def _decide(
@@ -231,7 +231,7 @@ def _decide(
         scope["suggestions"] = [suggestion_row(fresh.get(s.pk, s)) for s in shown]
     scope["moves"] = moved
     plan = {"intent": route.intent, "route": route.as_json()}
-    return _outcome(tracker, started, route.intent, answer, "action", plan, [], scope)
+    return make_outcome(tracker, started, route.intent, answer, "action", plan, [], scope)
 
 
 def _suggestion_line(suggestion: Suggestion) -> str:
@@ -280,7 +280,7 @@ def _organize(ctx: AskContext, tracker: StepTracker, started: float, route: Rout
         step.detail = "nothing moved"
     scope["suggestions"] = [suggestion_row(s) for s in result.suggestions]
     plan = {"intent": "organize", "route": route.as_json()}
-    return _outcome(tracker, started, "organize", answer, "action", plan, [], scope)
+    return make_outcome(tracker, started, "organize", answer, "action", plan, [], scope)
 
 
 def _save(ctx: AskContext, tracker: StepTracker, started: float, route: Route, scope: dict) -> AskOutcome:
@@ -317,4 +317,4 @@ def _save(ctx: AskContext, tracker: StepTracker, started: float, route: Route, s
         scope["files"] = [file_card(saved.file)]
         scope["suggestions"] = [suggestion_row(saved.suggestion)] if saved.suggestion else []
     plan = {"intent": "save", "route": route.as_json()}
-    return _outcome(tracker, started, "save", answer, "action", plan, [], scope)
+    return make_outcome(tracker, started, "save", answer, "action", plan, [], scope)

@@ -9,15 +9,10 @@ refusal:   classify → answer (an honest refusal; nothing is touched)
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
-from dataclasses import dataclass, field
 from typing import Any
 
-from apps.accounts.models import MailAccount
 from apps.ask.answer import (
     EvidenceMessage,
     EvidenceText,
@@ -26,12 +21,15 @@ from apps.ask.answer import (
     llm_answer,
     no_evidence_answer,
 )
-from apps.ask.events import Emit, EventStatus, make_event
+from apps.ask.drafts import create_follow_up_drafts, find_unanswered_threads
+from apps.ask.extraction import extract_attachment_texts
 from apps.ask.extractive import extractive_answer
+from apps.ask.file_pipeline import run_file_request
 from apps.ask.file_router import route_for_run
 from apps.ask.intent import FILE_INTENTS
+from apps.ask.library import mixed_file_cards
 from apps.ask.mailparts import forwarded_text, split_closing
-from apps.ask.planner import Plan, PreviousTurn, plan_question, refusal_text
+from apps.ask.planner import Plan, plan_question, refusal_text
 from apps.ask.proposals import proposal_answer, propose
 from apps.ask.rerank import (
     Candidate,
@@ -52,9 +50,9 @@ from apps.ask.retrieval import (
 )
 from apps.ask.rewrite import llm_rerank, recent_subjects, rewrite_question
 from apps.ask.search_steps import gather_candidates
+from apps.ask.steps import AskContext, AskOutcome, StepTracker, make_outcome
 from apps.ask.textutil import VALUE_KIND_LABELS, VALUE_KINDS, Passage, find_values, names_days
 from apps.ask.topics import PreviousExchange, judge_topic, local_similarity, model_judge
-from apps.llm import LLMConfig
 from apps.search.folding import highlight, parse_query
 
 logger = logging.getLogger(__name__)
@@ -66,122 +64,6 @@ READ_EVIDENCE = 5
 SEARCH_MEMBERS = 4  # messages read per matched thread
 THREAD_MEMBERS = 12  # messages read of the thread asked about ("Ask about this thread")
 SOURCE_ORDER = ("local_fts", "local_vector", "provider_search", "attachment_text")
-
-# Every step a run can show, in order (the page pre-renders them so live updates only replace rows).
-STEPS: tuple[tuple[str, str], ...] = (
-    ("classify", "Understanding the request"),
-    ("topic", "Checking whether it follows the previous question"),
-    ("plan", "Planning the search"),
-    ("local_fts", "Searching local mail for the words"),
-    ("local_vector", "Searching local mail by meaning"),
-    ("hybrid", "Ranking words and meaning together"),
-    ("provider_search", "Searching Gmail / Outlook"),
-    ("gist", "Comparing what each mail is about with the question"),
-    ("attachment_text", "Reading attachments"),
-    ("rerank", "Ranking the evidence"),
-    ("read_evidence", "Reading the best matches"),
-    ("search_files", "Searching your library files"),
-    ("decide", "Applying your decision"),
-    ("organize", "Scanning the library inbox"),
-    ("save_file", "Saving into the library inbox"),
-    ("find_threads", "Finding threads that wait for a reply"),
-    ("create_drafts", "Creating reviewable drafts"),
-    ("answer", "Answering"),
-)
-STEP_LABELS = dict(STEPS)
-
-
-@dataclass(slots=True)
-class StepRecord:
-    stepId: str
-    label: str
-    detail: str = ""
-    status: EventStatus = "running"
-    ms: int = 0
-
-
-@dataclass(slots=True)
-class AskContext:
-    run_id: str
-    owner: Any
-    question: str
-    accounts: list[MailAccount]
-    now: dt.datetime
-    emit: Emit
-    llm: LLMConfig | None = None
-    history: list[PreviousTurn] = field(default_factory=list)
-    history_answers: list[tuple[str, str]] = field(default_factory=list)
-    # Set when drafts should be linked to a stored run.
-    ask_run_id: Any = None
-    # "Ask about this thread": only this thread's messages are evidence.
-    thread_id: int | None = None
-    # The owner's library has files: a mail question also shows the files that contain its words.
-    library_files: bool = False
-
-
-@dataclass(slots=True)
-class AskOutcome:
-    intent: str
-    answer: str
-    answer_mode: str
-    plan: dict[str, Any]
-    evidence: list[dict[str, Any]]
-    scope: dict[str, Any]
-    steps: list[dict[str, Any]]
-    timings: dict[str, int]
-
-
-class StepTracker:
-    def __init__(self, run_id: str, emit: Emit) -> None:
-        self.run_id = run_id
-        self.emit = emit
-        self.records: list[StepRecord] = []
-
-    @contextmanager
-    def step(self, step_id: str) -> Iterator[StepRecord]:
-        record = StepRecord(stepId=step_id, label=STEP_LABELS[step_id])
-        self.records.append(record)
-        self.emit(make_event(self.run_id, "step_started", step_id=step_id, label=record.label, status="running"))
-        started = time.perf_counter()
-        try:
-            yield record
-        except Exception as exc:
-            record.ms = int((time.perf_counter() - started) * 1000)
-            record.status = "error"
-            record.detail = record.detail or f"{type(exc).__name__}: {exc}"[:300]
-            self.emit(
-                make_event(
-                    self.run_id,
-                    "step_completed",
-                    step_id=step_id,
-                    label=record.label,
-                    detail=record.detail,
-                    status="error",
-                )
-            )
-            raise
-        record.ms = int((time.perf_counter() - started) * 1000)
-        record.status = "skipped" if record.status == "skipped" else "done"
-        self.emit(
-            make_event(
-                self.run_id,
-                "step_completed",
-                step_id=step_id,
-                label=record.label,
-                detail=record.detail,
-                status=record.status,
-                payload={"ms": record.ms},
-            )
-        )
-
-    def steps_json(self) -> list[dict[str, Any]]:
-        return [
-            {"stepId": r.stepId, "label": r.label, "detail": r.detail, "status": r.status, "ms": r.ms}
-            for r in self.records
-        ]
-
-    def timings(self) -> dict[str, int]:
-        return {r.stepId: r.ms for r in self.records}
 
 
 def run_pipeline(ctx: AskContext) -> AskOutcome:
@@ -202,13 +84,11 @@ def run_pipeline(ctx: AskContext) -> AskOutcome:
         intent, refusal = route.intent, route.refusal
         ctx.library_files = files.router.has_files and ctx.thread_id is None
     if intent in FILE_INTENTS:
-        from apps.ask.file_pipeline import run_file_request
-
         return run_file_request(ctx, tracker, started, route, files, scope)
     if intent == "chat":
         with tracker.step("answer") as step:
             step.detail = "a short reply: nothing was searched"
-        return _outcome(tracker, started, "chat", route.reply, "chat", {"intent": "chat"}, [], scope)
+        return make_outcome(tracker, started, "chat", route.reply, "chat", {"intent": "chat"}, [], scope)
     if intent == "unsupported":
         with tracker.step("answer") as step:
             answer = refusal_text(refusal)
@@ -219,7 +99,9 @@ def run_pipeline(ctx: AskContext) -> AskOutcome:
                 answer = proposal_answer(refusal, proposal)
                 step.detail = f"nothing was changed; {len(proposal['threads'])} conversations offered for your click"
         scope["refused"] = refusal
-        return _outcome(tracker, started, intent, answer, "refusal", {"intent": intent, "refusal": refusal}, [], scope)
+        return make_outcome(
+            tracker, started, intent, answer, "refusal", {"intent": intent, "refusal": refusal}, [], scope
+        )
     if ctx.history:
         with tracker.step("topic") as step:
             scope["topic"], step.detail = _follow_or_start(ctx)
@@ -283,8 +165,6 @@ def _plan_detail(plan: Plan) -> str:
 
 
 def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan, scope: dict[str, Any]) -> AskOutcome:
-    from apps.ask import actions
-
     account_ids = tuple(a.pk for a in ctx.accounts)
     pool = CandidatePool()
     sources: dict[str, Any] = scope["sources"]
@@ -294,7 +174,7 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
     shortlist = pool.shortlist()
     with tracker.step("attachment_text") as step:
         pending = pending_attachments(shortlist) if plan.wants_attachments else []
-        extracted, failed = actions.extract_attachment_texts(attachments=pending)
+        extracted, failed = extract_attachment_texts(attachments=pending)
         sources["attachment_text"] = {"extracted": extracted, "failed": failed, "considered": len(pending)}
         load_candidates(shortlist)
         cached = sum(len(c.attachments) for c in shortlist)
@@ -329,8 +209,6 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
             + (f", best: “{threads[0].best.subject[:60]}”" if threads else "")
         )
     if ctx.library_files:
-        from apps.ask.library import mixed_file_cards
-
         with tracker.step("search_files") as step:
             scope["files"] = mixed_file_cards(owner=ctx.owner, words=plan.keywords, entities=plan.entities)
             step.detail = f"{len(scope['files'])} library files contain the question's words"
@@ -353,7 +231,7 @@ def _question(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan,
         if scope.get("widened"):
             answer = f"Nothing in your mail from {scope['widened']} matched, so I searched all of it.\n{answer}"
             step.detail += f"; nothing from {scope['widened']}: searched all mail"
-    return _outcome(tracker, started, "question", answer, mode, plan.as_json(), rows, scope)
+    return make_outcome(tracker, started, "question", answer, mode, plan.as_json(), rows, scope)
 
 
 def _answer(ctx: AskContext, plan: Plan, texts: list[EvidenceText], scope: dict[str, Any]) -> tuple[str, str]:
@@ -514,9 +392,6 @@ def _evidence_row(plan: Plan, rank: int, thread: ThreadResult, texts: list[Evide
 
 
 def _drafts(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan, scope: dict[str, Any]) -> AskOutcome:
-    from apps.ask import actions
-    from apps.ask.drafts import find_unanswered_threads
-
     assert plan.draft is not None
     with tracker.step("find_threads") as step:
         targets = find_unanswered_threads(
@@ -530,7 +405,7 @@ def _drafts(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan, s
             targets = [target for target in targets if target.thread_id == ctx.thread_id]
         step.detail = f"{len(targets)} threads wait for a reply"
     with tracker.step("create_drafts") as step:
-        created, skipped = actions.create_follow_up_drafts(owner=ctx.owner, targets=targets, ask_run_id=ctx.ask_run_id)
+        created, skipped = create_follow_up_drafts(owner=ctx.owner, targets=targets, ask_run_id=ctx.ask_run_id)
         step.detail = f"{len(created)} created, {len(skipped)} skipped (a draft already exists)"
     scope["drafts"] = {
         "created": len(created),
@@ -575,28 +450,4 @@ def _drafts(ctx: AskContext, tracker: StepTracker, started: float, plan: Plan, s
                 f"{'have' if len(skipped) != 1 else 'has'} a draft. Nothing was sent."
             )
         step.detail = f"{len(created)} created, {len(skipped)} skipped, 0 sent"
-    return _outcome(tracker, started, "follow_up_drafts", answer, "drafts", plan.as_json(), rows, scope)
-
-
-def _outcome(
-    tracker: StepTracker,
-    started: float,
-    intent: str,
-    answer: str,
-    mode: str,
-    plan: dict[str, Any],
-    evidence: list[dict[str, Any]],
-    scope: dict[str, Any],
-) -> AskOutcome:
-    timings = tracker.timings()
-    timings["total"] = int((time.perf_counter() - started) * 1000)
-    return AskOutcome(
-        intent=intent,
-        answer=answer,
-        answer_mode=mode,
-        plan=plan,
-        evidence=evidence,
-        scope=scope,
-        steps=tracker.steps_json(),
-        timings=timings,
-    )
+    return make_outcome(tracker, started, "follow_up_drafts", answer, "drafts", plan.as_json(), rows, scope)

@@ -9,9 +9,9 @@ from typing import Any
 from django.urls import NoReverseMatch, reverse
 
 from apps.ask.models import AskRun, Intent, RunStatus
-from apps.ask.pipeline import STEPS
 from apps.ask.proposals import CHANGE_LABELS
 from apps.ask.selectors import drafts_for_run
+from apps.ask.steps import STEPS
 
 THREAD_URL_NAME = "mail:thread"
 SOURCE_LABELS = {

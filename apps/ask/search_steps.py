@@ -4,7 +4,7 @@ out, the same steps again over all of the mail (the answer says so)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from apps.ask.dates import DateRange
 from apps.ask.planner import Plan
@@ -18,11 +18,9 @@ from apps.ask.retrieval import (
     search_filters,
     semantic_search,
 )
+from apps.ask.steps import AskContext, StepTracker
 from apps.search.backends.base import SearchFilters
 from apps.search.gist import get_gist_embedder
-
-if TYPE_CHECKING:
-    from apps.ask.pipeline import AskContext, StepTracker
 
 
 def gather_candidates(

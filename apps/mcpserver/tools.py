@@ -23,9 +23,10 @@ from apps.accounts.models import MailAccount, Message, MessageLocation
 from apps.accounts.writeback import MailActionRefused, target_folder_for
 from apps.ask import actions as ask_actions
 from apps.ask import selectors as ask_selectors
+from apps.ask.extraction import extract_attachment_texts
 from apps.mcpserver import schemas
 from apps.orchestration import selectors as orchestration_selectors
-from apps.orchestration.actions import ApprovalError, mail_approval_summary, request_approval
+from apps.orchestration.approvals import ApprovalError, mail_approval_summary, request_approval
 from apps.orchestration.models import Approval
 from apps.organization.selectors import access_library_file
 from apps.replies import actions as reply_actions
@@ -274,7 +275,7 @@ def get_attachment_text(principal: MailboxPrincipal, message_id: int, attachment
         raise ToolError(f"no attachment {attachment_id} on message {message_id} in your mailbox")
     error = ""
     if attachment.extracted_text is None:  # not extracted yet: extract and cache it now (Ask does the same)
-        _count, failed = ask_actions.extract_attachment_texts(attachments=[attachment])
+        _count, failed = extract_attachment_texts(attachments=[attachment])
         error = failed[0]["error"] if failed else ""
     text, truncated = _cut(attachment.extracted_text or "", MAX_TEXT_CHARS)
     return schemas.AttachmentText(

@@ -2,34 +2,50 @@
 
 from __future__ import annotations
 
-import json
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, connections, router, transaction
-from django.urls import reverse
 from django.utils import timezone
 from django_q.tasks import async_task
 
 from apps.accounts import actions as account_actions
 from apps.accounts.labels import InvalidTag
+from apps.accounts.models import Message
+from apps.accounts.writeback import MailActionRefused, request_mail_actions
+from apps.llm import LLMError, ProviderEventData, ToolFailure, chat
+from apps.llm.configs import llm_config
+from apps.orchestration.approvals import STALE_ATTEMPT_SECONDS, ApprovalError, approval_performer
+from apps.orchestration.config_actions import (
+    PROMPT_NEEDS_NAME,
+    PromptInvalid,
+    check_prompt_messages,
+    create_prompt,
+)
+from apps.orchestration.engine import RunEngine, execute_run
 from apps.orchestration.models import (
     Agent,
     Approval,
     ApprovalStatus,
+    Conversation,
     Director,
     Memory,
     MemoryScope,
     OrchLog,
+    PromptMessage,
+    ProviderEvent,
     Run,
     RunStatus,
+    ThreadStatus,
 )
 from apps.orchestration.prepared import PreparedQuery
-from apps.workspaces.actions import push_inbox_entry
-from apps.workspaces.models import EntrySource
+from apps.orchestration.tools.calendar import perform_request
 
 logger = logging.getLogger(__name__)
 
@@ -175,8 +191,6 @@ def process_run(*, run_id: int) -> Run | None:
 
     The claim, the run's workspace and its director thread are stored in one transaction (one commit
     before the first model call; a kill before it leaves the run queued for reenqueue_queued_runs)."""
-    from apps.orchestration.engine import RunEngine, execute_run
-
     run: Run | None = None
     try:
         with transaction.atomic():
@@ -192,8 +206,6 @@ def process_run(*, run_id: int) -> Run | None:
         if run is None:  # the claim itself failed: nothing was taken
             raise
         logger.exception("run %s crashed", run_id)
-        from apps.orchestration.models import Conversation, ThreadStatus
-
         with transaction.atomic():  # nor its threads "ongoing"
             Conversation.objects.filter(run_id=run_id, status=ThreadStatus.ONGOING).update(
                 status=ThreadStatus.FAILED, ended_at=timezone.now()
@@ -296,12 +308,6 @@ def delete_diagnostics_entries(*, user: Any, entry_ids: Sequence[int]) -> int:
 def requeue_stalled_runs(*, older_than_seconds: int | None = None) -> list[int]:
     """Runs left "running" by a worker that died (past the job time limit) go back to the queue; the
     threads of the dead attempt are closed as failed. The workspace is kept, so nothing made is lost."""
-    from datetime import timedelta
-
-    from django.conf import settings
-
-    from apps.orchestration.models import Conversation, ThreadStatus
-
     limit = (
         older_than_seconds if older_than_seconds is not None else int(settings.Q_CLUSTER.get("timeout") or 1800) + 60
     )
@@ -325,10 +331,6 @@ def reenqueue_queued_runs(*, older_than_seconds: int | None = None) -> list[int]
     """Runs still queued long after they were created: their task was lost with a dead worker (a Redis
     broker keeps no copy of the tasks a cluster had taken) or never reached the broker. Enqueue them again;
     `claim_run` makes a surplus task a no-op, so a run is never executed twice."""
-    from datetime import timedelta
-
-    from django.conf import settings
-
     limit = (
         older_than_seconds if older_than_seconds is not None else int(settings.Q_CLUSTER.get("timeout") or 1800) + 60
     )
@@ -342,145 +344,7 @@ def reenqueue_queued_runs(*, older_than_seconds: int | None = None) -> list[int]
     return waiting
 
 
-# --- approvals: what would reach other people waits for the user --------------------------------------
-
-STALE_ATTEMPT_SECONDS = 120
-
-
-class ApprovalError(ValueError):
-    pass
-
-
-def approval_comments(approval: Approval, request: dict[str, Any]) -> str:
-    """The Inbox entry's markdown: what would be sent, to whom, and where to decide."""
-    from django.urls import reverse
-
-    body = json.dumps(request.get("json"), indent=2, ensure_ascii=False)
-    people = ", ".join(approval.attendees)
-    return (
-        f"**Approval needed:** add “{approval.summary}” to the {approval.calendar} calendar of "
-        f"{approval.account.name} and send invitations to {people}.\n\n"
-        f"Nothing has been sent. [Review, approve or reject]({reverse('runs:approval', args=[approval.pk])}).\n\n"
-        f"Request: `{request['method']} {request['path']}`\n\n```json\n{body}\n```\n"
-    )
-
-
-def request_calendar_approval(
-    *, run: Run, workspace: Any, account: Any, request: dict[str, Any], attendees: Sequence[str]
-) -> Approval:
-    """Store the exact calendar request a tool would make, unperformed, and tell the user in the Inbox."""
-    from apps.workspaces import actions as workspace_actions
-    from apps.workspaces.models import EntrySource
-
-    calendar = "primary" if request.get("api") == "calendar" else "default"
-    with transaction.atomic():
-        approval = Approval.objects.create(
-            owner_id=workspace.owner_id,
-            run=run,
-            account=account,
-            kind="calendar_event",
-            provider=account.provider,
-            calendar=calendar,
-            summary=str((request.get("json") or {}).get("subject") or (request.get("json") or {}).get("summary"))[:300],
-            attendees=list(attendees),
-            request=request,
-        )
-        entry = workspace_actions.push_inbox_entry(
-            workspace=workspace,
-            comments=approval_comments(approval, request),
-            source=EntrySource.DIRECTOR,
-            run_id=run.pk,
-        )
-        approval.inbox_entry_id = entry.pk
-        approval.save(update_fields=["inbox_entry_id"])
-    return approval
-
-
-MAIL_ACTION_WORDS = {
-    "read": "mark as read",
-    "unread": "mark as unread",
-    "flag": "flag",
-    "unflag": "remove the flag from",
-    "archive": "archive",
-    "trash": "move to Trash",
-    "move": "move",
-    "tag": "tag",
-    "untag": "untag",
-}
-
-
-def mail_approval_summary(*, action: str, subject: str, folder: str = "", tag: str = "") -> str:
-    where = f" to {folder}" if action == "move" and folder else ""
-    if action in ("tag", "untag") and tag:
-        where = f" with “{tag}”" if action == "tag" else f" (take off “{tag}”)"
-    return f"{MAIL_ACTION_WORDS.get(action, action).capitalize()} “{subject or '(no subject)'}”{where}"[:300]
-
-
-def request_mail_approval(
-    *, run: Run, workspace: Any, message: Any, action: str, folder: str = "", tag: str = ""
-) -> Approval:
-    """An agent's proposed change to a mail on the server, unperformed until the user approves it."""
-    from django.urls import reverse
-
-    from apps.workspaces import actions as workspace_actions
-    from apps.workspaces.models import EntrySource
-
-    summary = mail_approval_summary(action=action, subject=message.subject, folder=folder, tag=tag)
-    request = {"action": action, "folder": folder, "message_id": message.pk, **({"tag": tag} if tag else {})}
-    with transaction.atomic():
-        approval = Approval.objects.create(
-            owner_id=workspace.owner_id,
-            run=run,
-            account_id=message.account_id,
-            kind="mail_action",
-            provider=message.account.provider,
-            summary=summary,
-            request=request,
-        )
-        link = reverse("runs:approval", args=[approval.pk])
-        entry = workspace_actions.push_inbox_entry(
-            workspace=workspace,
-            comments=(
-                f"**Approval needed:** {summary} in {message.account.name}.\n\n"
-                f"Nothing has changed on the server. [Review, approve or reject]({link})."
-            ),
-            source=EntrySource.DIRECTOR,
-            run_id=run.pk,
-        )
-        approval.inbox_entry_id = entry.pk
-        approval.save(update_fields=["inbox_entry_id"])
-    return approval
-
-
-def request_approval(
-    *, owner: Any, workspace: Any, account: Any, kind: str, summary: str, request: dict[str, Any], comments: str
-) -> Approval:
-    """An approval that no run asked for (an outside agent, through the mailbox MCP endpoint): the exact
-    request is stored unperformed and the owner's Inbox gets `comments` plus the link to decide."""
-    if kind != "mail_action" and kind not in _PERFORMERS:
-        raise ApprovalError(f"nothing performs approvals of kind {kind!r}")
-    with transaction.atomic():
-        approval = Approval.objects.create(
-            owner=owner, account=account, kind=kind, provider=account.provider, summary=summary[:300], request=request
-        )
-        link = reverse("runs:approval", args=[approval.pk])
-        entry = push_inbox_entry(
-            workspace=workspace, comments=f"{comments}\n\n[Review, approve or reject]({link}).", source=EntrySource.MCP
-        )
-        approval.inbox_entry_id = entry.pk
-        approval.save(update_fields=["inbox_entry_id"])
-    return approval
-
-
-# Kinds a higher layer performs (replies sends a reply draft), registered from its AppConfig.ready(): this
-# layer stores and gates them, the owner of the action performs it. A performer returns the result to keep
-# and raises ApprovalError (or anything else) when it could not be done.
-ApprovalPerformer = Callable[[Approval], dict[str, Any]]
-_PERFORMERS: dict[str, ApprovalPerformer] = {}
-
-
-def register_approval_performer(kind: str, perform: ApprovalPerformer) -> None:
-    _PERFORMERS[kind] = perform
+# --- approvals: deciding and performing what apps/orchestration/approvals.py stored -----------------
 
 
 def _perform_guarded(
@@ -506,17 +370,12 @@ def _perform_guarded(
 
 
 def _perform_tool_request(claimed: Approval) -> dict[str, Any]:
-    from apps.orchestration.tools.calendar import perform_request  # as before: the tools import these actions
-
     created = perform_request(claimed.account, dict(claimed.request or {}))
     return {"id": created.get("id"), "link": created.get("webLink") or created.get("htmlLink") or ""}
 
 
 def _perform_mail_approval(claimed: Approval) -> Approval:
     """Hand an approved mail change to the accounts' write-back ledger (which does it at the provider)."""
-    from apps.accounts.models import Message
-    from apps.accounts.writeback import MailActionRefused, request_mail_actions
-
     request = dict(claimed.request or {})
     # One message (a director's proposal) or several (an outside agent's request_action).
     wanted = [int(pk) for pk in request.get("message_ids") or [request.get("message_id") or 0]]
@@ -603,58 +462,22 @@ def _claim_approval(approval_id: int) -> Approval | None:
 def approve(*, approval: Approval) -> Approval:
     """Perform the stored request exactly as shown. Idempotent: a performed approval is not performed again.
     A provider failure is kept with its reason and the approval can be retried."""
-    from apps.llm import ToolFailure
-
     claimed = _claim_approval(approval.pk)
     if claimed is None:
         return Approval.objects.get(pk=approval.pk)
     if claimed.kind == "mail_action":
         return _perform_mail_approval(claimed)
-    if claimed.kind in _PERFORMERS:
-        return _perform_guarded(claimed, _PERFORMERS[claimed.kind], (ApprovalError,))
+    performer = approval_performer(claimed.kind)
+    if performer is not None:
+        return _perform_guarded(claimed, performer, (ApprovalError,))
     return _perform_guarded(claimed, _perform_tool_request, (ToolFailure,))
 
 
 # --- the prompt playground ---------------------------------------------------------------------------
 
-MAX_PROMPT_MESSAGES = 50
-MAX_MESSAGE_CHARS = 50_000
-PROMPT_NEEDS_NAME = "the prompt needs a name"
-
-
-class PromptInvalid(ValueError):
-    def __init__(self, problems: list[str]) -> None:
-        super().__init__("; ".join(problems))
-        self.problems = problems
-
-
-def check_prompt_messages(messages: Sequence[tuple[str, str]]) -> list[str]:
-    """What is wrong with a message list, in words (empty when it can be saved)."""
-    from apps.orchestration.models import ROLE_CHOICES
-    from apps.orchestration.prompts import unknown_variables
-
-    roles = {value for value, _label in ROLE_CHOICES}
-    problems: list[str] = []
-    if len(messages) > MAX_PROMPT_MESSAGES:
-        problems.append(f"a prompt has at most {MAX_PROMPT_MESSAGES} messages")
-    for number, (role, content) in enumerate(messages, start=1):
-        if role not in roles:
-            problems.append(f"message {number}: unknown role {role!r}")
-        if not content.strip():
-            problems.append(f"message {number} is empty")
-        if len(content) > MAX_MESSAGE_CHARS:
-            problems.append(f"message {number} is longer than {MAX_MESSAGE_CHARS} characters")
-        unknown = unknown_variables(content)
-        if unknown:
-            names = ", ".join("{{" + name + "}}" for name in unknown)
-            problems.append(f"message {number}: unknown variable{'s' if len(unknown) > 1 else ''} {names}")
-    return problems
-
 
 def save_prompt(*, prompt: Any, name: str, is_template: bool, messages: Sequence[tuple[str, str]]) -> Any:
     """Replace a prompt's messages (in the given order) and its name; nothing is stored when any is invalid."""
-    from apps.orchestration.models import PromptMessage
-
     problems = check_prompt_messages(messages)
     if not name.strip():
         problems.insert(0, PROMPT_NEEDS_NAME)
@@ -674,8 +497,6 @@ def save_prompt(*, prompt: Any, name: str, is_template: bool, messages: Sequence
 
 
 def duplicate_prompt(*, prompt: Any, as_template: bool) -> Any:
-    from apps.orchestration.config_actions import create_prompt
-
     messages = [(m.role, m.content) for m in prompt.messages.order_by("order", "pk")]
     name = f"{prompt.name} (template)" if as_template else f"Copy of {prompt.name}"
     return create_prompt(owner=prompt.owner, name=name, messages=messages, is_template=as_template)
@@ -692,12 +513,6 @@ class TryResult:
 def try_prompt(*, prompt: Any, api_config: Any, messages: list[dict[str, Any]]) -> TryResult:
     """Send the resolved messages once to the chosen model (no tools, no retries); every request, response
     and error is stored as a ProviderEvent of the prompt."""
-    import dataclasses
-
-    from apps.llm import LLMError, ProviderEventData, chat
-    from apps.llm.configs import llm_config
-    from apps.orchestration.models import ProviderEvent
-
     recorded: list[ProviderEvent] = []
 
     def sink(event: ProviderEventData) -> None:

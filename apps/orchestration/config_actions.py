@@ -12,6 +12,7 @@ from django.db import IntegrityError, transaction
 
 from apps.llm.models import ApiConfig
 from apps.orchestration.models import (
+    ROLE_CHOICES,
     Agent,
     Director,
     FilesystemRoot,
@@ -19,6 +20,7 @@ from apps.orchestration.models import (
     Prompt,
     PromptMessage,
 )
+from apps.orchestration.prompts import unknown_variables
 from apps.orchestration.tools.schemas import LIVE_TOOLS
 
 DIRECTOR_FIELDS = {"name", "description", "enabled", "prompt", "imprint", "api_config", "memory_access", "step_limit"}
@@ -51,13 +53,44 @@ def create_prompt(*, owner: Any, name: str, messages: Sequence[tuple[str, str]],
     return prompt
 
 
+# --- prompt checks (the playground's save and the JSON API) ------------------------------------------------
+
+MAX_PROMPT_MESSAGES = 50
+MAX_MESSAGE_CHARS = 50_000
+PROMPT_NEEDS_NAME = "the prompt needs a name"
+
+
+class PromptInvalid(ValueError):
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = problems
+
+
+def check_prompt_messages(messages: Sequence[tuple[str, str]]) -> list[str]:
+    """What is wrong with a message list, in words (empty when it can be saved)."""
+    roles = {value for value, _label in ROLE_CHOICES}
+    problems: list[str] = []
+    if len(messages) > MAX_PROMPT_MESSAGES:
+        problems.append(f"a prompt has at most {MAX_PROMPT_MESSAGES} messages")
+    for number, (role, content) in enumerate(messages, start=1):
+        if role not in roles:
+            problems.append(f"message {number}: unknown role {role!r}")
+        if not content.strip():
+            problems.append(f"message {number} is empty")
+        if len(content) > MAX_MESSAGE_CHARS:
+            problems.append(f"message {number} is longer than {MAX_MESSAGE_CHARS} characters")
+        unknown = unknown_variables(content)
+        if unknown:
+            names = ", ".join("{{" + name + "}}" for name in unknown)
+            problems.append(f"message {number}: unknown variable{'s' if len(unknown) > 1 else ''} {names}")
+    return problems
+
+
 def create_checked_prompt(
     *, owner: Any, name: str, messages: Sequence[tuple[str, str]], is_template: bool = False
 ) -> Prompt:
     """A new prompt from user input (the JSON API): checked like the playground's save (PromptInvalid when a
     role, a variable or a length is wrong, or the name is blank); nothing is stored then."""
-    from apps.orchestration.actions import PROMPT_NEEDS_NAME, PromptInvalid, check_prompt_messages
-
     problems = check_prompt_messages(messages)
     if not name.strip():
         problems.insert(0, PROMPT_NEEDS_NAME)

@@ -16,7 +16,7 @@ from ninja import Field, Router, Schema, Status
 
 from apps.llm import selectors as llm_selectors
 from apps.orchestration import actions, config_actions, selectors
-from apps.orchestration.actions import MAX_MESSAGE_CHARS, MAX_PROMPT_MESSAGES, PROMPT_NEEDS_NAME, PromptInvalid
+from apps.orchestration.config_actions import MAX_MESSAGE_CHARS, MAX_PROMPT_MESSAGES, PROMPT_NEEDS_NAME, PromptInvalid
 from apps.orchestration.models import Agent, Director, Prompt
 from apps.orchestration.tools.schemas import LIVE_TOOLS
 from mailagent.api import ErrorOut, InvalidField

@@ -13,7 +13,7 @@ from django.http import HttpRequest
 from ninja import Field, Query, Router, Schema, Status
 
 from apps.orchestration import actions, selectors
-from apps.orchestration.actions import MAX_MESSAGE_CHARS
+from apps.orchestration.config_actions import MAX_MESSAGE_CHARS
 from apps.orchestration.config_api import invalid_field, owned_agent, owned_director, refuse_nulls
 from apps.orchestration.models import Memory, MemoryScope
 

@@ -12,9 +12,11 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Count, Q, QuerySet
 from django.http import Http404
+from django.utils import timezone
 
 from apps.accounts.models import MailAccount
 from apps.llm.configs import estimate_cost
+from apps.orchestration.approvals import STALE_ATTEMPT_SECONDS
 from apps.orchestration.models import (
     Agent,
     Approval,
@@ -424,10 +426,6 @@ def approvals_for_run(*, run: Run) -> list[Approval]:
 
 def approval_is_stale(approval: Approval) -> bool:
     """A "sending" attempt older than the claim window died with its process: its outcome is unknown."""
-    from django.utils import timezone
-
-    from apps.orchestration.actions import STALE_ATTEMPT_SECONDS
-
     started = approval.attempt_started_at
     return (
         approval.status == "sending"

@@ -23,6 +23,7 @@ from django.utils.http import content_disposition_header, urlencode
 from django.views.decorators.http import require_GET, require_POST
 
 from apps.orchestration import actions, diagnostics_detail, selectors
+from apps.orchestration.approvals import ApprovalError
 from apps.orchestration.models import MemoryScope, RunStatus
 from apps.workspaces import selectors as workspace_selectors
 from mailagent.diagnostics import runtime_diagnostics
@@ -308,7 +309,7 @@ def approval_approve(request: HttpRequest, approval_id: int) -> HttpResponse:
     approval = selectors.access_approval(user=request.user, approval_id=approval_id)
     try:
         done = actions.approve(approval=approval)
-    except actions.ApprovalError as exc:
+    except ApprovalError as exc:
         messages.error(request, f"Not performed: {exc}.")
     else:
         if done.status == "done" and done.kind == "mail_action":
@@ -333,7 +334,7 @@ def approval_reject(request: HttpRequest, approval_id: int) -> HttpResponse:
     approval = selectors.access_approval(user=request.user, approval_id=approval_id)
     try:
         actions.reject_approval(approval=approval)
-    except actions.ApprovalError as exc:
+    except ApprovalError as exc:
         messages.error(request, f"Not rejected: {exc}.")
     else:
         messages.success(

@@ -1,5 +1,6 @@
-"""Every write of the organization app: the library and its settings, file intake (scan, watch, upload),
-suggestions and the owner's decisions, moves with their journal and undo, and retraining."""
+"""The organization app's library writes: its root, settings and guideline, file intake (scan, watch, upload)
+and retraining. The library and settings themselves (created on first use) are in library.py, suggestions in
+suggesting.py, the owner's decisions in decisions.py and the moves they cause in moves.py."""
 
 from __future__ import annotations
 
@@ -18,6 +19,14 @@ from apps.llm.selectors import find_api_config
 from apps.organization import fsops, indexing, learning, roots
 from apps.organization.digest import digest_file
 from apps.organization.fsops import LibraryPathError
+from apps.organization.library import (
+    OrganizationError,
+    ensure_dirs,
+    get_library,
+    get_settings,
+    request_retrain,
+    require_usable,
+)
 from apps.organization.models import (
     GUIDELINE_NAME,
     INBOX_DIR,
@@ -30,57 +39,14 @@ from apps.organization.models import (
     Suggestion,
     SuggestionStatus,
 )
+from apps.organization.suggesting import suggest_for_file, suggest_for_inbox
 
 logger = logging.getLogger(__name__)
 MAX_UPLOAD_BYTES = 200 * 1024 * 1024
 MAX_GUIDELINE_CHARS = 100_000
 
 
-class OrganizationError(Exception):
-    """A request that cannot be done as asked; the message says why and what to do."""
-
-
 # ---------------------------------------------------------------------------------------------- library
-
-
-def get_library(*, owner: Any) -> Library:
-    """The owner's library, created with the default root (and its inbox) on first use."""
-    library = Library.objects.filter(owner=owner).first()
-    if library is None:
-        try:
-            with transaction.atomic():
-                library = Library.objects.create(owner=owner, root=str(roots.library_base(owner.pk)))
-        except IntegrityError:
-            library = Library.objects.get(owner=owner)
-    _ensure_dirs(library)
-    return library
-
-
-def require_usable(library: Library) -> None:
-    """OrganizationError when the library's root is outside the allowed folders (roots.library_problem)."""
-    problem = roots.library_problem(library)
-    if problem:
-        raise OrganizationError(problem)
-
-
-def _ensure_dirs(library: Library) -> None:
-    if roots.library_problem(library):
-        return  # never create folders where the library may not be
-    try:
-        library.inbox_path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        logger.warning("organization: cannot create %s: %s", library.inbox_path, exc)
-
-
-def get_settings(*, owner: Any) -> OrganizationSettings:
-    found = OrganizationSettings.objects.filter(owner=owner).select_related("api_config").first()
-    if found is not None:
-        return found
-    try:
-        with transaction.atomic():
-            return OrganizationSettings.objects.create(owner=owner)
-    except IntegrityError:
-        return OrganizationSettings.objects.get(owner=owner)
 
 
 def set_library_root(*, owner: Any, root: str) -> Library:
@@ -280,7 +246,7 @@ def scan_library(*, library: Library, force: bool = False, suggest: bool = True)
             result.missing += 1
         result.errors.append(problem)
         return result
-    _ensure_dirs(library)
+    ensure_dirs(library)
     seen: set[str] = set()
     folders_changed = False
     for path in _walk_files(library.root_path):
@@ -304,16 +270,12 @@ def scan_library(*, library: Library, force: bool = False, suggest: bool = True)
     if folders_changed or state is None or state.stale:
         retrain(library=library)
     if suggest:
-        from apps.organization.suggesting import suggest_for_inbox
-
         result.suggestions = suggest_for_inbox(library=library, force=force)
     return result
 
 
 def ingest_path(*, library: Library, path: Path, source: str) -> Suggestion | None:
     """One file that just appeared (watch event, upload): digest, then suggest when it is in the inbox."""
-    from apps.organization.suggesting import suggest_for_file
-
     require_usable(library)
     file, changed = register_file(library=library, path=path, source=source)
     if file is None or file.status != FileStatus.INBOX:
@@ -334,7 +296,7 @@ def save_upload(
     if not clean or not fsops.is_library_file_name(clean) or clean in (".", ".."):
         raise OrganizationError(f"{name!r} is not a usable file name.")
     require_usable(library)
-    _ensure_dirs(library)
+    ensure_dirs(library)
     inbox = fsops.resolve_inside(library.root_path, INBOX_DIR)
     written = 0
     try:
@@ -372,17 +334,3 @@ def save_upload(
 def retrain(*, library: Library) -> ClassifierState:
     settings = get_settings(owner=library.owner)
     return learning.train(library, exclude=list(settings.exclude_folders))
-
-
-def request_retrain(*, library: Library) -> None:
-    """Mark the classifier stale and retrain in the background once this transaction commits."""
-    ClassifierState.objects.get_or_create(library=library)
-    ClassifierState.objects.filter(library=library).update(stale=True)
-    library_id = library.pk
-
-    def enqueue() -> None:
-        from django_q.tasks import async_task
-
-        async_task("apps.organization.tasks.retrain_task", library_id, task_name=f"organization: retrain {library_id}")
-
-    transaction.on_commit(enqueue)

@@ -20,7 +20,7 @@ from apps.llm.tools import Tool, ToolFailure, run_tool_loop
 from apps.organization import fsops, selectors
 from apps.organization.fsops import LibraryPathError
 from apps.organization.models import FileStatus, LibraryFile, OrganizationSettings, SuggestionSource
-from apps.organization.suggesting import ALTERNATIVES, Proposal, _allowed
+from apps.organization.proposals import ALTERNATIVES, Proposal, folder_allowed
 
 logger = logging.getLogger(__name__)
 STEP_LIMIT = 8
@@ -94,7 +94,7 @@ def build_tools(
 
     def get_folder_tree(args: FolderTreeArgs) -> list[str]:
         folders = fsops.folder_tree(library.root_path, depth=args.depth)
-        return [f for f in folders if _allowed(f, settings, exclude)]
+        return [f for f in folders if folder_allowed(f, settings, exclude)]
 
     def get_file(args: GetFileArgs) -> dict[str, Any]:
         found = (
@@ -119,7 +119,7 @@ def build_tools(
             folder = fsops.normalize_folder(args.target_folder)
         except LibraryPathError as exc:
             raise ToolFailure(str(exc)) from exc
-        if not _allowed(folder, settings, exclude):
+        if not folder_allowed(folder, settings, exclude):
             raise ToolFailure(f"{folder} is excluded by the owner's settings (or was rejected for this file).")
         alternatives = [
             {"folder": a.folder.strip("/"), "confidence": round(a.confidence, 4)} for a in args.alternatives

@@ -13,7 +13,8 @@ from ninja.errors import HttpError
 from ninja.files import UploadedFile
 
 from apps.organization import actions, roots, selectors
-from apps.organization.decisions import OrganizationDecisionError, respond, undo_move
+from apps.organization.decisions import respond, undo_move
+from apps.organization.library import OrganizationDecisionError, OrganizationError, get_library, get_settings
 from apps.organization.serializers import move_detail, suggestion_detail
 from apps.organization.suggesting import suggest_for_file, suggest_for_inbox
 
@@ -52,8 +53,8 @@ class SettingsIn(Schema):
 
 
 def _settings_out(owner: Any) -> dict[str, Any]:
-    settings = actions.get_settings(owner=owner)
-    library = actions.get_library(owner=owner)
+    settings = get_settings(owner=owner)
+    library = get_library(owner=owner)
     return {
         "autoSuggest": settings.auto_suggest,
         "suggestThreshold": settings.suggest_threshold,
@@ -70,7 +71,7 @@ def _settings_out(owner: Any) -> dict[str, Any]:
 
 @suggestions_router.get("", summary="List suggestions")
 def list_suggestions(request: HttpRequest, params: Query[SuggestionsQuery]) -> list[dict[str, Any]]:
-    library = actions.get_library(owner=request.user)
+    library = get_library(owner=request.user)
     rows = selectors.list_suggestions(library=library, status=params.status, limit=params.limit)
     return [suggestion_detail(s) for s in rows]
 
@@ -89,7 +90,7 @@ def respond_to_suggestion(request: HttpRequest, suggestion_id: int, payload: Res
 
 @organize_router.post("", summary="Scan the inbox and suggest folders")
 def organize(request: HttpRequest, payload: OrganizeIn) -> dict[str, Any]:
-    library = actions.get_library(owner=request.user)
+    library = get_library(owner=request.user)
     result = actions.scan_library(library=library, suggest=False)
     paths = None
     if payload.paths is not None:
@@ -128,7 +129,7 @@ def put_organization_settings(request: HttpRequest, payload: SettingsIn) -> dict
     }
     try:
         actions.update_settings(owner=request.user, changes={names[k]: v for k, v in data.items()})
-    except actions.OrganizationError as exc:
+    except OrganizationError as exc:
         raise HttpError(422, str(exc)) from exc
     return _settings_out(request.user)
 
@@ -147,14 +148,14 @@ def undo(request: HttpRequest, move_id: int) -> dict[str, Any]:
 def upload(request: HttpRequest, files: list[UploadedFile] = File(...)) -> dict[str, Any]:  # noqa: B008
     """Each file is saved on its own: `saved` lists those in the inbox, `failed` those refused with why. Only
     when none could be saved is it an error (422)."""
-    library = actions.get_library(owner=request.user)
-    auto = actions.get_settings(owner=request.user).auto_suggest
+    library = get_library(owner=request.user)
+    auto = get_settings(owner=request.user).auto_suggest
     saved: list[dict[str, Any]] = []
     failed: list[dict[str, str]] = []
     for upload_file in files:
         try:
             file = actions.save_upload(library=library, name=upload_file.name or "", chunks=upload_file.chunks())
-        except actions.OrganizationError as exc:
+        except OrganizationError as exc:
             failed.append({"name": upload_file.name or "", "error": str(exc)})
             continue
         suggestion, problem = None, ""

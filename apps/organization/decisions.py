@@ -1,5 +1,5 @@
-"""The owner's decisions on suggestions (accept, reject, choose another folder), the moves they cause with
-their journal, and undo. Every decision marks the classifier for retraining."""
+"""The owner's decisions on suggestions (accept, reject, choose another folder) and undo; the moves they cause,
+with their journal, are in moves.py. Every decision marks the classifier for retraining."""
 
 from __future__ import annotations
 
@@ -9,83 +9,20 @@ from django.db import transaction
 from django.utils import timezone
 
 from apps.organization import fsops, indexing
-from apps.organization.actions import OrganizationError, request_retrain, require_usable
 from apps.organization.digest import sha256_of_handle
 from apps.organization.fsops import LibraryPathError, MoveError
-from apps.organization.models import INBOX_DIR, FileStatus, LibraryFile, Move, Suggestion, SuggestionStatus
+from apps.organization.library import (
+    OrganizationDecisionError,
+    OrganizationError,
+    get_settings,
+    request_retrain,
+    require_usable,
+)
+from apps.organization.models import INBOX_DIR, FileStatus, Move, Suggestion, SuggestionStatus
+from apps.organization.moves import check_unchanged, move_file
+from apps.organization.suggesting import suggest_for_file
 
 ACTIONS = ("accept", "reject", "choose")
-
-
-class OrganizationDecisionError(Exception):
-    """A decision that cannot be carried out; the message says what happened and what to do."""
-
-
-def _current_sha256(file: LibraryFile) -> str | None:
-    """The file's content hash now, read without following links; None when it is not a usable file there."""
-    try:
-        with fsops.open_regular(file.library.root_path, file.path) as handle:
-            return sha256_of_handle(handle)
-    except (OSError, LibraryPathError):
-        return None
-
-
-def _usable(file: LibraryFile) -> None:
-    try:
-        require_usable(file.library)
-    except OrganizationError as exc:
-        raise OrganizationDecisionError(str(exc)) from exc
-
-
-def _check_unchanged(suggestion: Suggestion) -> LibraryFile:
-    file = suggestion.file
-    _usable(file)
-    current = _current_sha256(file)
-    if current is None or current != suggestion.file_sha256 or file.status != FileStatus.INBOX:
-        reason = "the file is gone from the inbox" if current is None else "the file changed after the suggestion"
-        Suggestion.objects.filter(pk=suggestion.pk, status=SuggestionStatus.PENDING).update(
-            status=SuggestionStatus.EXPIRED, expired_reason=reason, decided_at=timezone.now()
-        )
-        if current is None and file.status != FileStatus.MISSING:
-            file.status = FileStatus.MISSING
-            file.save(update_fields=["status"])
-        raise OrganizationDecisionError(f"This suggestion expired: {reason}. Scan the inbox for a fresh one.")
-    return file
-
-
-def _move(*, suggestion: Suggestion, folder: str, reason: str) -> Move:
-    file = suggestion.file
-    library = file.library
-    old_path = file.path
-    try:
-        folder = fsops.normalize_folder(folder)
-        created_folder = fsops.first_missing_folder(library.root_path, folder)
-        folder_path = fsops.ensure_folder(library.root_path, folder)
-        destination = fsops.move_into(library.root_path, file.path, folder_path)
-    except (LibraryPathError, MoveError) as exc:
-        raise OrganizationDecisionError(str(exc)) from exc
-    new_path = fsops.relative_to_root(library.root_path, destination)
-    try:
-        with transaction.atomic():
-            move = Move.objects.create(
-                library=library,
-                file=file,
-                suggestion=suggestion,
-                from_path=file.path,
-                to_path=new_path,
-                sha256=suggestion.file_sha256,
-                reason=reason[:200],
-                created_folder=created_folder,
-            )
-            file.path = new_path
-            file.status = FileStatus.FILED
-            file.mtime = destination.stat().st_mtime
-            file.save(update_fields=["path", "status", "mtime"])
-    except Exception:
-        fsops.move_back(library.root_path, new_path, old_path)
-        raise
-    transaction.on_commit(lambda: indexing.index_files([file]))
-    return move
 
 
 def respond(*, suggestion: Suggestion, action: str, folder: str = "") -> Suggestion:
@@ -95,7 +32,7 @@ def respond(*, suggestion: Suggestion, action: str, folder: str = "") -> Suggest
         raise OrganizationDecisionError(f"Unknown action {action!r}: use accept, reject or choose.")
     if action != "reject" and suggestion.status == SuggestionStatus.PENDING:
         # Outside the transaction below, so that the expiry of a stale suggestion is kept when we refuse.
-        _check_unchanged(Suggestion.objects.select_related("file__library").get(pk=suggestion.pk))
+        check_unchanged(Suggestion.objects.select_related("file__library").get(pk=suggestion.pk))
     with transaction.atomic():
         locked = Suggestion.objects.select_for_update().select_related("file__library").get(pk=suggestion.pk)
         if locked.status != SuggestionStatus.PENDING:
@@ -114,7 +51,7 @@ def respond(*, suggestion: Suggestion, action: str, folder: str = "") -> Suggest
                 if not folder.strip():
                     raise OrganizationDecisionError("Choose needs a folder (targetFolder).")
                 target = folder
-            move = _move(suggestion=locked, folder=target, reason=action)
+            move = move_file(suggestion=locked, folder=target, reason=action)
             locked.status = SuggestionStatus.ACCEPTED
             locked.action = action
             locked.final_folder = str(fsops.normalize_folder(target))
@@ -122,21 +59,6 @@ def respond(*, suggestion: Suggestion, action: str, folder: str = "") -> Suggest
             locked.save(update_fields=["status", "action", "final_folder", "decided_at"])
         request_retrain(library=locked.file.library)
     return locked
-
-
-def auto_move(*, suggestion: Suggestion) -> Move:
-    _check_unchanged(Suggestion.objects.select_related("file__library").get(pk=suggestion.pk))
-    with transaction.atomic():
-        locked = Suggestion.objects.select_for_update().select_related("file__library").get(pk=suggestion.pk)
-        if locked.status != SuggestionStatus.PENDING or not locked.target_folder:
-            raise OrganizationDecisionError("The suggestion is no longer pending.")
-        move = _move(suggestion=locked, folder=locked.target_folder, reason=f"auto-move ({locked.confidence:.0%})")
-        locked.status = SuggestionStatus.ACCEPTED
-        locked.action = "auto"
-        locked.final_folder = locked.target_folder
-        locked.decided_at = move.created_at
-        locked.save(update_fields=["status", "action", "final_folder", "decided_at"])
-    return move
 
 
 def undo_move(*, move: Move) -> Move:
@@ -185,11 +107,12 @@ def undo_move(*, move: Move) -> Move:
                 status=SuggestionStatus.EXPIRED, expired_reason="the move was undone"
             )
         request_retrain(library=locked.library)
-    if locked.file is not None and locked.file.status == FileStatus.INBOX:
-        from apps.organization.actions import get_settings
-        from apps.organization.suggesting import suggest_for_file
-
-        if get_settings(owner=locked.library.owner).auto_suggest:
-            # Suggested again for the owner to decide, never auto-moved straight back.
-            suggest_for_file(file=locked.file, allow_auto_move=False)
+    moved_back = locked.file
+    if (
+        moved_back is not None
+        and moved_back.status == FileStatus.INBOX
+        and get_settings(owner=locked.library.owner).auto_suggest
+    ):
+        # Suggested again for the owner to decide, never auto-moved straight back.
+        suggest_for_file(file=moved_back, allow_auto_move=False)
     return locked

@@ -17,6 +17,8 @@ from django.utils import timezone
 
 from apps.llm.client import LLMError, ProviderEventData, chat
 from apps.organization import actions, selectors
+from apps.organization.agent import llm_config_for
+from apps.organization.library import OrganizationError, get_settings
 from apps.organization.models import GuidelineProposal, Library, Suggestion, SuggestionSource, SuggestionStatus
 
 logger = logging.getLogger(__name__)
@@ -98,8 +100,6 @@ def llm_line(
     *, pattern: Pattern, others: list[Pattern], current: str, settings: Any
 ) -> tuple[str, list[dict[str, Any]], str]:
     """(line, provider events, failure reason): the line is "" when the model failed, with the reason."""
-    from apps.organization.agent import llm_config_for
-
     events: list[dict[str, Any]] = []
     try:
         config = llm_config_for(settings)
@@ -138,7 +138,7 @@ def propose_from_decisions(*, library: Library) -> list[GuidelineProposal]:
     }
     known = set(GuidelineProposal.objects.filter(library=library).values_list("text", flat=True))
     current = selectors.read_guideline(library=library)
-    settings = actions.get_settings(owner=library.owner)
+    settings = get_settings(owner=library.owner)
     made = []
     for pattern in patterns:
         evidence = pattern.evidence
@@ -170,7 +170,7 @@ def propose_from_decisions(*, library: Library) -> list[GuidelineProposal]:
 
 def decide_proposal(*, proposal: GuidelineProposal, accept: bool) -> GuidelineProposal:
     if proposal.status != "pending":
-        raise actions.OrganizationError(f"This proposal was already {proposal.status}.")
+        raise OrganizationError(f"This proposal was already {proposal.status}.")
     if accept:
         library = proposal.library
         current = selectors.read_guideline(library=library)

@@ -17,7 +17,9 @@ from django.utils import timezone
 from apps.accounts.actions import fetch_attachment_bytes
 from apps.accounts.models import Attachment, MailAccount
 from apps.organization import actions
+from apps.organization.library import OrganizationError, get_library, get_settings
 from apps.organization.models import AttachmentIntake, FileSource, SavedAttachment
+from apps.organization.suggesting import suggest_for_file
 from apps.routing.matching import CompiledFilter, InvalidPattern, RuleSet, compile_pattern
 from apps.routing.models import Filter
 
@@ -40,7 +42,7 @@ def set_intake(
     intake.enabled = enabled
     if max_bytes is not None:
         if max_bytes <= 0:
-            raise actions.OrganizationError("The size limit must be a positive number of bytes.")
+            raise OrganizationError("The size limit must be a positive number of bytes.")
         intake.max_bytes = max_bytes
     if allowed_suffixes is not None:
         intake.allowed_suffixes = sorted(
@@ -93,7 +95,7 @@ def save_attachment(*, attachment: Attachment, intake: AttachmentIntake) -> Save
         if len(payload) > intake.max_bytes:
             reason = f"skipped: {len(payload)} bytes is over the {intake.max_bytes}-byte limit"
         else:
-            library = actions.get_library(owner=attachment.message.account.owner)
+            library = get_library(owner=attachment.message.account.owner)
             try:
                 file = actions.save_upload(
                     library=library,
@@ -102,7 +104,7 @@ def save_attachment(*, attachment: Attachment, intake: AttachmentIntake) -> Save
                     source=FileSource.ATTACHMENT,
                     provenance=_provenance(attachment),
                 )
-            except actions.OrganizationError as exc:  # e.g. a root outside the allowed folders: no row, so
+            except OrganizationError as exc:  # e.g. a root outside the allowed folders: no row, so
                 logger.warning("organization: attachment %s not saved: %s", attachment.pk, exc)  # retried later
                 return None
     try:
@@ -110,11 +112,8 @@ def save_attachment(*, attachment: Attachment, intake: AttachmentIntake) -> Save
             record = SavedAttachment.objects.create(attachment=attachment, file=file, outcome=reason or "saved")
     except IntegrityError:
         return None
-    if file is not None:
-        from apps.organization.suggesting import suggest_for_file
-
-        if actions.get_settings(owner=file.library.owner).auto_suggest:
-            suggest_for_file(file=file)
+    if file is not None and get_settings(owner=file.library.owner).auto_suggest:
+        suggest_for_file(file=file)
     return record
 
 

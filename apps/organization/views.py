@@ -13,7 +13,8 @@ from django.views.decorators.http import require_GET, require_POST
 
 from apps.llm.selectors import api_configs_for_user
 from apps.organization import actions, fsops, guideline, roots, selectors
-from apps.organization.decisions import OrganizationDecisionError, respond, undo_move
+from apps.organization.decisions import respond, undo_move
+from apps.organization.library import OrganizationDecisionError, OrganizationError, get_library, get_settings
 from apps.organization.models import ClassifierState, FileStatus, LibraryFile
 from apps.organization.suggesting import suggest_for_file
 
@@ -21,8 +22,8 @@ logger = logging.getLogger(__name__)
 
 
 def _context(request: HttpRequest, *, error: str = "", notice: str = "") -> dict[str, Any]:
-    library = actions.get_library(owner=request.user)
-    settings = actions.get_settings(owner=request.user)
+    library = get_library(owner=request.user)
+    settings = get_settings(owner=request.user)
     problem = roots.library_problem(library)
     return {
         "library": library,
@@ -89,7 +90,7 @@ def respond_view(request: HttpRequest, suggestion_id: int) -> HttpResponse:
 
 @require_POST
 def bulk_accept(request: HttpRequest) -> HttpResponse:
-    library = actions.get_library(owner=request.user)
+    library = get_library(owner=request.user)
     try:
         floor = float(request.POST.get("min_confidence", "0.9"))
     except ValueError:
@@ -117,18 +118,18 @@ def undo_view(request: HttpRequest, move_id: int) -> HttpResponse:
 
 @require_POST
 def upload(request: HttpRequest) -> HttpResponse:
-    library = actions.get_library(owner=request.user)
+    library = get_library(owner=request.user)
     files = request.FILES.getlist("files")
     if not files:
         return _finish(request, error="Choose or drop one or more files to upload.")
-    auto = actions.get_settings(owner=request.user).auto_suggest
+    auto = get_settings(owner=request.user).auto_suggest
     names: list[str] = []
     problems: list[str] = []
     for uploaded in files:
         # One file's failure never loses the others: each is saved (and suggested) on its own.
         try:
             file = actions.save_upload(library=library, name=uploaded.name or "", chunks=uploaded.chunks())
-        except actions.OrganizationError as exc:
+        except OrganizationError as exc:
             problems.append(str(exc))
             continue
         names.append(file.name)
@@ -147,7 +148,7 @@ def upload(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 def scan(request: HttpRequest) -> HttpResponse:
-    library = actions.get_library(owner=request.user)
+    library = get_library(owner=request.user)
     result = actions.scan_library(library=library, force=request.POST.get("force") == "1")
     return _finish(
         request,
@@ -179,17 +180,17 @@ def settings_view(request: HttpRequest) -> HttpResponse:
         changes["root"] = post["root"].strip()
     try:
         actions.update_settings(owner=request.user, changes=changes)
-    except actions.OrganizationError as exc:
+    except OrganizationError as exc:
         return _finish(request, error=str(exc))
     return _finish(request, notice="Settings saved.")
 
 
 @require_POST
 def guideline_view(request: HttpRequest) -> HttpResponse:
-    library = actions.get_library(owner=request.user)
+    library = get_library(owner=request.user)
     try:
         actions.write_guideline(library=library, text=request.POST.get("guideline", ""))
-    except actions.OrganizationError as exc:
+    except OrganizationError as exc:
         return _finish(request, error=str(exc))
     return _finish(request, notice="guideline.md saved.")
 
@@ -199,6 +200,6 @@ def proposal_view(request: HttpRequest, proposal_id: int, decision: str) -> Http
     proposal = selectors.access_proposal(user=request.user, proposal_id=proposal_id)
     try:
         guideline.decide_proposal(proposal=proposal, accept=decision == "accept")
-    except actions.OrganizationError as exc:
+    except OrganizationError as exc:
         return _finish(request, error=str(exc))
     return _finish(request, notice="Guideline updated." if decision == "accept" else "Proposal discarded.")

@@ -28,7 +28,7 @@ from apps.accounts.providers.base import ProviderError, RemoteMessage
 from apps.accounts.sending import PartiallySent, SendPermissionMissing, SentMessage, send_message
 from apps.accounts.store import store_remote_messages
 from apps.ask.models import Draft as AskDraft
-from apps.orchestration.actions import ApprovalError, request_approval
+from apps.orchestration.approvals import ApprovalError, request_approval
 from apps.orchestration.models import Approval, ApprovalStatus
 from apps.replies import compose, selectors
 from apps.replies.models import BodyFormat, DraftSource, DraftStatus, ReplyAttachment, ReplyDraft, ReplyMode

@@ -11,7 +11,7 @@ class RepliesConfig(AppConfig):
     nav_more_entries = [("Drafts", "replies:drafts")]
 
     def ready(self) -> None:
-        from apps.orchestration.actions import register_approval_performer
+        from apps.orchestration.approvals import register_approval_performer
         from apps.replies.actions import REPLY_SEND, perform_send_approval
 
         register_approval_performer(REPLY_SEND, perform_send_approval)

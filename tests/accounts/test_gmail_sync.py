@@ -15,10 +15,11 @@ import pytest
 import requests
 from django.db import connection
 
-from apps.accounts import oauth, oauth_http
+from apps.accounts import oauth
 from apps.accounts.actions import fetch_attachment_bytes
 from apps.accounts.models import Attachment, MailAccount, MailFolder, Message
 from apps.accounts.oauth import connect_oauth_account
+from apps.accounts.providers import oauth_http
 from apps.accounts.providers.gmail import GmailProvider
 from apps.accounts.sync import sync_account
 from tests.conftest import _serve_fake

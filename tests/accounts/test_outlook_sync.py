@@ -12,9 +12,10 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 from django.db import connection
 
-from apps.accounts import oauth, oauth_http
+from apps.accounts import oauth
 from apps.accounts.actions import fetch_attachment_bytes, update_signature
 from apps.accounts.models import Attachment, MailAccount, MailFolder, Message
+from apps.accounts.providers import oauth_http
 from apps.accounts.providers.base import ProviderError
 from apps.accounts.providers.outlook import OutlookProvider
 from apps.accounts.sync import sync_account

@@ -22,6 +22,7 @@ from PIL import Image
 from apps.ask.intent import RouterContext, route_request
 from apps.ask.models import AskRun
 from apps.organization import actions as organization
+from apps.organization.library import get_library
 from apps.organization.models import FileStatus, Library, LibraryFile, Move, Suggestion, SuggestionStatus
 from apps.organization.roots import library_base
 from tests.conftest import USER_PASSWORD
@@ -56,7 +57,7 @@ def _library(owner: Any, root: Path, capture: Callable[..., Any], *, inbox: dict
     made for the inbox files by the organization app itself (like files that arrived before the question)."""
     root = library_base(owner.pk) / root.name  # library roots live under the owner's base (roots.py)
     organization.update_settings(owner=owner, changes={"root": str(root), "suggest_threshold": 0.5})
-    library = organization.get_library(owner=owner)
+    library = get_library(owner=owner)
     for relative, text in FILED.items():
         _write(library.root_path, relative, text)
     for relative in PHOTOS:

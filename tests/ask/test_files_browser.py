@@ -11,6 +11,7 @@ import pytest
 from PIL import Image
 
 from apps.organization import actions
+from apps.organization.library import get_library
 from apps.organization.models import Library
 from apps.organization.roots import library_base
 from tests.browser import horizontal_overflow, login, screenshot
@@ -31,7 +32,7 @@ def prepared(user: Any, tmp_path: Path) -> Library:
     actions.update_settings(
         owner=user, changes={"root": str(library_base(user.pk) / "library"), "suggest_threshold": 0.5}
     )
-    library = actions.get_library(owner=user)
+    library = get_library(owner=user)
     for relative, text in FILED.items():
         path = library.root_path / relative
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -17,7 +17,7 @@ from apps.accounts.importers import import_path
 from apps.ask import actions, retrieval
 from apps.ask.events import AskEvent
 from apps.ask.models import AskRun, RunStatus
-from apps.ask.pipeline import STEP_LABELS
+from apps.ask.steps import STEP_LABELS
 from apps.search import actions as search_actions
 from apps.search.backends.sqlite import forget_vector_matrices
 from apps.search.gist import forget_gist_matrix

@@ -20,6 +20,7 @@ from apps.llm.models import ApiConfig
 from apps.orchestration.actions import RunRequest, claim_run, create_director, create_runs, finish_run
 from apps.orchestration.models import RunStatus
 from apps.organization import actions as organization_actions
+from apps.organization.library import get_library
 from apps.organization.roots import library_base
 from apps.organization.suggesting import suggest_for_file
 from apps.replies.actions import create_draft_from_item
@@ -75,7 +76,7 @@ def give_user_a_world(*, owner: Any, store_mail: StoreMail, mailbox: Mailbox, li
     workspace = create_user_workspace(owner=owner, label="Claude Desktop")
     push_inbox_entry(workspace=workspace, comments="Summary of the week.")
     organization_actions.update_settings(owner=owner, changes={"root": str(library_base(owner.pk) / library_root.name)})
-    library = organization_actions.get_library(owner=owner)
+    library = get_library(owner=owner)
     upload = organization_actions.save_upload(library=library, name="statement.txt", chunks=[b"Bank statement"])
     assert suggest_for_file(file=upload) is not None
     wrong_password = create_imap_account(

@@ -19,9 +19,10 @@ from apps.llm.models import ApiConfig
 from apps.orchestration.models import Run, RunStatus
 from apps.organization import actions as organization_actions
 from apps.organization.agent import agent_proposal, llm_config_for
+from apps.organization.library import get_library, get_settings
 from apps.organization.models import SuggestionSource
+from apps.organization.proposals import Proposal
 from apps.organization.roots import library_base
-from apps.organization.suggesting import Proposal
 from apps.setup.actions import create_director_from_template
 from apps.setup.director_templates import CLIENT_SUPPORT
 from mailagent.pytest_env import TEST_ENCRYPTION_KEY
@@ -59,7 +60,7 @@ def test_all_three_share_one_concurrency_limit_and_the_backoff(user: Any, config
     settings.LLM_BACKOFF_BASE_SECONDS = 0.125
     director = llm_config(config)
     ask = ask_llm_config(user)
-    organize = llm_config_for(organization_actions.get_settings(owner=user))
+    organize = llm_config_for(get_settings(owner=user))
     assert ask is not None and organize is not None
     assert director == ask == organize
     assert director.key == f"apiconfig:{config.pk}" and director.backoff_base == 0.125
@@ -80,12 +81,10 @@ def test_an_undecryptable_key_gives_the_same_clear_message_everywhere(
     chosen = ask_model(user)
     assert chosen.config is None and CLEAR_MESSAGE in chosen.label
 
-    library = organization_actions.get_library(owner=user)
+    library = get_library(owner=user)
     file = organization_actions.save_upload(library=library, name="policy.txt", chunks=[b"Insurance policy."])
     candidate = Proposal(folder="finance", confidence=0.6, reasoning="Learned from your filing.")
-    proposal = agent_proposal(
-        file=file, settings=organization_actions.get_settings(owner=user), candidate=candidate, exclude=[]
-    )
+    proposal = agent_proposal(file=file, settings=get_settings(owner=user), candidate=candidate, exclude=[])
     assert proposal.source == SuggestionSource.CLASSIFIER and proposal.folder == "finance"
     assert CLEAR_MESSAGE in proposal.reasoning
 

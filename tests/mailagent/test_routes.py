@@ -30,10 +30,11 @@ from apps.accounts.demo_mailbox import DEMO_ACCOUNT_NAME, import_demo_mailbox
 from apps.accounts.models import Attachment, MailAccount, Message
 from apps.ask.actions import create_ask_run
 from apps.llm.actions import create_api_config
-from apps.orchestration.actions import RunRequest, create_director, create_runs, request_calendar_approval
+from apps.orchestration.actions import RunRequest, create_director, create_runs
+from apps.orchestration.approvals import request_calendar_approval
 from apps.orchestration.config_actions import create_agent, create_prompt
 from apps.orchestration.models import Memory, Run
-from apps.organization.actions import get_library
+from apps.organization.library import get_library
 from apps.organization.models import LibraryFile, Suggestion
 from apps.replies.actions import create_draft_from_item
 from apps.routing.actions import create_filter

@@ -29,7 +29,8 @@ from apps.accounts.providers.base import RemoteMessage
 from apps.accounts.store import store_remote_messages
 from apps.accounts.sync import sync_account
 from apps.orchestration.models import Approval
-from apps.organization.actions import get_library, register_file
+from apps.organization.actions import register_file
+from apps.organization.library import get_library
 from apps.replies.models import ReplyDraft
 from apps.workspaces import actions as workspace_actions
 from apps.workspaces.models import InboxEntry, McpCall

@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 
 from apps.organization import actions
+from apps.organization.library import get_library
 from apps.organization.models import Library
 from apps.organization.roots import library_base
 
@@ -39,7 +40,7 @@ def write(root: Path, relative: str, content: str | bytes) -> Path:
 @pytest.fixture
 def library(user: Any, tmp_path: Path) -> Library:
     actions.update_settings(owner=user, changes={"root": str(library_base(user.pk) / "library")})
-    return actions.get_library(owner=user)
+    return get_library(owner=user)
 
 
 @pytest.fixture

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from apps.organization import actions
+from apps.organization.library import get_library
 from apps.organization.models import Library
 from apps.organization.roots import library_base
 from tests.browser import horizontal_overflow
@@ -26,7 +27,7 @@ def prepared(user: Any, tmp_path: Path) -> Library:
     actions.update_settings(
         owner=user, changes={"root": str(library_base(user.pk) / "library"), "suggest_threshold": 0.5}
     )
-    library = actions.get_library(owner=user)
+    library = get_library(owner=user)
     for relative, text in SEED_FILES.items():
         write(library.root_path, relative, text)
     actions.scan_library(library=library)

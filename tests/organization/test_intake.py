@@ -11,6 +11,7 @@ from django.core.management import call_command
 from django.test import Client
 
 from apps.organization import actions
+from apps.organization.library import get_library, get_settings
 from apps.organization.models import FileSource, Library, LibraryFile, Move, Suggestion
 from apps.organization.roots import library_base
 from apps.organization.tasks import scan_libraries_task
@@ -96,9 +97,9 @@ def test_configure_cli_sets_root_and_threshold(user: Any) -> None:
     root = library_base(user.pk) / "lib"
     call_command("organize", "configure", "--root", str(root), "--suggest-threshold", "0.7", "--auto-move", stdout=out)
     assert (root / "inbox").is_dir()
-    settings = actions.get_settings(owner=user)
+    settings = get_settings(owner=user)
     assert settings.suggest_threshold == 0.7 and settings.auto_move
-    assert actions.get_library(owner=user).root == str(root)
+    assert get_library(owner=user).root == str(root)
 
 
 def test_library_files_are_in_the_search_index(

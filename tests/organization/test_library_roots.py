@@ -18,6 +18,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from apps.organization import actions, indexing
+from apps.organization.library import get_library
 from apps.organization.models import Library, LibraryFile
 from apps.organization.roots import library_base
 from apps.organization.watcher import LibraryWatch
@@ -38,7 +39,7 @@ def _post_form_root(client: Client, root: str) -> Any:
 @pytest.fixture
 def victim(db: Any) -> Library:
     other = get_user_model().objects.create_user(username="victim", email="victim@example.com", password="x")
-    library = actions.get_library(owner=other)
+    library = get_library(owner=other)
     write(library.root_path, "taxes/return-2025.txt", "Victim's tax return")
     actions.scan_library(library=library)
     return library
@@ -60,7 +61,7 @@ def test_a_user_cannot_point_the_library_anywhere_but_their_own_base(
     client: Client, user: Any, victim: Library
 ) -> None:
     client.force_login(user)
-    own = actions.get_library(owner=user)
+    own = get_library(owner=user)
     targets = _attack_targets(victim)
     targets["'..' out of my own base"] = f"{library_base(user.pk)}/../{victim.owner_id}"
     for what, target in targets.items():
@@ -168,7 +169,7 @@ def test_a_root_stored_outside_the_allowed_folders_is_not_used_until_changed(
 ) -> None:
     """A library configured before roots were confined: the page says why and what to do; the scan, the
     watch and uploads leave it alone, and what was read from it leaves the search index."""
-    library = actions.get_library(owner=user)
+    library = get_library(owner=user)
     old = tmp_path / "old-library"
     write(old, "inbox/note.txt", f"An old note {SECRET_WORD}")
     Library.objects.filter(pk=library.pk).update(root=str(old))  # as an earlier version stored it and read it:

@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from apps.organization import actions
-from apps.organization.decisions import OrganizationDecisionError, respond, undo_move
+from apps.organization.decisions import respond, undo_move
+from apps.organization.library import OrganizationDecisionError
 from apps.organization.models import FileStatus, Library, LibraryFile, Move, Suggestion, SuggestionStatus
 from apps.organization.suggesting import suggest_for_file
 from tests.organization.conftest import write

@@ -13,6 +13,7 @@ from PIL import Image
 from apps.accounts.actions import create_local_account
 from apps.accounts.models import Message
 from apps.organization import actions as organization
+from apps.organization.library import get_library
 from apps.organization.models import LibraryFile
 from apps.organization.roots import library_base
 from apps.search import actions as search_actions
@@ -32,7 +33,7 @@ def _write(root: Path, relative: str, content: str | bytes) -> None:
 @pytest.fixture
 def library_files(user: Any, tmp_path: Path, django_capture_on_commit_callbacks: Any) -> dict[str, LibraryFile]:
     organization.update_settings(owner=user, changes={"root": str(library_base(user.pk) / "library")})
-    library = organization.get_library(owner=user)
+    library = get_library(owner=user)
     picture = io.BytesIO()
     Image.new("RGB", (640, 480), (200, 40, 40)).save(picture, format="PNG")
     _write(

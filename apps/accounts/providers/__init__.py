@@ -1,29 +1,20 @@
-"""Mail providers behind one interface (base.MailProvider); `get_provider(account)` picks the module."""
+"""Mail providers behind one interface (base.MailProvider); `get_provider(account)` picks the class by kind."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from apps.accounts.models import MailAccount, Provider
+from apps.accounts.providers.base import MailProvider
+from apps.accounts.providers.gmail import GmailProvider
+from apps.accounts.providers.imap import ImapProvider
+from apps.accounts.providers.local import LocalProvider
+from apps.accounts.providers.outlook import OutlookProvider
 
-if TYPE_CHECKING:
-    from apps.accounts.models import MailAccount
-    from apps.accounts.providers.base import MailProvider
+PROVIDERS: dict[str, type[MailProvider]] = {
+    Provider.IMAP: ImapProvider,
+    Provider.GMAIL: GmailProvider,
+    Provider.OUTLOOK: OutlookProvider,
+}
 
 
 def get_provider(account: MailAccount) -> MailProvider:
-    from apps.accounts.models import Provider
-
-    if account.provider == Provider.IMAP:
-        from apps.accounts.providers.imap import ImapProvider
-
-        return ImapProvider(account)
-    if account.provider == Provider.GMAIL:
-        from apps.accounts.providers.gmail import GmailProvider
-
-        return GmailProvider(account)
-    if account.provider == Provider.OUTLOOK:
-        from apps.accounts.providers.outlook import OutlookProvider
-
-        return OutlookProvider(account)
-    from apps.accounts.providers.local import LocalProvider
-
-    return LocalProvider(account)
+    return PROVIDERS.get(account.provider, LocalProvider)(account)

@@ -182,9 +182,5 @@ class MailProvider(ABC):
         """The provider's own signature, when it has one (Gmail sendAs)."""
         return ""
 
-    def authorize_url(self) -> str | None:
-        """Where the user re-authorizes this account (OAuth providers), or None."""
-        return None
-
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections."""

@@ -34,8 +34,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
-from apps.accounts import oauth
 from apps.accounts.labels import InvalidTag, clean_tag_name, label_to_keyword, tag_key
+from apps.accounts.oauth_settings import gmail_api_endpoint
 from apps.accounts.providers.base import (
     Checkpoint,
     FolderInfo,
@@ -44,6 +44,13 @@ from apps.accounts.providers.base import (
     RemoteMessage,
     SyncSink,
     WriteBackPlace,
+)
+from apps.accounts.providers.oauth_http import RateLimitBackoff, parse_retry_after
+from apps.accounts.providers.oauth_tokens import (
+    google_token_error,
+    load_gmail_credentials,
+    persist_gmail_credentials,
+    refresh_gmail_credentials,
 )
 
 if TYPE_CHECKING:
@@ -76,7 +83,7 @@ def build_gmail_service(credentials: Credentials) -> Any:
         "gmail",
         "v1",
         credentials=credentials,
-        client_options={"api_endpoint": oauth.gmail_api_endpoint() + "/"},
+        client_options={"api_endpoint": gmail_api_endpoint() + "/"},
         static_discovery=True,
         cache_discovery=False,
     )
@@ -150,7 +157,7 @@ def _is_rate_limited(exc: HttpError) -> bool:
 
 
 def _retry_after(exc: HttpError) -> float | None:
-    return oauth.parse_retry_after(exc.resp.get("retry-after"))
+    return parse_retry_after(exc.resp.get("retry-after"))
 
 
 def _http_error(exc: HttpError) -> ProviderError:
@@ -183,7 +190,7 @@ def _translated_errors() -> Iterator[None]:
     except HttpError as exc:
         raise _http_error(exc) from exc
     except GoogleAuthError as exc:
-        raise oauth.google_token_error(exc) from exc
+        raise google_token_error(exc) from exc
     except (httplib2.HttpLib2Error, OSError) as exc:  # refused, reset, DNS, timeouts
         raise ProviderError(f"Could not reach Gmail: {exc}", category="network") from exc
     except GoogleApiClientError as exc:  # malformed batch responses and the like
@@ -193,7 +200,7 @@ def _translated_errors() -> Iterator[None]:
 def _execute(request: Any) -> Any:
     from googleapiclient.errors import HttpError
 
-    backoff = oauth.RateLimitBackoff("Gmail")
+    backoff = RateLimitBackoff("Gmail")
     while True:
         try:
             return request.execute()
@@ -225,10 +232,10 @@ class GmailProvider(MailProvider):
 
     def _creds(self) -> Credentials:
         if self._credentials is None:
-            credentials = oauth.load_gmail_credentials(self.account)
+            credentials = load_gmail_credentials(self.account)
             self._stored_token = credentials.token
             if not credentials.valid:
-                oauth.refresh_gmail_credentials(credentials)
+                refresh_gmail_credentials(credentials)
             self._credentials = credentials
         return self._credentials
 
@@ -249,7 +256,7 @@ class GmailProvider(MailProvider):
         """google-auth refreshes in place (also inside the HTTP client on a 401): store what changed."""
         credentials = self._credentials
         if credentials is not None and credentials.token and credentials.token != self._stored_token:
-            oauth.persist_gmail_credentials(account=self.account, credentials=credentials)
+            persist_gmail_credentials(account=self.account, credentials=credentials)
             self._stored_token = credentials.token
 
     def _users(self) -> Any:
@@ -260,12 +267,12 @@ class GmailProvider(MailProvider):
         from googleapiclient.http import BatchHttpRequest
 
         found: dict[str, dict[str, Any]] = {}
-        backoff = oauth.RateLimitBackoff("Gmail")
+        backoff = RateLimitBackoff("Gmail")
         pending = list(ids)
         while pending:
             collector = _BatchCollector(found)
             # The discovery document's batch path ignores api_endpoint, so the batch URI is ours.
-            batch = BatchHttpRequest(callback=collector, batch_uri=f"{oauth.gmail_api_endpoint()}/batch/gmail/v1")
+            batch = BatchHttpRequest(callback=collector, batch_uri=f"{gmail_api_endpoint()}/batch/gmail/v1")
             messages = self._users().messages()
             for message_id in pending:
                 params: dict[str, Any] = {"userId": "me", "id": message_id, "format": fmt}
@@ -346,7 +353,7 @@ class GmailProvider(MailProvider):
 
     def test_connection(self) -> None:
         with self._session():
-            credentials = oauth.load_gmail_credentials(self.account)
+            credentials = load_gmail_credentials(self.account)
             if not credentials.refresh_token:
                 raise ProviderError(
                     "No refresh token is stored: the account stops working when the access token expires; "
@@ -616,9 +623,6 @@ class GmailProvider(MailProvider):
         chosen = next((item for item in identities if item.get("isDefault")), None)
         chosen = chosen or next((item for item in identities if item.get("isPrimary")), None)
         return str((chosen or {}).get("signature") or "")
-
-    def authorize_url(self) -> str | None:
-        return oauth.authorize_path(self.account)
 
     def close(self) -> None:
         service, self._service = self._service, None

@@ -21,7 +21,7 @@
   stored is not fetched again) instead of resuming where nobody can tell what its first pages listed.
 - Immutable ids (Prefer: IdType="ImmutableId") keep a message's id stable when it moves between folders.
 - 429/503/504: wait as told by Retry-After (capped, limited attempts), then ProviderError("rate_limited").
-- Tokens come from MSAL (apps.accounts.oauth.OutlookTokenSource); Graph has no signature API, so the
+- Tokens come from MSAL (apps.accounts.providers.oauth_tokens.OutlookTokenSource); Graph has no signature API, so the
   Outlook signature is the user's custom text.
 """
 
@@ -35,8 +35,13 @@ from urllib.parse import quote
 
 import requests
 
-from apps.accounts import oauth
 from apps.accounts.labels import InvalidTag, clean_tag_name, label_to_keyword, tag_key
+from apps.accounts.oauth_settings import (
+    HTTP_TIMEOUT_SECONDS,
+    OUTLOOK_SEND_SCOPE,
+    OUTLOOK_WRITE_SCOPE,
+    graph_api_endpoint,
+)
 from apps.accounts.providers.base import (
     Checkpoint,
     FolderInfo,
@@ -46,6 +51,8 @@ from apps.accounts.providers.base import (
     SyncSink,
     WriteBackPlace,
 )
+from apps.accounts.providers.oauth_http import RateLimitBackoff, parse_retry_after
+from apps.accounts.providers.oauth_tokens import OutlookTokenSource
 
 if TYPE_CHECKING:
     from apps.accounts.models import Attachment, MailAccount
@@ -132,7 +139,7 @@ def _graph_get(
             url,
             params=params,
             headers={**(headers or {}), "Authorization": f"Bearer {token}"},
-            timeout=oauth.HTTP_TIMEOUT_SECONDS,
+            timeout=HTTP_TIMEOUT_SECONDS,
         )
     except requests.RequestException as exc:
         raise ProviderError(f"Could not reach Microsoft Graph: {exc}", category="network") from exc
@@ -143,7 +150,7 @@ def fetch_graph_me(access_token: str) -> dict[str, Any]:
     with requests.Session() as session:
         response = _graph_get(
             session,
-            f"{oauth.graph_api_endpoint()}/me",
+            f"{graph_api_endpoint()}/me",
             access_token,
             params={"$select": "displayName,mail,userPrincipalName"},
         )
@@ -158,7 +165,7 @@ class OutlookProvider(MailProvider):
 
     def __init__(self, account: MailAccount) -> None:
         super().__init__(account)
-        self._tokens = oauth.OutlookTokenSource(account)
+        self._tokens = OutlookTokenSource(account)
         self._token: str | None = None
         self._http: requests.Session | None = None
 
@@ -177,14 +184,14 @@ class OutlookProvider(MailProvider):
     def _url(self, path_or_url: str) -> str:
         if path_or_url.startswith(("http://", "https://")):
             return path_or_url
-        return f"{oauth.graph_api_endpoint()}/{path_or_url.lstrip('/')}"
+        return f"{graph_api_endpoint()}/{path_or_url.lstrip('/')}"
 
     def _get(
         self, path_or_url: str, *, params: dict[str, Any] | None = None, prefer: list[str] | None = None
     ) -> requests.Response:
         """GET with auth, one token refresh on 401, and Retry-After backoff; returns any other response."""
         headers = {"Prefer": ", ".join(['IdType="ImmutableId"', *(prefer or [])])}
-        backoff = oauth.RateLimitBackoff("Microsoft Graph")
+        backoff = RateLimitBackoff("Microsoft Graph")
         refreshed = False
         while True:
             token = self._access_token()
@@ -194,7 +201,7 @@ class OutlookProvider(MailProvider):
                 self._access_token(force_refresh=True)
                 continue
             if response.status_code in RETRY_STATUSES:
-                backoff.wait(oauth.parse_retry_after(response.headers.get("Retry-After")))
+                backoff.wait(parse_retry_after(response.headers.get("Retry-After")))
                 continue
             return response
 
@@ -416,17 +423,17 @@ class OutlookProvider(MailProvider):
     def _write(self, method: str, path: str, body: dict[str, Any]) -> requests.Response:
         """A write with a Mail.ReadWrite token (asked for alone, so reading never needs the wider grant), one
         refresh on 401, and Retry-After backoff (a throttled request was not carried out)."""
-        backoff = oauth.RateLimitBackoff("Microsoft Graph")
+        backoff = RateLimitBackoff("Microsoft Graph")
         refreshed = False
         while True:
-            token = self._tokens.access_token(force_refresh=refreshed, scopes=[oauth.OUTLOOK_WRITE_SCOPE])
+            token = self._tokens.access_token(force_refresh=refreshed, scopes=[OUTLOOK_WRITE_SCOPE])
             try:
                 response = self._session().request(
                     method,
                     self._url(path),
                     json=body,
                     headers={"Authorization": f"Bearer {token}", "Prefer": 'IdType="ImmutableId"'},
-                    timeout=oauth.HTTP_TIMEOUT_SECONDS,
+                    timeout=HTTP_TIMEOUT_SECONDS,
                 )
             except requests.RequestException as exc:
                 raise ProviderError(f"Could not reach Microsoft Graph: {exc}", category="network") from exc
@@ -434,7 +441,7 @@ class OutlookProvider(MailProvider):
                 refreshed = True
                 continue
             if response.status_code in RETRY_STATUSES:
-                backoff.wait(oauth.parse_retry_after(response.headers.get("Retry-After")))
+                backoff.wait(parse_retry_after(response.headers.get("Retry-After")))
                 continue
             return response
 
@@ -493,16 +500,16 @@ class OutlookProvider(MailProvider):
         import base64
 
         body = base64.b64encode(raw)
-        backoff = oauth.RateLimitBackoff("Microsoft Graph")
+        backoff = RateLimitBackoff("Microsoft Graph")
         refreshed = False
         while True:
-            token = self._tokens.access_token(force_refresh=refreshed, scopes=[oauth.OUTLOOK_SEND_SCOPE])
+            token = self._tokens.access_token(force_refresh=refreshed, scopes=[OUTLOOK_SEND_SCOPE])
             try:
                 response = self._session().post(
                     self._url("me/sendMail"),
                     data=body,
                     headers={"Authorization": f"Bearer {token}", "Content-Type": "text/plain"},
-                    timeout=oauth.HTTP_TIMEOUT_SECONDS,
+                    timeout=HTTP_TIMEOUT_SECONDS,
                 )
             except requests.RequestException as exc:
                 raise ProviderError(f"Could not reach Microsoft Graph: {exc}", category="network") from exc
@@ -510,7 +517,7 @@ class OutlookProvider(MailProvider):
                 refreshed = True
                 continue
             if response.status_code in (429, 503):  # not accepted: safe to try again after the wait
-                backoff.wait(oauth.parse_retry_after(response.headers.get("Retry-After")))
+                backoff.wait(parse_retry_after(response.headers.get("Retry-After")))
                 continue
             if response.status_code not in (200, 202):
                 error = graph_error(response, "sendMail")
@@ -519,9 +526,6 @@ class OutlookProvider(MailProvider):
                     raise ProviderError(f"{error}: {said}", category=error.category)
                 raise error
             return
-
-    def authorize_url(self) -> str | None:
-        return oauth.authorize_path(self.account)
 
     def close(self) -> None:
         self._tokens.close()

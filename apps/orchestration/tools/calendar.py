@@ -15,6 +15,7 @@ from apps.accounts import oauth
 from apps.accounts.models import MailAccount, Provider
 from apps.accounts.providers.base import ProviderError
 from apps.llm import ToolFailure
+from apps.orchestration.approvals import request_calendar_approval
 from apps.orchestration.prepared import PreparedQuery
 from apps.orchestration.tools.context import Actor, RunContext
 from apps.orchestration.tools.schemas import CalendarAddArgs, CalendarReadArgs, TodoAddArgs
@@ -250,8 +251,6 @@ def calendar_add(ctx: RunContext, actor: Actor, args: CalendarAddArgs) -> dict[s
     request = event_request(account, args)
     if args.event.attendees:
         # Invitations reach other people: nothing is sent until the user approves this exact request.
-        from apps.orchestration.actions import request_calendar_approval
-
         if request["api"] == "calendar":  # what approval will send: Google then mails the invitations
             request["params"] = {**request["params"], "sendUpdates": "all"}
         approval = request_calendar_approval(

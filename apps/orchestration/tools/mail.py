@@ -9,7 +9,7 @@ from typing import Any
 from apps.accounts.labels import InvalidTag, clean_tag_name
 from apps.accounts.models import MailFolder, MessageLocation, Provider
 from apps.llm import ToolFailure
-from apps.orchestration.actions import request_mail_approval
+from apps.orchestration.approvals import request_mail_approval
 from apps.orchestration.tools.context import Actor, RunContext
 from apps.orchestration.tools.schemas import MailOrganizeArgs
 

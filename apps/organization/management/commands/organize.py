@@ -10,7 +10,8 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from apps.organization import actions
-from apps.organization.decisions import OrganizationDecisionError, respond, undo_move
+from apps.organization.decisions import respond, undo_move
+from apps.organization.library import OrganizationDecisionError, OrganizationError, get_library
 from apps.organization.models import Library, Move, Suggestion
 from apps.organization.serializers import suggestion_brief
 
@@ -53,7 +54,7 @@ class Command(BaseCommand):
         handler = getattr(self, f"_{options['action']}")
         try:
             handler(options)
-        except (actions.OrganizationError, OrganizationDecisionError) as exc:
+        except (OrganizationError, OrganizationDecisionError) as exc:
             raise CommandError(str(exc)) from exc
 
     def _configure(self, options: dict[str, Any]) -> None:
@@ -64,7 +65,7 @@ class Command(BaseCommand):
         if options.get("auto_move"):
             changes["auto_move"] = True
         settings = actions.update_settings(owner=owner, changes=changes)
-        library = actions.get_library(owner=owner)
+        library = get_library(owner=owner)
         self.stdout.write(
             f"Library {library.root} (inbox: {library.inbox_path}); suggest at ≥ {settings.suggest_threshold:.2f}, "
             f"auto-move {f'on at ≥ {settings.auto_move_threshold:.2f}' if settings.auto_move else 'off'}."
@@ -72,7 +73,7 @@ class Command(BaseCommand):
 
     def _scan(self, options: dict[str, Any]) -> None:
         owner = _owner(options.get("owner"))
-        library = actions.get_library(owner=owner)
+        library = get_library(owner=owner)
         result = actions.scan_library(library=library, force=options["force"])
         rows = [suggestion_brief(s) for s in result.suggestions]
         if options["json"]:

@@ -13,7 +13,6 @@ import requests
 from django.db import transaction
 
 from apps.accounts.models import MailAccount
-from apps.accounts.oauth_http import HttpSession
 from apps.accounts.oauth_settings import (
     _INVALID_GRANT_ERRORS,
     _TRANSIENT_ERRORS,
@@ -31,6 +30,7 @@ from apps.accounts.oauth_settings import (
     require_https,
 )
 from apps.accounts.providers.base import ProviderError
+from apps.accounts.providers.oauth_http import HttpSession
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
