@@ -35,6 +35,10 @@ class AskInputError(ValueError):
     pass
 
 
+class ConversationArchived(AskInputError):
+    """A question added to an archived conversation."""
+
+
 def create_ask_run(
     *,
     owner: Any,
@@ -52,12 +56,26 @@ def create_ask_run(
         raise AskInputError(f"Questions are limited to {MAX_QUESTION_CHARS} characters.")
     if account_name and not accounts_for_run(owner=owner, account_name=account_name):
         raise AskInputError(f"No account named {account_name!r}")
+    if conversation is not None and conversation.archived_at is not None:
+        raise ConversationArchived("This conversation is archived: ask in a new conversation.")
     with transaction.atomic():
         if conversation is None:
             conversation = AskConversation.objects.create(owner=owner)
         return AskRun.objects.create(
             conversation=conversation, owner=owner, question=text, account_name=account_name, thread=thread
         )
+
+
+def start_conversation(*, owner: Any) -> AskConversation:
+    return AskConversation.objects.create(owner=owner)
+
+
+def archive_conversation(*, conversation: AskConversation) -> AskConversation:
+    """Keep the conversation readable but out of the Ask panel's list; nothing more can be asked in it."""
+    if conversation.archived_at is None:
+        conversation.archived_at = timezone.now()
+        conversation.save(update_fields=["archived_at"])
+    return conversation
 
 
 def _claim(run_id: Any) -> bool:

@@ -15,6 +15,9 @@ class AskConversation(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="ask_conversations")
     created_at = models.DateTimeField(default=timezone.now)
+    # Archived (POST /api/inbox/conversations/<id>/archive): kept and readable, no longer offered in the Ask
+    # panel's list or continued, and no question can be added to it.
+    archived_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["-created_at"]

@@ -7,7 +7,8 @@ import datetime as dt
 import uuid
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Count, Max, Q, QuerySet
+from django.db.models.functions import Coalesce
 from django.http import Http404
 
 from apps.accounts.models import MailAccount
@@ -41,7 +42,7 @@ def access_conversation(*, user: Any, conversation_id: object) -> AskConversatio
 
 
 def latest_conversation(*, user: Any) -> AskConversation | None:
-    return AskConversation.objects.filter(owner=user).order_by("-created_at").first()
+    return AskConversation.objects.filter(owner=user, archived_at=None).order_by("-created_at").first()
 
 
 def conversation_runs(*, conversation: AskConversation) -> QuerySet[AskRun]:
@@ -49,7 +50,11 @@ def conversation_runs(*, conversation: AskConversation) -> QuerySet[AskRun]:
 
 
 def recent_conversations(*, user: Any, limit: int = 10) -> list[AskConversation]:
-    return list(AskConversation.objects.filter(owner=user).prefetch_related("runs").order_by("-created_at")[:limit])
+    return list(
+        AskConversation.objects.filter(owner=user, archived_at=None)
+        .prefetch_related("runs")
+        .order_by("-created_at")[:limit]
+    )
 
 
 def accounts_for_run(*, owner: Any, account_name: str = "") -> list[MailAccount]:
@@ -137,3 +142,62 @@ def run_json(run: AskRun) -> dict[str, Any]:
 def api_configs(*, owner: Any) -> QuerySet[ApiConfig]:
     """The owner's models (Settings → Models), for the Ask settings choice."""
     return api_configs_for_user(user=owner).only("pk", "name", "model", "base_url")
+
+
+# --- the conversation API (/api/inbox/conversations, the conversational seed's shapes) ----------------------
+
+CONVERSATION_STATUSES = ("active", "completed", "archived")
+# A conversation is active while its last question is within this window, as the Ask panel continues it.
+ACTIVE_WINDOW = dt.timedelta(minutes=30)
+SUMMARY_CHARS = 200
+
+
+def conversation_status(conversation: AskConversation, last_at: dt.datetime | None, now: dt.datetime) -> str:
+    if conversation.archived_at is not None:
+        return "archived"
+    latest = last_at or conversation.created_at
+    return "active" if now - latest <= ACTIVE_WINDOW else "completed"
+
+
+def conversations_page(
+    *, user: Any, statuses: tuple[str, ...], limit: int, offset: int, now: dt.datetime
+) -> tuple[list[tuple[AskConversation, dt.datetime, int, list[str]]], bool]:
+    """The user's conversations, most recently active first, with their last activity, question count and
+    questions (oldest first); and whether more follow."""
+    rows = (
+        AskConversation.objects.filter(owner=user)
+        .annotate(last_at=Coalesce(Max("runs__created_at"), "created_at"), questions=Count("runs"))
+        .order_by("-last_at", "-pk")
+    )
+    threshold = now - ACTIVE_WINDOW
+    by_status = {
+        "archived": ~Q(archived_at=None),
+        "active": Q(archived_at=None, last_at__gte=threshold),
+        "completed": Q(archived_at=None, last_at__lt=threshold),
+    }
+    wanted = Q()
+    for status in dict.fromkeys(statuses):
+        wanted |= by_status[status]
+    rows = rows.filter(wanted)
+    found = list(rows[offset : offset + limit + 1])
+    more = len(found) > limit
+    found = found[:limit]
+    questions: dict[Any, list[str]] = {}
+    for conversation_id, question in (
+        AskRun.objects.filter(conversation__in=found)
+        .order_by("created_at", "pk")
+        .values_list("conversation_id", "question")
+    ):
+        questions.setdefault(conversation_id, []).append(question)
+    return [(c, c.last_at, c.questions, questions.get(c.pk, [])) for c in found], more
+
+
+def conversation_summary(questions: list[str]) -> str:
+    """What the conversation asked, from its own questions (no model writes it): the first one, and with
+    more, the last one and how many there were."""
+    if not questions:
+        return ""
+    first = questions[0][:SUMMARY_CHARS]
+    if len(questions) == 1:
+        return first
+    return f"{first} … {questions[-1][:SUMMARY_CHARS]} ({len(questions)} questions)"

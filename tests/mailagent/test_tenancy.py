@@ -29,7 +29,7 @@ from apps.accounts.models import Attachment, MailAccount, MailAction, Message, M
 from apps.accounts.providers.base import RemoteMessage
 from apps.accounts.store import store_remote_messages
 from apps.ask import actions as ask_actions
-from apps.ask.models import AskRun
+from apps.ask.models import AskConversation, AskRun
 from apps.ask.models import Draft as AskDraft
 from apps.orchestration import actions as orchestration_actions
 from apps.orchestration import models as orchestration_models
@@ -159,6 +159,7 @@ def _tenant(label: str) -> Tenant:
         "node_id": f"log:{log.pk}",
         "cycle_id": cycle.pk,
         "ask_run_id": ask.pk,
+        "conversation_id": ask.conversation_id,
         "draft_id": reply.pk,
         "ask_draft_id": ask_draft.pk,
         "saved_search_id": saved.pk,
@@ -277,7 +278,8 @@ def _snapshot(tenant: Tenant) -> dict[str, Any]:
         "approvals": list(Approval.objects.filter(owner=user).values_list("pk", "status", "attempts")),
         "prompts": list(PromptMessage.objects.filter(prompt__owner=user).values_list("pk", "content")),
         "prompt_names": list(Prompt.objects.filter(owner=user).values_list("pk", "name", "is_template")),
-        "ask_runs": list(AskRun.objects.filter(owner=user).values_list("pk", "status")),
+        "ask_runs": list(AskRun.objects.filter(owner=user).values_list("pk", "status", "conversation_id")),
+        "ask_conversations": list(AskConversation.objects.filter(owner=user).values_list("pk", "archived_at")),
         "tags": list(MessageTag.objects.filter(tag__owner=user).values_list("message_id", "tag__name")),
         "saved_searches": list(SavedSearch.objects.filter(owner=user).values_list("pk", "name", "query")),
         "reply_drafts": list(ReplyDraft.objects.filter(owner=user).values_list("pk", "body", "status", "revision")),
