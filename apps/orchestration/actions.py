@@ -597,7 +597,7 @@ class PromptInvalid(ValueError):
 def check_prompt_messages(messages: Sequence[tuple[str, str]]) -> list[str]:
     """What is wrong with a message list, in words (empty when it can be saved)."""
     from apps.orchestration.models import ROLE_CHOICES
-    from apps.orchestration.prompts import unknown_variables
+    from apps.orchestration.prompts import resolve_blocks, unknown_variables
 
     roles = {value for value, _label in ROLE_CHOICES}
     problems: list[str] = []
@@ -614,6 +614,11 @@ def check_prompt_messages(messages: Sequence[tuple[str, str]]) -> list[str]:
         if unknown:
             names = ", ".join("{{" + name + "}}" for name in unknown)
             problems.append(f"message {number}: unknown variable{'s' if len(unknown) > 1 else ''} {names}")
+    if all(role in roles for role, _content in messages):
+        # A tool message the model would never be sent (no call before it) is refused like an unknown variable.
+        for number, block in enumerate(resolve_blocks(list(messages), {}), start=1):
+            if block.message is None:
+                problems.append(f"message {number} (tool) is {block.note}")
     return problems
 
 
