@@ -395,12 +395,17 @@ def test_an_unsaved_pattern_is_tried_on_the_newest_emails(
     assert "<strong>3</strong> emails checked, <strong>2</strong> match this pattern (not saved yet)" in content
     assert "Invoice 12 from Acme" in content and "invoice 13 from Acme" in content and "Lunch?" not in content
     assert Filter.objects.count() == 0 and not Run.objects.exists()
+    newest = logged_in_client.get(  # the form's "on the newest N emails"
+        reverse("routing:filters_test"), {"field": "subject", "regex": r"invoice \d+", "last": 1}
+    )
+    assert "<strong>1</strong> email checked, <strong>1</strong> matches this pattern" in newest.content.decode()
     case_sensitive = logged_in_client.get(reverse("routing:filters_test"), {"field": "subject", "regex": "Invoice"})
-    assert "<strong>1</strong> match this pattern" in case_sensitive.content.decode()
+    assert "<strong>1</strong> matches this pattern" in case_sensitive.content.decode()
     broken = logged_in_client.get(reverse("routing:filters_test"), {"field": "subject", "regex": "(unclosed"})
     assert broken.status_code == 400 and "Invalid regex pattern" in broken.content.decode()
     for page in (reverse("settings:filters"), reverse("setup:step", args=["filter"])):
-        assert 'data-testid="try-pattern"' in logged_in_client.get(page).content.decode(), page
+        html = logged_in_client.get(page).content.decode()
+        assert 'data-testid="try-pattern"' in html and 'hx-params="director,field,regex,case_insensitive,last"' in html
 
 
 def test_the_dry_run_lists_each_email_once_with_every_director_it_goes_to(

@@ -1,5 +1,6 @@
 """Settings → Filters in real Chromium against the production server, at 1280 and 390 px: a long description
-without spaces stays inside the row, and the dry run lists an email two directors would get once."""
+without spaces stays inside the row, the dry run lists an email two directors would get once, and a pattern is
+tried before saving on as many of the newest emails as chosen."""
 
 from __future__ import annotations
 
@@ -43,6 +44,15 @@ def test_long_descriptions_wrap_and_the_dry_run_lists_each_email_once(
         assert page.locator("[data-testid=test-row]").count() == 1
         row = page.locator("[data-testid=test-row]").inner_text()
         assert "Invoice 12" in row and "Support" in row and "Billing" in row
+        # An unsaved pattern, tried on as many of the newest emails as chosen in the form.
+        form = page.locator("[data-testid=filter-form]")
+        form.locator("select[name=field]").select_option("subject")
+        form.locator("input[name=regex]").fill("invoice|lunch")
+        form.locator("[data-testid=try-pattern-last]").fill("1")
+        form.locator("[data-testid=try-pattern]").click()
+        tried = form.locator(".pattern-try-results [data-testid=test-summary]")
+        tried.wait_for()
+        assert tried.inner_text().startswith("1 email checked, 1 matches this pattern (not saved yet)")
         screenshot(page, f"settings-filters-{width}")
         assert horizontal_overflow(page) == 0, width
     assert errors == []
