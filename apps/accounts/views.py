@@ -19,7 +19,6 @@ from django.core.files.uploadedfile import TemporaryUploadedFile, UploadedFile
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest, HttpResponseRedirect
 from django.shortcuts import redirect, render
 from django.urls import NoReverseMatch, reverse
-from django.utils import timezone
 from django.utils.http import content_disposition_header, url_has_allowed_host_and_scheme
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -340,14 +339,11 @@ def mailbox(request: HtmxHttpRequest) -> HttpResponse:
         )
     # A history restore after a cache miss wants the whole page, not the fragment.
     partial = bool(request.htmx) and not request.htmx.history_restore_request
-    today = timezone.localdate()
     context = {
         "selection": selection,
         "page": page,
         "page_query": _page_query(selection),
         "is_partial": partial,
-        "today": today.isoformat(),
-        "this_year": str(today.year),
         "search_available": _search_available(),
     }
     template = "accounts/partials/thread_list.html" if partial else "accounts/pages/mailbox.html"

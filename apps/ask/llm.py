@@ -43,13 +43,19 @@ def environment_llm_config() -> LLMConfig | None:
 
 
 def ask_model(owner: Any) -> AskModel:
+    """The model Ask uses now for `owner`: the saved choice, else the environment's fallback, else none."""
     chosen = (
         AskSettings.objects.filter(owner_id=getattr(owner, "pk", owner)).select_related("api_config").first()
         if owner is not None
         else None
     )
-    if chosen is not None and chosen.api_config is not None:
-        api_config = chosen.api_config
+    return model_for_choice(chosen.api_config if chosen is not None else None)
+
+
+def model_for_choice(api_config: Any) -> AskModel:
+    """The model Ask would use with this choice of the user's ApiConfig (None: no choice), saved or not (the
+    settings page tests the one selected before it is saved)."""
+    if api_config is not None:
         label = f"{api_config.name} ({api_config.model})"
         try:
             config: LLMConfig | None = llm_config(api_config)

@@ -139,6 +139,11 @@ def run_json(run: AskRun) -> dict[str, Any]:
     }
 
 
+def find_api_config(*, owner: Any, config_id: int) -> ApiConfig | None:
+    """One of the owner's models (Settings → Models), or None for another user's or a deleted one."""
+    return ApiConfig.objects.filter(owner=owner, pk=config_id).first()
+
+
 def api_configs(*, owner: Any) -> QuerySet[ApiConfig]:
     """The owner's models (Settings → Models), for the Ask settings choice."""
     return api_configs_for_user(user=owner).only("pk", "name", "model", "base_url")

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from apps.accounts import selectors as mail_selectors
 from apps.ask import actions, selectors
-from apps.ask.llm import ask_model
+from apps.ask.llm import ask_model, model_for_choice
 from apps.ask.models import AskRun
 from apps.ask.presentation import run_context
 from apps.ask.proposals import ProposalError
@@ -164,12 +164,26 @@ def ask_settings(request: HttpRequest) -> HttpResponse:
 
 @require_POST
 def ask_settings_test(request: HttpRequest) -> HttpResponse:
-    """ "Test connection" for the model Ask uses now: one real one-token call (apps.llm.probe)."""
+    """ "Test connection": one real one-token call (apps.llm.probe) to the model chosen in the form's select,
+    saved or not; without a choice posted (no models listed), the model Ask uses now."""
     from apps.llm.probe import test_connection
 
-    model = ask_model(request.user)
+    if "api_config" in request.POST:
+        raw = request.POST["api_config"].strip()
+        config = selectors.find_api_config(owner=request.user, config_id=int(raw)) if raw.isdigit() else None
+        if raw and config is None:
+            error = "That model is not one of yours (deleted meanwhile?): reload the page and choose again."
+            return render(request, "setup/partials/probe_result.html", {"error": error})
+        model = model_for_choice(config)
+    else:
+        model = ask_model(request.user)
     if model.config is None:
-        reason = model.label or "Ask has no model: choose one above, or add one under Settings → Models first."
+        if model.source == "api_config":
+            reason = f"{model.label}. Fix it under Settings → Models."
+        elif "api_config" in request.POST:
+            reason = "“None” means no model: Ask quotes the best mail. Choose a model above to test it."
+        else:
+            reason = "Ask has no model: choose one above, or add one under Settings → Models first."
         return render(request, "setup/partials/probe_result.html", {"error": reason})
     result = test_connection(
         base_url=model.config.base_url,

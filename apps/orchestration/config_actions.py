@@ -20,7 +20,7 @@ from apps.orchestration.models import (
     Prompt,
     PromptMessage,
 )
-from apps.orchestration.prompts import unknown_variables
+from apps.orchestration.prompts import resolve_blocks, unknown_variables
 from apps.orchestration.tools.schemas import LIVE_TOOLS
 
 DIRECTOR_FIELDS = {"name", "description", "enabled", "prompt", "imprint", "api_config", "memory_access", "step_limit"}
@@ -83,6 +83,11 @@ def check_prompt_messages(messages: Sequence[tuple[str, str]]) -> list[str]:
         if unknown:
             names = ", ".join("{{" + name + "}}" for name in unknown)
             problems.append(f"message {number}: unknown variable{'s' if len(unknown) > 1 else ''} {names}")
+    if all(role in roles for role, _content in messages):
+        # A tool message the model would never be sent (no call before it) is refused like an unknown variable.
+        for number, block in enumerate(resolve_blocks(list(messages), {}), start=1):
+            if block.message is None:
+                problems.append(f"message {number} (tool) is {block.note}")
     return problems
 
 

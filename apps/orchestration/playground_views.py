@@ -17,7 +17,13 @@ from apps.llm import selectors as llm_selectors
 from apps.orchestration import actions, selectors
 from apps.orchestration.config_actions import create_prompt
 from apps.orchestration.models import ROLE_CHOICES, Prompt
-from apps.orchestration.prompts import KNOWN_VARIABLES, preview_variables, render_text, unknown_variables
+from apps.orchestration.prompts import (
+    KNOWN_VARIABLES,
+    TOOL_CALL_FORM,
+    preview_variables,
+    resolve_blocks,
+    unknown_variables,
+)
 
 
 def _posted_blocks(request: HttpRequest) -> list[tuple[str, str]]:
@@ -44,6 +50,7 @@ def _page(
         "emails": selectors.preview_emails(user=request.user),
         "api_configs": llm_selectors.api_configs_for_user(user=request.user),
         "problems": problems,
+        "tool_call_form": TOOL_CALL_FORM,
         "events": selectors.prompt_try_events(prompt=prompt),
     }
     return render(request, "orchestration/pages/prompt_playground.html", context, status=status)
@@ -94,21 +101,20 @@ def playground_save(request: HttpRequest, prompt_id: int) -> HttpResponse:
 def _resolved(request: HttpRequest, prompt: Prompt) -> dict[str, Any]:
     email = selectors.preview_email(user=request.user, message_id=_int(request.POST.get("email")))
     variables = preview_variables(email, director_name=selectors.director_name_for_prompt(prompt=prompt))
-    rows = []
-    for role, content in _posted_blocks(request):
-        rows.append(
-            {
-                "role": role,
-                "content": render_text(content, variables),
-                "unknown": unknown_variables(content),
-                "sent": role in ("system", "user", "assistant"),  # as the engine sends them (prompts.render_prompt)
-            }
-        )
-    return {
-        "email": email,
-        "rows": rows,
-        "messages": [{"role": r["role"], "content": r["content"]} for r in rows if r["sent"]],
-    }
+    blocks = _posted_blocks(request)
+    # As the engine sends them (prompts.render_prompt): a call block and its tool results as tool_calls.
+    resolved = resolve_blocks(blocks, variables)
+    rows = [
+        {
+            "role": block.role,
+            "content": block.content,
+            "unknown": unknown_variables(raw),
+            "sent": block.message is not None,
+            "note": block.note,
+        }
+        for block, (_role, raw) in zip(resolved, blocks, strict=True)
+    ]
+    return {"email": email, "rows": rows, "messages": [b.message for b in resolved if b.message is not None]}
 
 
 @require_POST

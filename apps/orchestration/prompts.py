@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from django.utils import timezone
@@ -12,6 +14,7 @@ from apps.accounts.models import Message
 from apps.orchestration.models import Prompt
 
 VARIABLE = re.compile(r"\{\{\s*([a-zA-Z_][a-zA-Z0-9_.]*)\s*\}\}")
+TOOL_NAME = re.compile(r"[a-zA-Z0-9_-]{1,64}")  # what the provider accepts as a function name
 BODY_CHARS = 20_000
 
 DIRECTOR_GUIDANCE = (
@@ -88,12 +91,113 @@ def variables_used(rows: PromptRows) -> set[str]:
     return {match.group(1) for _role, content in rows for match in VARIABLE.finditer(content)}
 
 
+# A tool block is the result of a call the assistant block right before it made: that block is written as the
+# call, {"tool": "name", "arguments": {...}} (or a list of them, answered by as many tool blocks in order), and is
+# sent as an assistant message with tool_calls. A tool block that answers no call is not sent (the provider
+# would refuse a tool message without its call); the playground and the save check say why.
+TOOL_CALL_FORM = '{"tool": "name", "arguments": {…}}'
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedBlock:
+    role: str
+    content: str  # rendered
+    message: dict[str, Any] | None  # what the model is sent, None when the block is not sent
+    note: str = ""  # why it is not sent, or how it is sent
+
+
+def _tool_calls(content: str) -> list[tuple[str, Any]] | None:
+    """The calls an assistant block writes as JSON ({"tool", "arguments"} or a list of them), else None."""
+    try:
+        parsed = json.loads(content)
+    except ValueError:
+        return None
+    calls = parsed if isinstance(parsed, list) else [parsed]
+    found = []
+    for call in calls:
+        if not isinstance(call, dict) or set(call) - {"tool", "arguments"}:
+            return None
+        name, arguments = call.get("tool"), call.get("arguments", {})
+        if not isinstance(name, str) or not TOOL_NAME.fullmatch(name) or not isinstance(arguments, dict):
+            return None
+        found.append((name, arguments))
+    return found or None
+
+
+def _render_values(value: Any, variables: Mapping[str, str]) -> Any:
+    if isinstance(value, str):
+        return render_text(value, variables)
+    if isinstance(value, list):
+        return [_render_values(item, variables) for item in value]
+    if isinstance(value, dict):
+        return {key: _render_values(item, variables) for key, item in value.items()}
+    return value
+
+
+def resolve_blocks(rows: PromptRows, variables: Mapping[str, str]) -> list[ResolvedBlock]:
+    """Each block rendered, with the message it is sent as (an assistant call block and the tool blocks that
+    answer it become one assistant message with tool_calls and one tool message per call)."""
+    resolved: list[ResolvedBlock] = []
+    index = 0
+    while index < len(rows):
+        role, content = rows[index]
+        answers = 0
+        while index + 1 + answers < len(rows) and rows[index + 1 + answers][0] == "tool":
+            answers += 1
+        calls = _tool_calls(content) if role == "assistant" and answers else None
+        if calls is not None and len(calls) == answers:
+            ids = [f"call_example_{index + 1}_{number}" for number in range(1, answers + 1)]
+            tool_calls = [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": json.dumps(_render_values(arguments, variables))},
+                }
+                for call_id, (name, arguments) in zip(ids, calls, strict=True)
+            ]
+            names = ", ".join(name for name, _arguments in calls)
+            message = {"role": "assistant", "content": None, "tool_calls": tool_calls}
+            resolved.append(ResolvedBlock(role, render_text(content, variables), message, f"sent as a call: {names}"))
+            for call_id, (name, _arguments) in zip(ids, calls, strict=True):
+                index += 1
+                text = render_text(rows[index][1], variables)
+                answer = {"role": "tool", "tool_call_id": call_id, "content": text}
+                resolved.append(ResolvedBlock("tool", text, answer, f"sent as the result of {name}"))
+            index += 1
+            continue
+        text = render_text(content, variables)
+        if role in ("system", "user", "assistant"):
+            resolved.append(ResolvedBlock(role, text, {"role": role, "content": text}))
+        else:
+            resolved.append(ResolvedBlock(role, text, None, orphan_tool_problem(rows, index)))
+        index += 1
+    return resolved
+
+
+def orphan_tool_problem(rows: PromptRows, index: int) -> str:
+    """Why the tool block at `index` answers no call (the words the playground and the save check use)."""
+    start = index
+    while start > 0 and rows[start - 1][0] == "tool":
+        start -= 1
+    if start == 0 or rows[start - 1][0] != "assistant":
+        return (
+            "not sent: a tool message answers a call, so put an assistant message written as "
+            f"{TOOL_CALL_FORM} before it"
+        )
+    calls = _tool_calls(rows[start - 1][1])
+    if calls is None:
+        return f"not sent: write the assistant message before it as the call it answers, {TOOL_CALL_FORM}"
+    answers = 0
+    while start + answers < len(rows) and rows[start + answers][0] == "tool":
+        answers += 1
+    return (
+        f"not sent: the assistant message before it makes {len(calls)} call{'s' if len(calls) != 1 else ''} "
+        f"and {answers} tool message{'s answer' if answers != 1 else ' answers'} them: give each call one answer"
+    )
+
+
 def render_prompt(rows: PromptRows, variables: Mapping[str, str]) -> list[dict[str, Any]]:
-    return [
-        {"role": role, "content": render_text(content, variables)}
-        for role, content in rows
-        if role in ("system", "user", "assistant")  # a lone tool message without its call would be invalid
-    ]
+    return [block.message for block in resolve_blocks(rows, variables) if block.message is not None]
 
 
 def base_variables(message: Message, **extra: str) -> dict[str, str]:

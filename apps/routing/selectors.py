@@ -275,6 +275,7 @@ MAX_PREVIEW = 5000
 class RoutePreview:
     outcome: RoutingOutcome
     subjects: dict[int, str]
+    emails: int  # in the window, checked or not (no enabled filter checks none)
 
 
 def preview_pattern(
@@ -295,11 +296,13 @@ def preview_pattern(
     )
     ids = last_message_ids_for_user(user=user, last=min(max(last, 0), MAX_PREVIEW))
     outcome = evaluate_messages(message_ids=ids, respect_creation=False, rules=RuleSet([unsaved]))
-    return RoutePreview(outcome=outcome, subjects=message_subjects(message_ids=[m for m, _ in outcome.routes]))
+    subjects = message_subjects(message_ids=[m for m, _ in outcome.routes])
+    return RoutePreview(outcome=outcome, subjects=subjects, emails=len(ids))
 
 
 def preview_routes(*, user: Any, last: int, director_ids: set[int] | None = None) -> RoutePreview:
     """Shadow replay: the newest `last` emails through the current filters, creation dates ignored."""
     ids = last_message_ids_for_user(user=user, last=min(max(last, 0), MAX_PREVIEW))
     outcome = evaluate_messages(message_ids=ids, respect_creation=False, director_ids=director_ids)
-    return RoutePreview(outcome=outcome, subjects=message_subjects(message_ids=[m for m, _ in outcome.routes]))
+    subjects = message_subjects(message_ids=[m for m, _ in outcome.routes])
+    return RoutePreview(outcome=outcome, subjects=subjects, emails=len(ids))

@@ -53,17 +53,23 @@ def filters_test(request: HttpRequest) -> HttpResponse:
         preview = selectors.preview_routes(
             user=request.user, last=form.cleaned_data["last"], director_ids={director.pk} if director else None
         )
-    rows = [
-        {"message_id": message_id, "subject": preview.subjects.get(message_id, ""), "match": match}
-        for message_id, match in preview.outcome.routes
-    ]
+    # One row per email (an email several directors' filters match is listed once, with each of them), in
+    # the order the dry run met them.
+    rows: dict[int, dict[str, Any]] = {}
+    for message_id, match in preview.outcome.routes:
+        row = rows.setdefault(
+            message_id, {"message_id": message_id, "subject": preview.subjects.get(message_id, ""), "matches": []}
+        )
+        row["matches"].append(match)
     return render(
         request,
         "routing/partials/test_results.html",
         {
             "outcome": preview.outcome,
-            "rows": rows,
-            "matched": len({r["message_id"] for r in rows}),
+            "emails": preview.emails,
+            "director": None if unsaved else director,
+            "rows": list(rows.values()),
+            "runs": len(preview.outcome.routes),
             "unsaved": unsaved,
         },
     )

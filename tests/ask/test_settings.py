@@ -95,3 +95,29 @@ def test_another_users_model_cannot_be_chosen(logged_in_client: Any, user: Any) 
     assert logged_in_client.post("/ask/settings/", {"api_config": str(theirs.pk)}).status_code == 404
     assert logged_in_client.post("/ask/settings/", {"api_config": "abc"}).status_code == 422
     assert not AskSettings.objects.filter(owner=user, api_config__isnull=False).exists()
+
+
+def test_test_connection_tests_the_model_selected_before_it_is_saved(
+    logged_in_client: Any, user: Any, server: FakeOpenAI, settings: Any
+) -> None:
+    # A newcomer picked a model and pressed Test connection: the saved choice was tested, not theirs.
+    settings.ASK_LLM = {}
+    saved = create_api_config(owner=user, name="Old", base_url="http://127.0.0.1:9/v1", api_key="k", model="old-model")
+    chosen = create_api_config(owner=user, name="New", base_url=server.base_url, api_key="k2", model="new-model")
+    actions.choose_ask_model(owner=user, api_config_id=saved.pk)
+    page = logged_in_client.get("/ask/settings/").content.decode()
+    assert 'hx-include="#ask-api-config"' in page
+
+    probe = logged_in_client.post("/ask/settings/test/", {"api_config": str(chosen.pk)}).content.decode()
+    assert "Connection works" in probe
+    assert [request["model"] for request in server.chat_requests()] == ["new-model"]
+    assert AskSettings.objects.get(owner=user).api_config_id == saved.pk  # testing saves nothing
+
+    none = logged_in_client.post("/ask/settings/test/", {"api_config": ""}).content.decode()
+    assert "Not tested" in none and "Choose a model above" in none
+    other = get_user_model().objects.create_user(username="other", email="other@example.com")
+    theirs = create_api_config(owner=other, name="Theirs", base_url=server.base_url, api_key="k3", model="their-model")
+    refused = logged_in_client.post("/ask/settings/test/", {"api_config": str(theirs.pk)}).content.decode()
+    assert "not one of yours" in refused and len(server.chat_requests()) == 1
+    current = logged_in_client.post("/ask/settings/test/").content.decode()  # no select posted: the saved one
+    assert "Connection failed" in current and len(server.chat_requests()) == 1

@@ -42,6 +42,10 @@ def test_pick_and_test_the_ask_model(owner: Any, asgi_server: str, chromium: Any
     page.click("[data-testid=ask-settings-link]")
     page.wait_for_url(f"{asgi_server}/ask/settings/")
     page.select_option("#ask-api-config", label="Local fake (fake-model)")
+    page.click("[data-testid=ask-test-connection]")  # the choice is tested before it is saved
+    page.locator("[data-testid=probe-result]").filter(has_text="Connection works").wait_for(timeout=20_000)
+    screenshot(page, "ask-settings-unsaved-test-1280")
+    assert horizontal_overflow(page) == 0
     page.click("[data-testid=ask-model-form] button[type=submit]")
     page.wait_for_url(f"{asgi_server}/ask/settings/?saved=1")
     assert "Local fake (fake-model)" in page.locator("[data-testid=ask-model-in-use]").inner_text()

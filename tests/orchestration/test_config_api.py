@@ -58,7 +58,7 @@ def test_prompt_crud_keeps_the_message_order(api: Client, user: Any) -> None:
             "messages": [
                 {"role": "system", "content": "You sort mail for {{director.name}}."},
                 {"role": "user", "content": "{{email}}"},
-                {"role": "assistant", "content": "Sorted."},
+                {"role": "assistant", "content": '{"tool": "sort", "arguments": {}}'},
                 {"role": "tool", "content": '{"ok": true}'},
             ],
         },
@@ -125,6 +125,9 @@ def test_prompt_validation_names_the_field(api: Client) -> None:
     assert empty["field"] == "messages" and "empty" in empty["error"]
     role = error(_post(api, "/api/prompts", {"name": "P", "messages": [{"role": "wizard", "content": "x"}]}))
     assert "role" in role["error"]
+    lone = [{"role": "user", "content": "x"}, {"role": "tool", "content": "shipped"}]  # answers no call: never sent
+    tool = error(_post(api, "/api/prompts", {"name": "P", "messages": lone}))
+    assert tool["field"] == "messages" and "message 2 (tool) is not sent" in tool["error"]
     none = error(_post(api, "/api/prompts", {"name": "P", "messages": []}))
     assert "messages" in none["error"]
     assert "name" in error(_post(api, "/api/prompts", {"messages": [{"role": "user", "content": "x"}]}))["error"]

@@ -18,6 +18,7 @@ from apps.orchestration.models import (
     Conversation,
     Memory,
     OrchLog,
+    PromptMessage,
     ProviderEvent,
     Run,
     RunStatus,
@@ -441,3 +442,28 @@ def test_director_reads_the_api_docs(client_manager: Any, store_mail: Any, fake_
     assert ("GET", "/api/workspaces/{workspace_id}/items") in operations
     assert all(path.startswith("/api/workspaces") for _, path in operations)
     assert "no API operation under '/api/nowhere'" in results[1]["error"]
+
+
+def test_a_prompt_s_tool_example_reaches_the_model_as_a_call_and_its_result(
+    client_manager: Any, store_mail: Any, fake_llm: FakeOpenAI
+) -> None:
+    # Tool blocks were stored but dropped from every run: the call block before them now carries them.
+    PromptMessage.objects.create(
+        prompt=client_manager.prompt,
+        order=5,
+        role="assistant",
+        content='{"tool": "memory_search", "arguments": {"query": "{{email.from}}"}}',
+    )
+    PromptMessage.objects.create(prompt=client_manager.prompt, order=6, role="tool", content='{"memories": []}')
+    fake_llm.script(Reply.text("Nothing to do."))
+    run = Run.objects.get(message=store_mail(subject="example", sender=CLIENT))
+    assert run.status == RunStatus.COMPLETED, run.error
+    messages = fake_llm.chat_requests()[0]["messages"]
+    (call,) = [m for m in messages if m.get("tool_calls")]
+    (result,) = [m for m in messages if m["role"] == "tool"]
+    assert call["tool_calls"][0]["function"] == {
+        "name": "memory_search",
+        "arguments": json.dumps({"query": "Client Seven <client7@domain.com>"}),
+    }
+    assert messages.index(result) == messages.index(call) + 1
+    assert result == {"role": "tool", "tool_call_id": call["tool_calls"][0]["id"], "content": '{"memories": []}'}

@@ -203,3 +203,19 @@ def test_failed_runs_can_be_run_again(
     assert run.status == RunStatus.COMPLETED and run.threads.count() == 2
     response = logged_in_client.post(reverse("runs:retry", args=[run.pk]), follow=True)
     assert "only failed or skipped runs can be retried" in response.content.decode()
+
+
+def test_the_live_part_of_the_run_page_carries_the_buttons_a_reload_shows(
+    logged_in_client: Any, finished_run: Run
+) -> None:
+    # A run page opened while the run was queued polls runs:live; the workspace (and "Run again" once it
+    # failed) appears during the run, and the live part must show their buttons without a reload.
+    workspace = Workspace.objects.get(run_id=finished_run.pk)
+    live = logged_in_client.get(reverse("runs:live", args=[finished_run.pk])).content.decode()
+    assert f'href="{reverse("inbox:workspace", args=[workspace.pk])}"' in live and "Workspace &amp; MCP token" in live
+    assert "Run again" not in live
+    Run.objects.filter(pk=finished_run.pk).update(status=RunStatus.FAILED, error="The model went away.")
+    live = logged_in_client.get(reverse("runs:live", args=[finished_run.pk])).content.decode()
+    assert f'action="{reverse("runs:retry", args=[finished_run.pk])}"' in live and "Run again" in live
+    page = logged_in_client.get(reverse("runs:detail", args=[finished_run.pk])).content.decode()
+    assert page.count("Workspace &amp; MCP token") == 1 and page.count("Run again") == 1

@@ -58,7 +58,7 @@ def test_preview_resolves_against_the_picked_email(logged_in_client: Any, prompt
     assert "From Ada &lt;ada@example.com&gt;: Invoice 42 overdue\nPlease pay." in html
     assert "(the director&#x27;s name)" in html  # run-only values are shown as stand-ins
     assert html.count('data-testid="preview-message"') == 4
-    assert "not sent: a tool message needs the assistant call it answers" in html
+    assert "not sent: a tool message answers a call, so put an assistant message written as" in html
     assert "unknown: {{email.subjet}}, {{client.name}}" in html
 
 
@@ -144,3 +144,70 @@ def test_other_users_prompts_emails_and_models_are_404(
     assert logged_in_client.post(own, blocks(("user", "x"), api_config=api_config.pk)).status_code == 404
     assert fake_llm.chat_requests() == []
     assert Prompt.objects.get(pk=theirs.pk).messages.get().content == "x"
+
+
+CALL = '{"tool": "lookup_order", "arguments": {"subject": "{{email.subject}}"}}'
+
+
+def test_tool_blocks_are_sent_as_the_results_of_the_assistant_call_before_them(
+    logged_in_client: Any, prompt: Prompt, store_mail: Any, fake_llm: FakeOpenAI, api_config: ApiConfig
+) -> None:
+    # Tool blocks used to be stored and shown but never sent: now the assistant block before them is the call.
+    message = store_mail(subject="Where is order 7?")
+    example = (
+        ("system", "Answer order questions."),
+        ("user", "Where is order 3?"),
+        ("assistant", CALL),
+        ("tool", '{"status": "shipped"}'),
+        ("assistant", "Order 3 has shipped."),
+        ("user", "{{email.subject}}"),
+    )
+    preview = logged_in_client.post(
+        reverse("prompts:preview", args=[prompt.pk]), blocks(*example, email=str(message.pk))
+    ).content.decode()
+    assert "sent as a call: lookup_order" in preview and "sent as the result of lookup_order" in preview
+    assert "not sent" not in preview
+
+    fake_llm.script(Reply.text("Order 7 ships tomorrow."))
+    tried = logged_in_client.post(
+        reverse("prompts:try", args=[prompt.pk]), blocks(*example, email=str(message.pk), api_config=api_config.pk)
+    ).content.decode()
+    assert "Order 7 ships tomorrow." in tried
+    (sent,) = fake_llm.chat_requests()
+    call = {
+        "id": "call_example_3_1",
+        "type": "function",
+        "function": {"name": "lookup_order", "arguments": '{"subject": "Where is order 7?"}'},
+    }
+    assert sent["messages"] == [
+        {"role": "system", "content": "Answer order questions."},
+        {"role": "user", "content": "Where is order 3?"},
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "call_example_3_1", "content": '{"status": "shipped"}'},
+        {"role": "assistant", "content": "Order 3 has shipped."},
+        {"role": "user", "content": "Where is order 7?"},
+    ]
+
+    saved = logged_in_client.post(reverse("prompts:save", args=[prompt.pk]), blocks(*example, name="Orders"))
+    assert saved.status_code == 302
+    assert [m.role for m in prompt.messages.all()] == ["system", "user", "assistant", "tool", "assistant", "user"]
+
+
+def test_a_tool_block_that_answers_no_call_is_refused_on_save(logged_in_client: Any, prompt: Prompt) -> None:
+    before = [(m.role, m.content) for m in prompt.messages.all()]
+    plain = logged_in_client.post(
+        reverse("prompts:save", args=[prompt.pk]),
+        blocks(("user", "Hi"), ("assistant", "Looking it up."), ("tool", "shipped"), name="Orders"),
+    )
+    assert plain.status_code == 400
+    assert "message 3 (tool) is not sent: write the assistant message before it as the call it answers" in (
+        plain.content.decode()
+    )
+    two_calls = f"[{CALL}, {CALL}]"
+    short = logged_in_client.post(
+        reverse("prompts:save", args=[prompt.pk]),
+        blocks(("user", "Hi"), ("assistant", two_calls), ("tool", "shipped"), name="Orders"),
+    )
+    assert short.status_code == 400
+    assert "makes 2 calls and 1 tool message answers them" in short.content.decode()
+    assert [(m.role, m.content) for m in prompt.messages.all()] == before

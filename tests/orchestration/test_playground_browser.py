@@ -84,3 +84,32 @@ def test_playground_edit_preview_try_at_two_widths(
     page.locator("[data-testid=preview-message]").first.wait_for()
     assert horizontal_overflow(page) == 0
     screenshot(page, "playground-390")
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_tool_example_is_previewed_and_tried_as_a_call_and_its_result(
+    width: int, asgi_server: str, chromium: Any, user: Any, fake_llm: FakeOpenAI, api_config: ApiConfig
+) -> None:
+    call = '{"tool": "lookup_order", "arguments": {"order": "3"}}'
+    prompt = create_prompt(
+        owner=user,
+        name="Orders",
+        messages=[("user", "Where is order 3?"), ("assistant", call), ("tool", "shipped"), ("user", "And order 7?")],
+    )
+    page = chromium.new_page(viewport={"width": width, "height": 900})
+    login(page, asgi_server, user)
+    page.goto(f"{asgi_server}/prompts/{prompt.pk}/")
+    notes = page.locator("[data-testid=preview-note]")
+    notes.nth(1).wait_for()
+    assert notes.all_inner_texts() == ["sent as a call: lookup_order", "sent as the result of lookup_order"]
+    # Made a plain reply, the tool message answers no call: the preview says so and what to write instead.
+    page.locator("#prompt-blocks textarea").nth(1).fill("Let me look.")
+    page.locator("[data-testid=preview-note]", has_text="not sent").wait_for()
+    page.locator("#prompt-blocks textarea").nth(1).fill(call)
+    page.locator("[data-testid=preview-note]", has_text="sent as the result").wait_for()
+    fake_llm.script(Reply.text("Order 7 ships tomorrow."))
+    page.click("[data-testid=try]")
+    page.locator("[data-testid=try-reply]").wait_for()
+    assert [m["role"] for m in fake_llm.chat_requests()[0]["messages"]] == ["user", "assistant", "tool", "user"]
+    screenshot(page, f"playground-tool-{width}")
+    assert horizontal_overflow(page) == 0

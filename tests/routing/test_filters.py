@@ -395,9 +395,43 @@ def test_an_unsaved_pattern_is_tried_on_the_newest_emails(
     assert "<strong>3</strong> emails checked, <strong>2</strong> match this pattern (not saved yet)" in content
     assert "Invoice 12 from Acme" in content and "invoice 13 from Acme" in content and "Lunch?" not in content
     assert Filter.objects.count() == 0 and not Run.objects.exists()
+    newest = logged_in_client.get(  # the form's "on the newest N emails"
+        reverse("routing:filters_test"), {"field": "subject", "regex": r"invoice \d+", "last": 1}
+    )
+    assert "<strong>1</strong> email checked, <strong>1</strong> matches this pattern" in newest.content.decode()
     case_sensitive = logged_in_client.get(reverse("routing:filters_test"), {"field": "subject", "regex": "Invoice"})
-    assert "<strong>1</strong> match this pattern" in case_sensitive.content.decode()
+    assert "<strong>1</strong> matches this pattern" in case_sensitive.content.decode()
     broken = logged_in_client.get(reverse("routing:filters_test"), {"field": "subject", "regex": "(unclosed"})
     assert broken.status_code == 400 and "Invalid regex pattern" in broken.content.decode()
     for page in (reverse("settings:filters"), reverse("setup:step", args=["filter"])):
-        assert 'data-testid="try-pattern"' in logged_in_client.get(page).content.decode(), page
+        html = logged_in_client.get(page).content.decode()
+        assert 'data-testid="try-pattern"' in html and 'hx-params="director,field,regex,case_insensitive,last"' in html
+
+
+def test_the_dry_run_lists_each_email_once_with_every_director_it_goes_to(
+    logged_in_client: Any, director: Any, add_filter: Any, store_mail: Any
+) -> None:
+    # A newcomer saw "10 would be routed" for 9 emails and one email twice in the table: an email matched
+    # by the filters of two directors made two rows.
+    support, billing = director("Support"), director("Billing")
+    add_filter(support, "subject", "Invoice")
+    add_filter(billing, "subject", "Invoice")
+    add_filter(billing, "from", "acme")
+    store_mail(subject="Invoice 12", sender="billing@acme.example")
+    store_mail(subject="Lunch?", sender="friend@example.com")
+    store_mail(subject="Order shipped", sender="shop@acme.example")
+    Run.objects.all().delete()
+    tested = logged_in_client.get(reverse("routing:filters_test"), {"last": 50})
+    content = tested.content.decode()
+    assert tested.status_code == 200
+    assert "<strong>3</strong> emails checked, <strong>2</strong> would be routed" in content
+    assert "3 runs" in content  # Invoice 12 → Support and Billing, Order shipped → Billing
+    rows = content.split('data-testid="test-row"')[1:]
+    assert len(rows) == 2
+    invoice = next(row for row in rows if "Invoice 12" in row)
+    assert invoice.count("Invoice 12") == 2  # the link's title and text: the email is listed once
+    assert "Support" in invoice and "Billing" in invoice
+    # A director without filters checks nothing, and the panel says what to do instead of an empty table.
+    idle = logged_in_client.get(reverse("routing:filters_test"), {"last": 50, "director": director("Idle").pk})
+    assert "No enabled filter of this director checked these 3 emails" in idle.content.decode()
+    assert not Run.objects.exists()
