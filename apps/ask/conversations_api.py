@@ -185,7 +185,7 @@ def list_conversations(
                 "id": str(conversation.pk),
                 "createdAt": conversation.created_at.isoformat(),
                 "updatedAt": last_at.isoformat(),
-                "status": selectors.conversation_status(conversation, last_at if count else None, now),
+                "status": selectors.conversation_status(conversation, last_at if questions else None, now),
                 "summary": selectors.conversation_summary(questions),
                 "messageCount": count,
             }

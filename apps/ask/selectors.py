@@ -167,11 +167,15 @@ def conversation_status(conversation: AskConversation, last_at: dt.datetime | No
 def conversations_page(
     *, user: Any, statuses: tuple[str, ...], limit: int, offset: int, now: dt.datetime
 ) -> tuple[list[tuple[AskConversation, dt.datetime, int, list[str]]], bool]:
-    """The user's conversations, most recently active first, with their last activity, question count and
-    questions (oldest first); and whether more follow."""
+    """The user's conversations, most recently active first, with their last activity, message count (each
+    question and each finished answer) and questions (oldest first); and whether more follow."""
     rows = (
         AskConversation.objects.filter(owner=user)
-        .annotate(last_at=Coalesce(Max("runs__created_at"), "created_at"), questions=Count("runs"))
+        .annotate(
+            last_at=Coalesce(Max("runs__created_at"), "created_at"),
+            # Messages as the detail lists them: each question, and each finished run's answer.
+            messages=Count("runs") + Count("runs", filter=Q(runs__status__in=[RunStatus.DONE, RunStatus.ERROR])),
+        )
         .order_by("-last_at", "-pk")
     )
     threshold = now - ACTIVE_WINDOW
@@ -194,7 +198,7 @@ def conversations_page(
         .values_list("conversation_id", "question")
     ):
         questions.setdefault(conversation_id, []).append(question)
-    return [(c, c.last_at, c.questions, questions.get(c.pk, [])) for c in found], more
+    return [(c, c.last_at, c.messages, questions.get(c.pk, [])) for c in found], more
 
 
 def conversation_summary(questions: list[str]) -> str:

@@ -55,7 +55,7 @@ def test_a_conversation_from_first_question_to_archive(client_for: Client, ask_m
 
     # Listed as active now; half an hour later, completed.
     listed = client_for.get(API).json()["conversations"]
-    assert [(c["id"], c["status"], c["messageCount"]) for c in listed] == [(conversation_id, "active", 2)]
+    assert [(c["id"], c["status"], c["messageCount"]) for c in listed] == [(conversation_id, "active", 4)]
     AskRun.objects.filter(conversation_id=conversation_id).update(created_at=dt.datetime(2026, 1, 1, tzinfo=dt.UTC))
     assert client_for.get(API, {"status": "active"}).json()["conversations"] == []
     assert client_for.get(API, {"status": "completed"}).json()["conversations"][0]["id"] == conversation_id
