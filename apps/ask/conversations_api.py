@@ -68,7 +68,8 @@ class ConversationDetailOut(ConversationOut):
 
 class MessageIn(Schema):
     type: Literal["text"] = "text"
-    content: dict[str, str] = Field(description='{"text": "your question"}')
+    # Checked in the view, after the conversation's owner: another user's conversation is a 404 whatever the body.
+    content: dict[str, str] = Field(default_factory=dict, description='{"text": "your question"} (required)')
 
 
 class CreateIn(Schema):
