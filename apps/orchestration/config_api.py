@@ -227,6 +227,19 @@ def get_director(request: HttpRequest, director_id: int) -> dict[str, Any]:
     return _director_out(selectors.access_director(user=request.user, director_id=director_id))
 
 
+def _changes(user: Any, data: dict[str, Any], names: dict[str, str], *, nameless: str) -> dict[str, Any]:
+    """A patch's fields as the model's keyword arguments: API names mapped to model names, a blank name
+    refused, and promptId/apiConfigId resolved to the user's own prompt and API config (null clears them)."""
+    changes = {model_name: data[api_name] for api_name, model_name in names.items() if api_name in data}
+    if "name" in changes and not changes["name"].strip():
+        raise InvalidField("name", nameless)
+    if "promptId" in data:
+        changes["prompt"] = _owned_prompt(user, data["promptId"])
+    if "apiConfigId" in data:
+        changes["api_config"] = _owned_api_config(user, data["apiConfigId"])
+    return changes
+
+
 @directors_router.put("/{director_id}", response={200: DirectorOut})
 def update_director(request: HttpRequest, director_id: int, payload: DirectorPatch) -> dict[str, Any]:
     """Change the fields given; the others keep their value (promptId/apiConfigId null clear them)."""
@@ -234,23 +247,19 @@ def update_director(request: HttpRequest, director_id: int, payload: DirectorPat
     director = selectors.access_director(user=user, director_id=director_id)
     data = payload.dict(exclude_unset=True)
     refuse_nulls(data, "name", "description", "enabled", "imprint", "accountIds", "memoryAccess", "stepLimit")
-    changes: dict[str, Any] = {}
-    for api_name, model_name in (
-        ("name", "name"),
-        ("description", "description"),
-        ("enabled", "enabled"),
-        ("imprint", "imprint"),
-        ("memoryAccess", "memory_access"),
-        ("stepLimit", "step_limit"),
-    ):
-        if api_name in data:
-            changes[model_name] = data[api_name]
-    if "name" in changes and not changes["name"].strip():
-        raise InvalidField("name", "A director needs a name")
-    if "promptId" in data:
-        changes["prompt"] = _owned_prompt(user, data["promptId"])
-    if "apiConfigId" in data:
-        changes["api_config"] = _owned_api_config(user, data["apiConfigId"])
+    changes = _changes(
+        user,
+        data,
+        {
+            "name": "name",
+            "description": "description",
+            "enabled": "enabled",
+            "imprint": "imprint",
+            "memoryAccess": "memory_access",
+            "stepLimit": "step_limit",
+        },
+        nameless="A director needs a name",
+    )
     accounts = _owned_accounts(user, data["accountIds"]) if "accountIds" in data else None
     try:
         config_actions.update_director(director=director, accounts=accounts, **changes)
@@ -350,24 +359,20 @@ def update_agent(request: HttpRequest, agent_id: int, payload: AgentPatch) -> di
     agent = selectors.access_agent(user=user, agent_id=agent_id)
     data = payload.dict(exclude_unset=True)
     refuse_nulls(data, "name", "slug", "summary", "imprint", "tools", "stepLimit", "enabled")
-    changes: dict[str, Any] = {}
-    for api_name, model_name in (
-        ("name", "name"),
-        ("slug", "slug"),
-        ("summary", "summary"),
-        ("imprint", "imprint"),
-        ("tools", "allowed_tools"),
-        ("stepLimit", "step_limit"),
-        ("enabled", "enabled"),
-    ):
-        if api_name in data:
-            changes[model_name] = data[api_name]
-    if "name" in changes and not changes["name"].strip():
-        raise InvalidField("name", "An agent needs a name")
-    if "promptId" in data:
-        changes["prompt"] = _owned_prompt(user, data["promptId"])
-    if "apiConfigId" in data:
-        changes["api_config"] = _owned_api_config(user, data["apiConfigId"])
+    changes = _changes(
+        user,
+        data,
+        {
+            "name": "name",
+            "slug": "slug",
+            "summary": "summary",
+            "imprint": "imprint",
+            "tools": "allowed_tools",
+            "stepLimit": "step_limit",
+            "enabled": "enabled",
+        },
+        nameless="An agent needs a name",
+    )
     try:
         config_actions.update_agent(agent=agent, **changes)
     except ValidationError as exc:
