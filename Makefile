@@ -64,10 +64,11 @@ pytest-postgres: install-test
 	MAILAGENT_TEST_POSTGRES=1 $(VENV)/bin/pytest
 
 # The two databases' runs are independent (own DATA_DIR, own servers on free ports), so they run side by side
-# on two cores; each run's output is printed whole when it ends.
+# on two cores; each run's output is printed whole when it ends. The browser test modules are shared between
+# them (MAILAGENT_TEST_BROWSER_SPLIT, tests/conftest.py): each runs once, half in each pass.
 test: lint typecheck
 	@echo "pytest on SQLite and on PostgreSQL+pgvector, side by side (each prints its report when it ends)"
-	@$(MAKE) --no-print-directory -j2 --output-sync=target pytest pytest-postgres
+	@MAILAGENT_TEST_BROWSER_SPLIT=1 $(MAKE) --no-print-directory -j2 --output-sync=target pytest pytest-postgres
 
 bench: install-test
 	$(PY) bench/ingest.py

@@ -3,6 +3,7 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import os
+import zlib
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -31,14 +32,33 @@ BROWSER_ONCE = (
     "browser tests run once per make test, in the SQLite pass: they check pages and their JavaScript in Chromium; "
     "the PostgreSQL pass runs the same views through the test client and the real web server without a browser"
 )
+# `make test` runs the two passes side by side on two cores; with this set (by the Makefile's test target) the
+# browser test modules are shared between the passes, half each, so that neither pass waits for all of them.
+BROWSER_SPLIT_ENV = "MAILAGENT_TEST_BROWSER_SPLIT"
+
+
+def browser_pass(module_path: str) -> str:
+    """The pass a browser test module runs in under `make test`: a stable hash of its path picks one."""
+    return "postgresql" if zlib.crc32(module_path.encode()) % 2 else "sqlite"
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not os.environ.get("MAILAGENT_TEST_POSTGRES"):
+    this_pass = "postgresql" if os.environ.get("MAILAGENT_TEST_POSTGRES") else "sqlite"
+    split = bool(os.environ.get(BROWSER_SPLIT_ENV))
+    if this_pass == "sqlite" and not split:
         return
     for item in items:
-        if item.get_closest_marker("browser") is not None:
+        if item.get_closest_marker("browser") is None:
+            continue
+        if not split:
             item.add_marker(pytest.mark.skip(reason=BROWSER_ONCE))
+            continue
+        module = item.nodeid.split("::", 1)[0]
+        chosen = browser_pass(module)
+        if chosen != this_pass:
+            item.add_marker(
+                pytest.mark.skip(reason=f"make test runs this browser test module once, in the {chosen} pass")
+            )
 
 
 @pytest.fixture(autouse=True)
