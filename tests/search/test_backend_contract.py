@@ -365,3 +365,39 @@ def test_embedding_progress_counts_documents(make_message: Any, index_all: Any, 
     index_all()
     progress = backend.embedding_progress()
     assert (progress.done, progress.total, progress.pending, progress.percent) == (2, 2, 0, 100.0)
+
+
+def test_a_rolled_back_insert_leaves_nothing_behind_in_either_index(
+    make_message: Any, index_all: Any, backend: Any, embedder: Any
+) -> None:
+    """Mail indexed and searched inside a transaction that is then rolled back (a failed import, a request
+    that errs) is never found afterwards, also when the next mail is given the same ids (SQLite reuses
+    rolled-back rowids, and its search keeps the index in memory)."""
+    from django.db import transaction
+
+    class RolledBack(Exception):
+        pass
+
+    keep = make_message("Boiler inspection", "The boiler inspection is scheduled for Monday.")
+    index_all(keep)
+    with pytest.raises(RolledBack), transaction.atomic():
+        gone = make_message("Crane winch", "The harbour crane needs a new winch cable.")
+        index_all(gone)
+        assert ids(backend.keyword("winch cable")) == [gone.pk]  # loaded into the in-memory indexes
+        assert gone.pk in ids(backend.semantic("harbour crane winch cable", embedder=embedder))
+        raise RolledBack
+    after = make_message("Forklift battery", "The forklift battery is swollen and must be replaced.")
+    index_all(after)
+    assert ids(backend.keyword("winch cable")) == []
+    assert ids(backend.keyword("forklift battery")) == [after.pk]
+    assert ids(backend.keyword("boiler inspection")) == [keep.pk]
+    questions = ("forklift battery swollen", "harbour crane winch cable")
+    kept = [[(h.document_id, round(h.score, 4)) for h in backend.semantic(q, embedder=embedder)] for q in questions]
+    if connection.vendor == "sqlite":
+        from apps.search.backends.sqlite import forget_vector_matrices
+
+        forget_vector_matrices()  # nothing in memory: the vectors read again from what is stored
+    read_again = [
+        [(h.document_id, round(h.score, 4)) for h in backend.semantic(q, embedder=embedder)] for q in questions
+    ]
+    assert kept == read_again and kept[0][0][0] == SearchDocument.objects.get(message=after).pk

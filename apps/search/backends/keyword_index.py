@@ -218,6 +218,9 @@ class KeywordIndex:
     slot_of: dict[int, int] = field(default_factory=dict)  # dense number of each message key (counts)
     full_loads: int = 0
     appended_rows: int = 0
+    # The newest loaded row as read (a hash of its text and metadata): on SQLite a rolled-back insert's id is
+    # given again to the next insert, so "max(id) did not shrink" alone would keep the vanished row's words.
+    tail: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     _words_key: tuple[int, int, int] = (-1, -1, -1)
     _sorted_words: list[str] = field(default_factory=list)
@@ -240,14 +243,34 @@ class KeywordIndex:
         if not self.full_loads or db_max < self.max_id or newest_change < self.change_seq or pruned_past_us:
             self._reset()
             self.change_seq = newest_change
-        elif newest_change > self.change_seq:
-            self._apply_changes(cursor, newest_change)
+        else:
+            if newest_change > self.change_seq:
+                self._apply_changes(cursor, newest_change)
+            if self._tail_replaced(cursor):
+                self._reset()
+                self.change_seq = newest_change
         if db_max > self.max_id:
             self._append(cursor, f"c.id > {int(self.max_id)}")
         if self.size - self.live > max(DEAD_RELOAD_SHARE * self.size, DEAD_RELOAD_MIN_ROWS):
             self._reset()
             self.change_seq = newest_change
             self._append(cursor, "1 = 1")
+
+    def _tail_replaced(self, cursor: Any) -> bool:
+        """Whether the newest loaded row is gone or is now another row, although no change was logged for it:
+        its insert was rolled back (the change log's entries with it) and its id may have been reused."""
+        if self.max_id not in self.row_of:  # deleted or changed through the log: applied above
+            return False
+        cursor.execute(f"{self._select()} WHERE c.id = {int(self.max_id)}")
+        row = cursor.fetchone()
+        return row is None or hash(tuple(row)) != self.tail
+
+    def _select(self) -> str:
+        return (
+            f"SELECT c.id, c.c0, c.c1, c.c2, s.sz, {FILTER_SELECT} FROM search_fts_content c"  # noqa: S608
+            " JOIN search_fts_docsize s ON s.id = c.id"
+            " JOIN search_document d INDEXED BY search_document_filters ON d.id = c.id"
+        )
 
     def _reset(self) -> None:
         self.max_id = self.size = self.live = 0
@@ -282,11 +305,7 @@ class KeywordIndex:
             self._append(cursor, f"c.id IN ({', '.join(str(int(pk)) for pk in batch)}) AND c.id <= {self.max_id}")
 
     def _append(self, cursor: Any, where: str) -> None:
-        cursor.execute(
-            f"SELECT c.id, c.c0, c.c1, c.c2, s.sz, {FILTER_SELECT} FROM search_fts_content c"  # noqa: S608
-            " JOIN search_fts_docsize s ON s.id = c.id"
-            f" JOIN search_document d INDEXED BY search_document_filters ON d.id = c.id WHERE {where} ORDER BY c.id"
-        )
+        cursor.execute(f"{self._select()} WHERE {where} ORDER BY c.id")
         start = self.size
         pieces: list[list[np.ndarray]] = []
         while rows := cursor.fetchmany(LOAD_PAGE):
@@ -346,7 +365,9 @@ class KeywordIndex:
         self.size = end
         self.live += count
         self.tokens += sum(lengths)
-        self.max_id = max(self.max_id, int(rows[-1][0]))
+        if int(rows[-1][0]) >= self.max_id:
+            self.max_id = int(rows[-1][0])
+            self.tail = hash(tuple(rows[-1]))
         return row_ids, word_ids, weights
 
     def _merge_segments(self) -> None:

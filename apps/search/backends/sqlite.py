@@ -103,6 +103,7 @@ class VectorMatrix:
     full_loads: int = 0
     appended_rows: int = 0
     compactions: int = 0
+    tail: int = 0  # the newest loaded chunk as read (see _tail_replaced)
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     COLUMNS = ("chunk_ids", "document_ids", "chunk_nos", "account_ids", "owner_ids", "kinds", "dates", "attachments")
@@ -124,7 +125,12 @@ class VectorMatrix:
         )
         generation, embedder, dimension, db_max = cursor.fetchone()
         generation, embedder, dimension, db_max = generation or "", embedder or "", dimension or 0, db_max or 0
-        if embedder != self.embedder or dimension != self.dimension or db_max < self.max_id:
+        if (
+            embedder != self.embedder
+            or dimension != self.dimension
+            or db_max < self.max_id
+            or (generation == self.generation and self._tail_replaced(cursor))
+        ):
             self.reset(dimension, embedder)
             self.generation = generation
             self.full_loads += 1
@@ -150,6 +156,15 @@ class VectorMatrix:
             end = min(self.size, start + 16384)
             projected[start:end] = rows[start:end] @ basis
         self.basis, self.projected = basis, projected
+
+    def _tail_replaced(self, cursor: Any) -> bool:
+        """Whether the newest loaded chunk is gone or is now another chunk with no deletion recorded (the
+        generation is unchanged): its insert was rolled back, and on SQLite its id may have been reused."""
+        if not self.size or int(self.chunk_ids[self.size - 1]) != self.max_id:  # none, or deleted (compacted)
+            return False
+        cursor.execute("SELECT document_id, chunk_no, embedding FROM search_chunk WHERE id = %s", [self.max_id])
+        row = cursor.fetchone()
+        return row is None or hash((row[0], row[1], bytes(row[2]))) != self.tail
 
     def _drop_deleted(self, cursor: Any) -> None:
         cursor.execute("SELECT id FROM search_chunk WHERE id <= %s", [self.max_id])
@@ -200,6 +215,7 @@ class VectorMatrix:
             self.owner_ids[start:end] = [row[8] if row[8] is not None else -1 for row in rows]
             self.size = end
             self.max_id = int(rows[-1][0])
+            self.tail = hash((rows[-1][1], rows[-1][2], bytes(rows[-1][3])))
             self.appended_rows += count
 
     def _reserve(self, needed: int) -> None:
