@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from apps.organization.classifier import FolderClassifier, Sample, make_sample, thread_subject
+from apps.organization.classifier import FEATURES, FolderClassifier, Sample, make_sample, thread_subject
 from bench.organize import TARBALL
 
 
@@ -151,6 +151,62 @@ def test_a_decision_is_learned_incrementally_with_the_same_evidence_as_a_full_fi
     # A removed file makes the tables rebuild (a file moved out of the library is no evidence any more).
     shrunk = updated.update([*samples[1:], decision])
     assert shrunk.trained_on == len(samples)
+
+
+def _embedded(samples: list[Sample]) -> list[Sample]:
+    """The samples with their embeddings from the configured local embedder, as the app attaches them."""
+    from apps.organization.classifier import embedding_text
+    from apps.search.embedders import get_embedder
+
+    rows = get_embedder().embed_documents([embedding_text(s) for s in samples])
+    for sample, row in zip(samples, rows, strict=True):
+        sample.embedding = row
+    return samples
+
+
+def test_the_embedder_finds_a_small_folder_for_a_file_worded_unlike_it() -> None:
+    """Shared meaning without shared words: the TF-IDF evidence has nothing, the embedder's nearest files do."""
+    samples = _embedded(library())
+    probe = mail("Utility commission", "Witness statements before the utility commission", sender="x@y.example")
+    plain = FolderClassifier().fit([copy.copy(s) for s in samples])
+    [embedded_probe] = _embedded([copy.copy(probe)])
+    with_embeddings = FolderClassifier().fit(samples)
+    before = dict(plain.predict(probe).ranked)["regulatory"]
+    after = dict(with_embeddings.predict(embedded_probe).ranked)["regulatory"]
+    assert after > before, (before, after)
+    # Without its own embedding the file still gets the other evidence: the same as without the embedder.
+    assert abs(dict(with_embeddings.predict(probe).ranked)["regulatory"] - before) < 0.2
+
+
+def test_embedding_evidence_is_the_same_learned_incrementally_or_rebuilt() -> None:
+    samples = _embedded(library())
+    classifier = FolderClassifier().fit(samples)
+    first = samples[0].embedding
+    assert first is not None and classifier.embedded.all() and classifier.embedding_dimension == len(first)
+    [decision] = _embedded(
+        [
+            mail(
+                "Rate case settlement",
+                "Settlement terms for the tariff rate case.",
+                sender="counsel@law.example",
+                folder="regulatory",
+                message_id="r2@x",
+            )
+        ]
+    )
+    updated = classifier.update([*samples, decision])
+    assert updated.incremental and updated.embedded.sum() == len(samples) + 1
+    refitted = copy.copy(updated)
+    refitted._index([*samples, decision])
+    [probe] = _embedded([mail("Settlement", "Settlement terms for the tariff rate case.", sender="new@z.example")])
+    incremental, full = dict(updated.predict(probe).ranked), dict(refitted.predict(probe).ranked)
+    for folder, confidence in full.items():
+        assert abs(incremental[folder] - confidence) < 1e-6, (folder, incremental, full)
+    # Leave-one-out leaves the file out of its own neighbours and centroid: a folder of one file has no evidence.
+    features, mask, labels = classifier.leave_one_out_evidence()
+    assert len(labels) == len(samples) and mask.all()
+    column = list(FEATURES).index("embedding_nearest")
+    assert (features[..., column] < 0.999).all()  # never the file itself (cosine 1)
 
 
 def _enron_available() -> bool:
