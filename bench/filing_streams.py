@@ -36,7 +36,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.organize import Mail, calibration_table, filing_streams, read_enron
+from bench.organize import Mail, calibration_table, embed_samples, filing_streams, read_enron
 
 CONFIDENT = 0.8
 ECE_BINS = 10
@@ -92,7 +92,9 @@ class Arrival:
     sample: Any  # apps.organization.classifier.Sample
 
 
-def digest_stream(user: str, mails: list[Mail], workdir: Path) -> list[Arrival]:
+def digest_stream(
+    user: str, mails: list[Mail], workdir: Path, *, embeddings: bool = True, timings: list[float] | None = None
+) -> list[Arrival]:
     from apps.organization.classifier import make_sample
     from apps.organization.digest import digest_file
 
@@ -106,6 +108,10 @@ def digest_stream(user: str, mails: list[Mail], workdir: Path) -> list[Arrival]:
         mail.date = dt.datetime.fromisoformat(date) if date else None
         arrivals.append(Arrival(mail, make_sample(name=path.name, text=digest.text, metadata=digest.metadata)))
     arrivals.sort(key=lambda a: (a.mail.date is None, a.mail.date or dt.datetime.min.replace(tzinfo=dt.UTC)))
+    if embeddings:
+        half = len(arrivals) // 2
+        embed_samples([a.sample for a in arrivals[:half]])
+        embed_samples([a.sample for a in arrivals[half:]], timings=timings)
     return arrivals
 
 
@@ -228,6 +234,10 @@ def main() -> None:
     parser.add_argument("--retrain-every", type=int, default=1, help="decisions between updates (the app: 1)")
     parser.add_argument("--users", default="", help="comma-separated users (default: every eligible one)")
     parser.add_argument("--nb-alpha", type=float, default=0.1, help="naive Bayes smoothing")
+    parser.add_argument("--no-embeddings", action="store_true", help="without the local embedder's evidence")
+    parser.add_argument(
+        "--tuned", default="", help="comma-separated users the weights were tuned on: totals for them and the others"
+    )
     parser.add_argument(
         "--fit-prior",
         action="store_true",
@@ -252,9 +262,14 @@ def main() -> None:
     header = " ".join(f"{c:>9}" for c in COLUMNS)
     print(f"\n{'user':16} {'folders':>7} {'decisions':>9} {'system':>6} {header}")
     totals = {"app": Tally(), "nb": Tally()}
+    tuned = {u.strip() for u in args.tuned.split(",") if u.strip()}
+    groups = {(g, s): Tally() for g in ("tuned on", "held out") for s in ("app", "nb")}
+    embedding_timings: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         for user, mails in streams.items():
-            arrivals = digest_stream(user, mails, Path(tmp))
+            arrivals = digest_stream(
+                user, mails, Path(tmp), embeddings=not args.no_embeddings, timings=embedding_timings
+            )
             folders = Counter(a.mail.folder for a in arrivals)
             sizes = f"{len(folders)}"
             tallies = {
@@ -264,7 +279,12 @@ def main() -> None:
             for system, tally in tallies.items():
                 print_row(user, sizes, str(tally.decisions), system, tally.row())
                 totals[system].add(tally)
+                if tuned:
+                    groups["tuned on" if user in tuned else "held out", system].add(tally)
     print()
+    for (group, system), tally in groups.items():
+        if tally.decisions:
+            print_row(group, "", str(tally.decisions), system, tally.row())
     for system, tally in totals.items():
         print_row("all", "", str(tally.decisions), system, tally.row())
     for system, tally in totals.items():
@@ -277,6 +297,11 @@ def main() -> None:
         f"\napp suggestion latency (classifier only): p50 {percentile(app, 0.5):.1f} ms, "
         f"p95 {percentile(app, 0.95):.1f} ms"
     )
+    if embedding_timings:
+        print(
+            f"embedding one new file (once, when it arrives; {len(embedding_timings)} files): "
+            f"p50 {percentile(embedding_timings, 0.5):.1f} ms, p95 {percentile(embedding_timings, 0.95):.1f} ms"
+        )
 
 
 if __name__ == "__main__":
