@@ -225,6 +225,18 @@ def calibration_table(outcomes: list[tuple[float, bool]]) -> list[tuple[str, int
     return rows
 
 
+def reliability_diagram(outcomes: list[tuple[float, bool]], *, width: int = 40) -> list[str]:
+    """The calibration table as a text reliability diagram: per confidence band, a bar as long as the share of
+    top suggestions that were right, with `|` where the mean confidence falls (a calibrated band's bar ends at
+    its `|`; a bar short of it is overconfident), the count, and the gap (accuracy - confidence)."""
+    lines = [f"{'confidence':>12} {'n':>5}  {'mean':>5} {'right':>5} {'gap':>6}  0{' ' * (width - 2)}1"]
+    for label, count, mean, accuracy in calibration_table(outcomes):
+        bar = ["#" if i < round(accuracy * width) else " " for i in range(width)]
+        bar[min(width - 1, int(mean * width))] = "|"
+        lines.append(f"{label:>12} {count:>5}  {mean:>5.3f} {accuracy:>5.3f} {accuracy - mean:>+6.3f}  {''.join(bar)}")
+    return lines
+
+
 def retrain_time(by_user: dict[str, list[Mail]], *, size: int, workdir: Path) -> tuple[int, int, float, float]:
     """Full fit time on `size` decisions (every non-held-out user's filed and unfiled mail, labelled user/folder)
     and the time of the update the app does after one more decision (warm start, vocabulary kept)."""
@@ -351,10 +363,8 @@ def main() -> None:
             if group.decisions:
                 print_result(name, "", group)
         print_result("all", "", total)
-        print("\ncalibration (top suggestion, all streams)")
-        print(f"{'confidence':>12} {'n':>6} {'mean conf':>10} {'accuracy':>9}")
-        for label, count, mean, accuracy in calibration_table(outcomes):
-            print(f"{label:>12} {count:>6} {mean:>10.3f} {accuracy:>9.3f}")
+        print("\nreliability diagram (top suggestion, all streams)")
+        print("\n".join(reliability_diagram(outcomes)))
         if latencies:
             ordered = sorted(latencies)
             p50 = ordered[len(ordered) // 2] * 1000

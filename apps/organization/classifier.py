@@ -102,6 +102,7 @@ FEATURES = (
 EMBEDDING_TEXT_CHARS = 1000  # header + the start of the body: what the embedder reads of a file
 EMBEDDING_KERNEL = 0.05  # the embedding vote's softmax temperature over cosine similarities
 TIME_NEIGHBOURS = 10  # the filed files closest in date that vote for the "period" evidence
+EXPLAINED_FOLDERS = 3  # the ranked folders whose evidence a prediction spells out (the alternatives shown)
 # Pooled weights: fitted with `bench/filing_streams.py --fit-prior --users corman-s,schoolcraft-d,davis-d` on
 # those three Enron users' libraries only (the earlier halves, never the replayed later mail); crandell-s,
 # stepenovitch-j and sturm-f were not used to fit or choose anything and are reported as held out.
@@ -158,6 +159,9 @@ class Prediction:
     known_words: int = 0  # distinct words of the file that occur in the filed files' vocabulary
     known_keys: int = 0  # sender, domain, recipients or thread keys the file shares with filed files
     calibrated: bool = False  # the weights were fitted on at least MIN_CALIBRATION_SAMPLES of the owner's files
+    # What points to each of the EXPLAINED_FOLDERS best folders, strongest first (the top one's is `evidence`):
+    # the alternatives shown when the suggestion abstains say why each is a candidate.
+    evidence_by_folder: dict[str, list[str]] = field(default_factory=dict)
     # Folders lowered because similar files were rejected for them: {folder: summed similarity}.
     rejected_like: dict[str, float] = field(default_factory=dict)
 
@@ -843,9 +847,15 @@ class FolderClassifier:
         rejected_like = {
             self.folders[i]: round(float(pressure[i]), 3) for i in np.flatnonzero(pressure > 0) if allowed[i]
         }
+        explained = {i: self._explain(sample, vector, contributions, i) for i in order[:EXPLAINED_FOLDERS]}
+        reasons, words = explained[order[0]]
         return Prediction(
             ranked=ranked,
-            evidence=self._explain(sample, vector, contributions, order[0]),
+            evidence=[*reasons, *words],
+            evidence_by_folder={
+                self.folders[i]: [*reasons, *([f"shared words: {', '.join(words[:4])}"] if words else [])]
+                for i, (reasons, words) in explained.items()
+            },
             known_words=int(counts.nnz),
             known_keys=self.known_keys(sample),
             calibrated=self.calibrated,
@@ -854,14 +864,17 @@ class FolderClassifier:
 
     def _explain(
         self, sample: Sample, vector: Any, contributions: np.ndarray, folder: int, limit: int = 5
-    ) -> list[str]:
-        """Short reasons for `folder`, strongest first: shared metadata, then the words it shares with the folder."""
+    ) -> tuple[list[str], list[str]]:
+        """Short reasons for `folder`, strongest first (shared metadata, the filed file it is most like), and the
+        words it shares with the folder."""
         reasons: list[tuple[float, str]] = []
         # Contribution relative to the average folder: what sets this folder apart.
         relative = contributions[folder] - contributions.mean(axis=0)
         for source in SOURCES:
-            strength = float(relative[FEATURES.index(source)])
-            if strength <= 0.05:
+            index = FEATURES.index(source)
+            strength = float(relative[index])
+            # Only a key over-represented in the folder, counted for it by a positive weight, points there.
+            if strength <= 0.05 or self.weights[index] <= 0 or contributions[folder, index] <= 0:
                 continue
             for key in _lookup_keys(sample, source):
                 per_folder = self.key_counts[source].get(key)
@@ -877,6 +890,11 @@ class FolderClassifier:
         text_strength = float(
             relative[[FEATURES.index(n) for n in ("naive_bayes", "nearest", "vote", "centroid")]].sum()
         )
+        meaning_strength = float(relative[[FEATURES.index(n) for n in EMBEDDING_FEATURES]].sum())
+        if text_strength > 0 or meaning_strength > 0:
+            like = self._nearest_filed(sample, vector, folder, by_meaning=meaning_strength > text_strength)
+            if like:
+                reasons.append((max(text_strength, meaning_strength), f"most like “{like}” filed there"))
         words: list[str] = []
         if text_strength > 0 and vector.nnz:
             centroid = self.folder_sums.getrow(folder)
@@ -886,8 +904,27 @@ class FolderClassifier:
                 shared = shared.tocoo()
                 for position in np.argsort(-shared.data)[:limit]:
                     words.append(str(names[shared.col[position]]))
-        evidence = [text for _, text in sorted(reasons, key=lambda item: -item[0])]
-        return [*evidence, *words][: limit + len(evidence)]
+        return [text for _, text in sorted(reasons, key=lambda item: -item[0])], words[:limit]
+
+    def _nearest_filed(self, sample: Sample, vector: Any, folder: int, *, by_meaning: bool) -> str:
+        """The subject (or name) of the folder's filed file closest to `sample`: by embedding when asked and both
+        have one, else by TF-IDF. Empty when nothing in the folder is similar at all."""
+        rows = np.flatnonzero(self.labels == folder)
+        if len(rows) == 0:
+            return ""
+        embedding = self._stack_embeddings([sample])
+        embedded = rows[self.embedded[rows]] if len(self.embedded) else rows[:0]
+        if by_meaning and embedding[1][0] and len(embedded):
+            similarity = self.embeddings[embedded] @ embedding[0][0]
+            best = int(embedded[int(np.argmax(similarity))])
+        else:
+            similarity = np.asarray((self.vectors[rows] @ vector.T).todense()).ravel()
+            if not len(similarity) or similarity.max() <= 0:
+                return ""
+            best = int(rows[int(np.argmax(similarity))])
+        filed = self.row_samples[best]
+        title = _SPACES.sub(" ", filed.subject or filed.header).strip()
+        return title[:77] + "…" if len(title) > 80 else title
 
     # ---- persistence --------------------------------------------------------------------------------------
 

@@ -144,6 +144,24 @@ def test_a_folder_of_two_files_wins_by_its_nearest_neighbours() -> None:
     assert prediction.top[1] > 0.5
 
 
+def test_each_of_the_top_three_folders_says_what_points_to_it() -> None:
+    """The alternatives shown when the suggestion abstains: each of the three best folders with its own evidence
+    (a known sender for one, the filed file it is most like for another), not only the top folder's."""
+    classifier = FolderClassifier().fit(library())
+    # The regulatory folder's sender writing about the social folder's lunch: two folders have a claim.
+    mixed = mail("Friday", "Lunch on Friday with the team, restaurant booking?", sender="counsel@law.example")
+    prediction = classifier.predict(mixed)
+    top3 = [folder for folder, _ in prediction.ranked[:3]]
+    assert list(prediction.evidence_by_folder) == top3, (prediction.evidence_by_folder, prediction.ranked)
+    assert prediction.evidence[0] == prediction.evidence_by_folder[top3[0]][0]
+    regulatory, social = prediction.evidence_by_folder["regulatory"], prediction.evidence_by_folder["social"]
+    assert any("counsel@law.example" in e for e in regulatory), regulatory
+    assert not any("counsel@law.example" in e for e in social), social
+    assert any(e.startswith("most like “Team lunch") for e in social), social
+    assert any(e.startswith("shared words:") and "lunch" in e for e in social), social
+    assert not any("lunch" in e for e in regulatory), regulatory
+
+
 def test_nothing_in_common_means_no_evidence() -> None:
     classifier = FolderClassifier().fit(library())
     prediction = classifier.predict(make_sample(name="scan.txt", text="zxqv wplk", metadata={}))
