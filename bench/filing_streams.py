@@ -36,10 +36,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.organize import Mail, calibration_table, filing_streams, read_enron
+from bench.organize import Mail, embed_samples, filing_streams, read_enron, reliability_diagram
 
 CONFIDENT = 0.8
 ECE_BINS = 10
+SIZE_BANDS = ((0, 30, "library <30"), (30, 100, "library 30-99"), (100, 10**9, "library 100+"))
 
 
 @dataclass(slots=True)
@@ -92,7 +93,9 @@ class Arrival:
     sample: Any  # apps.organization.classifier.Sample
 
 
-def digest_stream(user: str, mails: list[Mail], workdir: Path) -> list[Arrival]:
+def digest_stream(
+    user: str, mails: list[Mail], workdir: Path, *, embeddings: bool = True, timings: list[float] | None = None
+) -> list[Arrival]:
     from apps.organization.classifier import make_sample
     from apps.organization.digest import digest_file
 
@@ -106,6 +109,10 @@ def digest_stream(user: str, mails: list[Mail], workdir: Path) -> list[Arrival]:
         mail.date = dt.datetime.fromisoformat(date) if date else None
         arrivals.append(Arrival(mail, make_sample(name=path.name, text=digest.text, metadata=digest.metadata)))
     arrivals.sort(key=lambda a: (a.mail.date is None, a.mail.date or dt.datetime.min.replace(tzinfo=dt.UTC)))
+    if embeddings:
+        half = len(arrivals) // 2
+        embed_samples([a.sample for a in arrivals[:half]])
+        embed_samples([a.sample for a in arrivals[half:]], timings=timings)
     return arrivals
 
 
@@ -124,17 +131,39 @@ def _score(tally: Tally, ranked: list[tuple[str, float]], suggested: str, truth:
     tally.top3 += int(truth in [f for f, _ in ranked[:3]])
 
 
-def replay_app(arrivals: list[Arrival], *, threshold: float, retrain_every: int) -> Tally:
-    """The app's classifier and suggesting rule, learning each decision as learning.train does."""
+def library_band(size: int) -> str:
+    """The library-size band a decision was made in (MIN_CALIBRATION_SAMPLES = 30 is where the app starts calling
+    its confidence calibrated on the owner's own filing)."""
+    return next(label for low, high, label in SIZE_BANDS if low <= size < high)
+
+
+def stream_window(arrivals: list[Arrival], start: int | None, until: int | None) -> tuple[int, int]:
+    """(library size at the start, index after the last arrival replayed): the earlier half and the rest by default;
+    --start N begins with the first N files filed (a new user's first week), --until M stops at M."""
+    first = len(arrivals) // 2 if start is None else min(start, len(arrivals))
+    return first, len(arrivals) if until is None else max(first, min(until, len(arrivals)))
+
+
+def replay_app(
+    arrivals: list[Arrival],
+    *,
+    threshold: float,
+    retrain_every: int,
+    start: int | None = None,
+    until: int | None = None,
+    bands: dict[str, Tally] | None = None,
+) -> Tally:
+    """The app's classifier and suggesting rule, learning each decision as learning.train does. With `bands`, each
+    decision is also tallied under the size of the library it was made with."""
     from apps.organization.classifier import FolderClassifier
 
-    half = len(arrivals) // 2
-    library = [dataclasses.replace(a.sample, folder=a.mail.folder) for a in arrivals[:half]]
+    first, last = stream_window(arrivals, start, until)
+    library = [dataclasses.replace(a.sample, folder=a.mail.folder) for a in arrivals[:first]]
     rejections: list[Any] = []
     classifier = FolderClassifier().fit(library)
     tally = Tally()
     pending = 0
-    for arrival in arrivals[half:]:
+    for arrival in arrivals[first:last]:
         truth = arrival.mail.folder
         started = time.perf_counter()
         prediction = classifier.predict(arrival.sample)
@@ -144,6 +173,8 @@ def replay_app(arrivals: list[Arrival], *, threshold: float, retrain_every: int)
         evidence = getattr(prediction, "has_evidence", bool(prediction.known_words))
         suggested = top[0] if top is not None and top[1] >= threshold and evidence else ""
         _score(tally, prediction.ranked, suggested, truth)
+        if bands is not None:
+            _score(bands.setdefault(library_band(len(library)), Tally()), prediction.ranked, suggested, truth)
         if suggested and suggested != truth:  # "choose another folder" rejects the suggested one
             rejections.append(dataclasses.replace(arrival.sample, folder=suggested))
         library.append(dataclasses.replace(arrival.sample, folder=truth))
@@ -155,7 +186,14 @@ def replay_app(arrivals: list[Arrival], *, threshold: float, retrain_every: int)
     return tally
 
 
-def replay_naive_bayes(arrivals: list[Arrival], *, alpha: float) -> Tally:
+def replay_naive_bayes(
+    arrivals: list[Arrival],
+    *,
+    alpha: float,
+    start: int | None = None,
+    until: int | None = None,
+    bands: dict[str, Tally] | None = None,
+) -> Tally:
     """Multinomial naive Bayes on word counts, refitted after every decision; always suggests its top folder."""
     import numpy as np
     from sklearn.feature_extraction.text import HashingVectorizer
@@ -167,9 +205,9 @@ def replay_naive_bayes(arrivals: list[Arrival], *, alpha: float) -> Tally:
     texts = [f"{a.sample.header}\n{a.sample.body}" for a in arrivals]
     features = vectorizer.transform(texts)
     labels = np.array([a.mail.folder for a in arrivals])
-    half = len(arrivals) // 2
+    first, last = stream_window(arrivals, start, until)
     tally = Tally()
-    for i in range(half, len(arrivals)):
+    for i in range(first, last):
         started = time.perf_counter()
         model = MultinomialNB(alpha=alpha).fit(features[:i], labels[:i])
         probabilities = model.predict_proba(features[i])[0]
@@ -177,6 +215,8 @@ def replay_naive_bayes(arrivals: list[Arrival], *, alpha: float) -> Tally:
         order = np.argsort(-probabilities)
         ranked = [(str(model.classes_[j]), float(probabilities[j])) for j in order]
         _score(tally, ranked, ranked[0][0], str(labels[i]))
+        if bands is not None:
+            _score(bands.setdefault(library_band(i), Tally()), ranked, ranked[0][0], str(labels[i]))
     return tally
 
 
@@ -217,6 +257,10 @@ def print_row(user: str, folders: str, decisions: str, system: str, row: dict[st
     print(f"{user:16} {folders:>7} {decisions:>9} {system:>6} {values}")
 
 
+def band_order(label: str) -> int:
+    return [band for _, _, band in SIZE_BANDS].index(label)
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(len(ordered) * q))] * 1000 if ordered else float("nan")
@@ -228,6 +272,17 @@ def main() -> None:
     parser.add_argument("--retrain-every", type=int, default=1, help="decisions between updates (the app: 1)")
     parser.add_argument("--users", default="", help="comma-separated users (default: every eligible one)")
     parser.add_argument("--nb-alpha", type=float, default=0.1, help="naive Bayes smoothing")
+    parser.add_argument("--no-embeddings", action="store_true", help="without the local embedder's evidence")
+    parser.add_argument(
+        "--start",
+        type=int,
+        default=None,
+        help="start with each user's first N filed files as the library (a new user's first week) instead of half",
+    )
+    parser.add_argument("--until", type=int, default=None, help="stop once the library holds M files")
+    parser.add_argument(
+        "--tuned", default="", help="comma-separated users the weights were tuned on: totals for them and the others"
+    )
     parser.add_argument(
         "--fit-prior",
         action="store_true",
@@ -244,7 +299,9 @@ def main() -> None:
     streams = filing_streams(read_enron(users=wanted))
     print(
         f"read {sum(len(v) for v in streams.values())} filed messages of {len(streams)} users in "
-        f"{time.perf_counter() - started:.1f}s; threshold {args.threshold}, update every {args.retrain_every}"
+        f"{time.perf_counter() - started:.1f}s; threshold {args.threshold}, update every {args.retrain_every}; "
+        f"library from {'the earlier half' if args.start is None else f'the first {args.start} files'}"
+        f"{'' if args.until is None else f' until {args.until} files'}"
     )
     if args.fit_prior:
         fit_prior(streams)
@@ -252,31 +309,60 @@ def main() -> None:
     header = " ".join(f"{c:>9}" for c in COLUMNS)
     print(f"\n{'user':16} {'folders':>7} {'decisions':>9} {'system':>6} {header}")
     totals = {"app": Tally(), "nb": Tally()}
+    tuned = {u.strip() for u in args.tuned.split(",") if u.strip()}
+    groups = {(g, s): Tally() for g in ("tuned on", "held out") for s in ("app", "nb")}
+    bands: dict[tuple[str, str], Tally] = {}
+    embedding_timings: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         for user, mails in streams.items():
-            arrivals = digest_stream(user, mails, Path(tmp))
+            arrivals = digest_stream(
+                user, mails, Path(tmp), embeddings=not args.no_embeddings, timings=embedding_timings
+            )
             folders = Counter(a.mail.folder for a in arrivals)
             sizes = f"{len(folders)}"
+            window = {"start": args.start, "until": args.until}
+            app_bands: dict[str, Tally] = {}
+            nb_bands: dict[str, Tally] = {}
             tallies = {
-                "app": replay_app(arrivals, threshold=args.threshold, retrain_every=args.retrain_every),
-                "nb": replay_naive_bayes(arrivals, alpha=args.nb_alpha),
+                "app": replay_app(
+                    arrivals, threshold=args.threshold, retrain_every=args.retrain_every, bands=app_bands, **window
+                ),
+                "nb": replay_naive_bayes(arrivals, alpha=args.nb_alpha, bands=nb_bands, **window),
             }
+            for system, found in (("app", app_bands), ("nb", nb_bands)):
+                for band, tally in found.items():
+                    bands.setdefault((band, system), Tally()).add(tally)
             for system, tally in tallies.items():
                 print_row(user, sizes, str(tally.decisions), system, tally.row())
                 totals[system].add(tally)
+                if tuned:
+                    groups["tuned on" if user in tuned else "held out", system].add(tally)
     print()
+    for (group, system), tally in groups.items():
+        if tally.decisions:
+            print_row(group, "", str(tally.decisions), system, tally.row())
     for system, tally in totals.items():
         print_row("all", "", str(tally.decisions), system, tally.row())
+    print("\nby the size of the library each decision was made with")
+    for (band, system), tally in sorted(bands.items(), key=lambda item: (band_order(item[0][0]), item[0][1])):
+        print_row(band, "", str(tally.decisions), system, tally.row())
     for system, tally in totals.items():
         print(f"\nreliability ({system}, top suggestion, all streams)")
-        print(f"{'confidence':>12} {'n':>6} {'mean conf':>10} {'accuracy':>9}")
-        for label, count, mean, accuracy in calibration_table(tally.outcomes):
-            print(f"{label:>12} {count:>6} {mean:>10.3f} {accuracy:>9.3f}")
+        print("\n".join(reliability_diagram(tally.outcomes)))
+    for (band, system), tally in sorted(bands.items(), key=lambda item: band_order(item[0][0])):
+        if system == "app" and band != SIZE_BANDS[-1][2]:
+            print(f"\nreliability (app, {band})")
+            print("\n".join(reliability_diagram(tally.outcomes)))
     app = totals["app"].latencies
     print(
         f"\napp suggestion latency (classifier only): p50 {percentile(app, 0.5):.1f} ms, "
         f"p95 {percentile(app, 0.95):.1f} ms"
     )
+    if embedding_timings:
+        print(
+            f"embedding one new file (once, when it arrives; {len(embedding_timings)} files): "
+            f"p50 {percentile(embedding_timings, 0.5):.1f} ms, p95 {percentile(embedding_timings, 0.95):.1f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -9,6 +9,12 @@ Evidence, none of it from word lists:
   filed files: the sender, the sender's domain, the recipients, the thread (the subject without reply/forward
   prefixes, and Message-ID links: a reply to a filed mail finds that mail's folder), the subject's or name's
   shape (digits folded), attachment and file types;
+- recent filing: the folder's log-lift among the few filed files closest in date (the "period"), and among
+  the few closest in date that share the file's sender or thread (where that sender's mail went lately, when
+  its older mail went elsewhere);
+- meaning: the file's header and opening through the local embedder (apps.search.embedders; the app keeps
+  the vectors in FileEmbedding), as cosine to the folder's centroid and nearest filed file and as a
+  nearest-neighbour vote with a softmax kernel; absent for a file without an embedding;
 - the folder's size (a prior).
 
 The combiner is a conditional logit: one weight per kind of evidence, shared by all folders, softmax over the
@@ -28,8 +34,9 @@ A library with a single folder suggests it for files that share evidence with it
 doubt is only whether the file opens a new folder.
 
 Learning a decision is incremental: the new file's counts, vector and neighbours are added and the vocabulary
-and the weights are kept, until the library has grown by a quarter since the last full fit (or a folder
-appeared or went away); then the next training is a full fit.
+is kept (the weights are refitted once the library has grown by WEIGHT_REFIT_GROWTH since their last fit),
+until the library has grown by a quarter since the last full fit (or a folder appeared or went away); then the
+next training is a full fit.
 
 Pure scikit-learn + numpy + scipy: no Django here, so the benchmarks and the app share exactly this code."""
 
@@ -57,7 +64,11 @@ MIN_CALIBRATION_SAMPLES = 30
 REJECTION_PENALTY = 4.0
 REJECTION_NEIGHBOURS = 3
 FULL_REFIT_GROWTH = 1.25
-FORMAT_VERSION = 5
+# The combiner's weights are refitted (vocabulary kept) once the library has grown by this much since they were
+# last fitted: filing drifts (a sender's mail moves to a new folder), and ~1.5 s for 700 files is affordable
+# every few dozen decisions, not after each one.
+WEIGHT_REFIT_GROWTH = 1.05
+FORMAT_VERSION = 6
 WORD_PATTERN = r"(?u)\b\w\w+\b"
 NEIGHBOURS = 7  # the nearest filed files that vote
 NB_ALPHA = 0.1
@@ -69,23 +80,50 @@ SIMILARITY_CHUNK = 256
 SOURCES = ("sender", "domain", "recipients", "thread", "shape", "types")
 # Sources whose shared keys count as evidence on their own (a shared file type or subject shape does not).
 IDENTIFYING_SOURCES = ("sender", "domain", "recipients", "thread")
-FEATURES = ("prior", "naive_bayes", "nearest", "vote", "centroid", "period", *SOURCES)
+# The same three similarities in the local embedder's space (apps.search.embedders): meaning rather than shared
+# words, so a file worded unlike anything filed still finds the files it is about.
+EMBEDDING_FEATURES = ("embedding_nearest", "embedding_vote", "embedding_centroid")
+# Sources whose most recent filings get their own evidence: a sender's mail (or a thread) that moved to another
+# folder at some date goes on going there, whatever its older filings say.
+RECENT_SOURCES = ("sender", "thread")
+RECENT_FEATURES = tuple(f"{source}_recent" for source in RECENT_SOURCES)
+RECENT_KEY_NEIGHBOURS = 5  # the filed files sharing the key, closest in date, that vote
+FEATURES = (
+    "prior",
+    "naive_bayes",
+    "nearest",
+    "vote",
+    "centroid",
+    "period",
+    *SOURCES,
+    *EMBEDDING_FEATURES,
+    *RECENT_FEATURES,
+)
+EMBEDDING_TEXT_CHARS = 1000  # header + the start of the body: what the embedder reads of a file
+EMBEDDING_KERNEL = 0.05  # the embedding vote's softmax temperature over cosine similarities
 TIME_NEIGHBOURS = 10  # the filed files closest in date that vote for the "period" evidence
-# Pooled weights: fitted with `bench/filing_streams.py --fit-prior` on the libraries (the earlier halves
-# only, never the replayed later mail) of the six eligible Enron users.
+EXPLAINED_FOLDERS = 3  # the ranked folders whose evidence a prediction spells out (the alternatives shown)
+# Pooled weights: fitted with `bench/filing_streams.py --fit-prior --users corman-s,schoolcraft-d,davis-d` on
+# those three Enron users' libraries only (the earlier halves, never the replayed later mail); crandell-s,
+# stepenovitch-j and sturm-f were not used to fit or choose anything and are reported as held out.
 PRIOR_WEIGHTS = {
-    "prior": 0.609,
-    "naive_bayes": -0.017,
-    "nearest": 1.267,
-    "vote": 1.206,
-    "centroid": 4.913,
-    "period": 0.888,
-    "sender": 0.537,
-    "domain": -0.127,
-    "recipients": 0.350,
-    "thread": 0.617,
-    "shape": -0.012,
-    "types": -0.037,
+    "prior": 0.676,
+    "naive_bayes": -0.019,
+    "nearest": -0.886,
+    "vote": -0.160,
+    "centroid": 6.817,
+    "period": 0.855,
+    "sender": 0.042,
+    "domain": -0.333,
+    "recipients": 0.325,
+    "thread": 0.295,
+    "shape": 0.149,
+    "types": -0.875,
+    "embedding_nearest": 0.434,
+    "embedding_vote": 0.493,
+    "embedding_centroid": 3.680,
+    "sender_recent": 0.764,
+    "thread_recent": 0.409,
 }
 # How strongly the fitted weights are pulled towards PRIOR_WEIGHTS (a Gaussian prior's precision, in units of
 # one filed file's log likelihood).
@@ -109,6 +147,9 @@ class Sample:
     references: tuple[str, ...] = ()  # In-Reply-To and References
     types: tuple[str, ...] = ()  # the file's suffix and its attachments' suffixes
     date: float = math.nan  # POSIX seconds of the mail's or document's own date, NaN when unknown
+    # The file's embedding_text through the local embedder (L2-normalised), None when not embedded: the
+    # embedding evidence is then absent for this file, the rest still counts.
+    embedding: np.ndarray | None = None
 
 
 @dataclass(slots=True)
@@ -118,6 +159,9 @@ class Prediction:
     known_words: int = 0  # distinct words of the file that occur in the filed files' vocabulary
     known_keys: int = 0  # sender, domain, recipients or thread keys the file shares with filed files
     calibrated: bool = False  # the weights were fitted on at least MIN_CALIBRATION_SAMPLES of the owner's files
+    # What points to each of the EXPLAINED_FOLDERS best folders, strongest first (the top one's is `evidence`):
+    # the alternatives shown when the suggestion abstains say why each is a candidate.
+    evidence_by_folder: dict[str, list[str]] = field(default_factory=dict)
     # Folders lowered because similar files were rejected for them: {folder: summed similarity}.
     rejected_like: dict[str, float] = field(default_factory=dict)
 
@@ -209,11 +253,18 @@ def sample_key(sample: Sample) -> str:
     for part in (sample.folder, sample.header, sample.body, sample.message_id):
         digest.update(part.encode("utf-8", "surrogatepass"))
         digest.update(b"\0")
+    # A file embedded since it was learned is a changed row: its embedding evidence must enter the tables.
+    digest.update(b"e" if sample.embedding is not None else b"-")
     return digest.hexdigest()
 
 
 def _light(sample: Sample) -> Sample:
-    return replace(sample, body="")
+    return replace(sample, body="", embedding=None)
+
+
+def embedding_text(sample: Sample) -> str:
+    """What the embedder reads of a file: its header (name, sender, subject) and the start of its body."""
+    return f"{sample.header}\n{sample.body}"[:EMBEDDING_TEXT_CHARS]
 
 
 def _log_softmax(scores: np.ndarray, mask: np.ndarray) -> np.ndarray:
@@ -262,6 +313,7 @@ class FolderClassifier:
         self.calibrated = False
         self.trained_on = 0
         self.full_fit_size = 0
+        self.weights_fit_size = 0  # library size when the weights were last fitted
         self.train_seconds = 0.0
         self.incremental = False
         self.version = FORMAT_VERSION
@@ -279,6 +331,11 @@ class FolderClassifier:
         self.folder_lengths = np.zeros(0)
         self.folder_sums: Any = None  # summed TF-IDF rows per folder (folders x vocabulary, CSR)
         self.key_counts: dict[str, dict[str, Counter[int]]] = {}  # source -> key -> folder index -> files
+        self.key_rows: dict[str, dict[str, list[int]]] = {}  # RECENT_SOURCES: source -> key -> filed rows
+        self.embedding_dimension = 0
+        self.embeddings = np.zeros((0, 0), dtype=np.float32)  # the filed files' embeddings (zero rows: none)
+        self.embedded = np.zeros(0, dtype=bool)  # which filed files have an embedding
+        self.folder_embedding_sums = np.zeros((0, 0))  # summed embeddings per folder
 
     @property
     def ready(self) -> bool:
@@ -329,6 +386,7 @@ class FolderClassifier:
         self.weights = self._fit_weights()
         self.calibrated = len(labelled) >= MIN_CALIBRATION_SAMPLES
         self.full_fit_size = len(labelled)
+        self.weights_fit_size = len(labelled)
         self.incremental = False
         self.train_seconds = time.perf_counter() - started
         return self
@@ -350,8 +408,31 @@ class FolderClassifier:
         self.folder_lengths = np.asarray(self.folder_terms.sum(axis=1)).ravel()
         self.folder_sums = (membership @ self.vectors).tocsr()
         self.key_counts = {source: defaultdict(Counter) for source in SOURCES}
-        for sample, label in zip(labelled, self.labels, strict=True):
+        self.key_rows = {source: defaultdict(list) for source in RECENT_SOURCES}
+        for row, (sample, label) in enumerate(zip(labelled, self.labels, strict=True)):
             self._count_keys(sample, int(label), +1)
+            self._add_key_rows(sample, row)
+        dimensions = Counter(len(s.embedding) for s in labelled if s.embedding is not None)
+        self.embedding_dimension = dimensions.most_common(1)[0][0] if dimensions else 0
+        self.embeddings, self.embedded = self._stack_embeddings(labelled)
+        self.folder_embedding_sums = np.zeros((len(self.folders), self.embedding_dimension))
+        np.add.at(self.folder_embedding_sums, self.labels, self.embeddings)
+
+    def _stack_embeddings(self, samples: Sequence[Sample]) -> tuple[np.ndarray, np.ndarray]:
+        """The samples' embeddings as rows (zeros where a sample has none or one of another dimension, i.e. from
+        another embedder) and which rows are present."""
+        matrix = np.zeros((len(samples), self.embedding_dimension), dtype=np.float32)
+        present = np.zeros(len(samples), dtype=bool)
+        for r, sample in enumerate(samples):
+            if sample.embedding is not None and self.embedding_dimension and len(sample.embedding) == len(matrix[r]):
+                matrix[r] = sample.embedding
+                present[r] = True
+        return matrix, present
+
+    def _add_key_rows(self, sample: Sample, row: int) -> None:
+        for source in RECENT_SOURCES:
+            for key in set(_stored_keys(sample, source)):
+                self.key_rows[source][key].append(row)
 
     def _count_keys(self, sample: Sample, label: int, sign: int) -> None:
         for source in SOURCES:
@@ -386,6 +467,7 @@ class FolderClassifier:
             updated.trained_on = len(labelled)
             updated._index(labelled)
             updated.incremental = True
+            updated._refit_weights_if_grown()
             updated.train_seconds = time.perf_counter() - started
             return updated
         new: list[Sample] = []
@@ -396,6 +478,9 @@ class FolderClassifier:
             else:
                 new.append(sample)
         updated = copy.copy(self)
+        updated.key_rows = {
+            source: defaultdict(list, {k: list(v) for k, v in table.items()}) for source, table in self.key_rows.items()
+        }
         updated.key_counts = {
             source: defaultdict(Counter, {k: Counter(v) for k, v in table.items()})
             for source, table in self.key_counts.items()
@@ -419,10 +504,23 @@ class FolderClassifier:
             updated.folder_terms = (self.folder_terms + membership @ counts).tocsr()
             updated.folder_lengths = np.asarray(updated.folder_terms.sum(axis=1)).ravel()
             updated.folder_sums = (self.folder_sums + membership @ vectors).tocsr()
-            for sample, label in zip(new, labels, strict=True):
+            for row, (sample, label) in enumerate(zip(new, labels, strict=True), start=len(self.keys)):
                 updated._count_keys(sample, int(label), +1)
+                updated._add_key_rows(sample, row)
+            embeddings, embedded = self._stack_embeddings(new)
+            updated.embeddings = np.concatenate([self.embeddings, embeddings])
+            updated.embedded = np.concatenate([self.embedded, embedded])
+            updated.folder_embedding_sums = self.folder_embedding_sums.copy()
+            np.add.at(updated.folder_embedding_sums, labels, embeddings)
+        updated._refit_weights_if_grown()
         updated.train_seconds = time.perf_counter() - started
         return updated
+
+    def _refit_weights_if_grown(self) -> None:
+        if self.trained_on > max(1, self.weights_fit_size) * WEIGHT_REFIT_GROWTH:
+            self.weights = self._fit_weights()
+            self.weights_fit_size = self.trained_on
+            self.calibrated = self.trained_on >= MIN_CALIBRATION_SAMPLES
 
     def _fit_weights(self) -> np.ndarray:
         """Leave-one-out evidence for (a sample of) the filed files → the combiner's weights."""
@@ -441,16 +539,29 @@ class FolderClassifier:
         if len(rows) == 0:
             return np.zeros((0, len(self.folders), len(FEATURES))), np.zeros((0, len(self.folders)), bool), rows
         samples = [self.row_samples[int(i)] for i in rows]
-        features, mask = self._evidence_matrix(self.term_counts[rows], self.vectors[rows], samples, leave_out=rows)
+        features, mask = self._evidence_matrix(
+            self.term_counts[rows],
+            self.vectors[rows],
+            samples,
+            (self.embeddings[rows], self.embedded[rows]),
+            leave_out=rows,
+        )
         return features, mask, self.labels[rows]
 
     # ---- evidence -----------------------------------------------------------------------------------------
 
     def _evidence_matrix(
-        self, counts: Any, vectors: Any, samples: Sequence[Sample], *, leave_out: np.ndarray | None = None
+        self,
+        counts: Any,
+        vectors: Any,
+        samples: Sequence[Sample],
+        embeddings: tuple[np.ndarray, np.ndarray],
+        *,
+        leave_out: np.ndarray | None = None,
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Evidence (rows, folders, features) for files given as word counts, TF-IDF rows and samples. With
-        leave_out, row r is the filed file leave_out[r] and everything it contributed is taken out first."""
+        """Evidence (rows, folders, features) for files given as word counts, TF-IDF rows, samples and
+        embeddings (rows, present). With leave_out, row r is the filed file leave_out[r] and everything it
+        contributed is taken out first."""
         n_rows, n_folders = len(samples), len(self.folders)
         out = np.zeros((n_rows, n_folders, len(FEATURES)))
         own = self.labels[leave_out] if leave_out is not None else None
@@ -470,6 +581,10 @@ class FolderClassifier:
         out[..., FEATURES.index("period")] = self._period(samples, leave_out, prior)
         for source in SOURCES:
             out[..., FEATURES.index(source)] = self._lifts(source, samples, own, prior)
+        for name, values in zip(EMBEDDING_FEATURES, self._embedding_similarities(*embeddings, leave_out), strict=True):
+            out[..., FEATURES.index(name)] = values
+        for source, name in zip(RECENT_SOURCES, RECENT_FEATURES, strict=True):
+            out[..., FEATURES.index(name)] = self._recent_lifts(source, samples, leave_out, prior)
         out[~mask] = 0.0
         return out, mask
 
@@ -534,6 +649,62 @@ class FolderClassifier:
         nearest = np.maximum(nearest, 0.0)
         return np.where(mask, nearest, 0.0), np.where(mask, vote, 0.0), np.where(mask, centroid, 0.0)
 
+    def _embedding_similarities(
+        self, embeddings: np.ndarray, present: np.ndarray, leave_out: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """In the embedder's space, per folder: cosine to its nearest filed file, its share of the NEIGHBOURS
+        nearest files' similarity (the vote a folder of two files can win), cosine to its centroid. Zero for a
+        file without an embedding and for folders with no embedded file (left out: the file itself)."""
+        n_rows, n_folders = len(embeddings), len(self.folders)
+        nearest, vote, centroid = (np.zeros((n_rows, n_folders)) for _ in range(3))
+        library = np.flatnonzero(self.embedded)
+        rows = np.flatnonzero(present)
+        if len(library) == 0 or len(rows) == 0:
+            return nearest, vote, centroid
+        queries = embeddings[rows].astype(np.float64)
+        sums = self.folder_embedding_sums
+        dots = queries @ sums.T  # (rows, folders)
+        norm2 = np.tile((sums * sums).sum(axis=1), (len(rows), 1))
+        own_position: dict[int, int] = {}
+        if leave_out is not None:
+            # The file is its folder's member: take it out of the sum (its own cosine with itself is 1).
+            index = np.arange(len(rows))
+            own_rows = leave_out[rows]
+            own = self.labels[own_rows]
+            self_dot = (queries * queries).sum(axis=1)
+            norm2[index, own] += self_dot - 2.0 * dots[index, own]
+            dots[index, own] -= self_dot
+            own_position = {int(i): j for j, i in enumerate(library)}
+        centroid[rows] = np.where(norm2 > 1e-9, dots / np.sqrt(np.maximum(norm2, 1e-9)), 0.0)
+        library_vectors = self.embeddings[library].astype(np.float64)
+        labels = self.labels[library]
+        order = np.argsort(labels, kind="stable")
+        present_folders, starts = np.unique(labels[order], return_index=True)
+        k = min(NEIGHBOURS, len(library))
+        for start in range(0, len(rows), SIMILARITY_CHUNK):
+            stop = min(len(rows), start + SIMILARITY_CHUNK)
+            block = queries[start:stop] @ library_vectors.T  # (chunk, embedded library files)
+            if leave_out is not None:
+                for r in range(start, stop):
+                    column = own_position.get(int(leave_out[rows[r]]))
+                    if column is not None:
+                        block[r - start, column] = -np.inf
+            best = np.maximum.reduceat(block[:, order], starts, axis=1)
+            chunk_rows = rows[start:stop]
+            nearest[np.ix_(chunk_rows, present_folders)] = np.where(np.isfinite(best), np.maximum(best, 0.0), 0.0)
+            top = np.argpartition(-block, k - 1, axis=1)[:, :k]
+            sims = np.take_along_axis(block, top, axis=1)
+            # Embedding cosines of unrelated texts are far from zero: weigh the neighbours by a softmax kernel
+            # relative to the nearest one, so the vote is decided by the files that are actually close.
+            finite = np.isfinite(sims)
+            closest = np.max(np.where(finite, sims, -np.inf), axis=1, keepdims=True)
+            sims = np.where(finite, np.exp((np.where(finite, sims, 0.0) - closest) / EMBEDDING_KERNEL), 0.0)
+            shares = np.zeros((stop - start, n_folders))
+            for j in range(k):
+                np.add.at(shares, (np.arange(stop - start), labels[top[:, j]]), sims[:, j])
+            vote[chunk_rows] = shares / np.maximum(sims.sum(axis=1, keepdims=True), 1e-9)
+        return nearest, vote, centroid
+
     def _period(self, samples: Sequence[Sample], leave_out: np.ndarray | None, prior: np.ndarray) -> np.ndarray:
         """Log-lift of the folder among the TIME_NEIGHBOURS filed files closest in date: which folders the owner
         was filing into around the file's date (folders split by period, projects that start and end)."""
@@ -546,6 +717,32 @@ class FolderClassifier:
                 continue
             candidates = known if leave_out is None else known[known != leave_out[r]]
             k = min(TIME_NEIGHBOURS, len(candidates))
+            distance = np.abs(self.dates[candidates] - sample.date)
+            closest = candidates[np.argpartition(distance, k - 1)[:k]]
+            counts = np.bincount(self.labels[closest], minlength=len(self.folders)).astype(np.float64)
+            posterior = (counts + LIFT_SMOOTHING * prior[r]) / (k + LIFT_SMOOTHING)
+            out[r] = np.log(posterior) - np.log(prior[r])
+        return out
+
+    def _recent_lifts(
+        self, source: str, samples: Sequence[Sample], leave_out: np.ndarray | None, prior: np.ndarray
+    ) -> np.ndarray:
+        """Log-lift of the folder among the RECENT_KEY_NEIGHBOURS filed files that share one of the file's keys
+        of this source and are closest to it in date: where that sender's (or thread's) mail went lately."""
+        out = np.zeros((len(samples), len(self.folders)))
+        table = self.key_rows.get(source, {})
+        for r, sample in enumerate(samples):
+            if math.isnan(sample.date):
+                continue
+            rows = {row for key in _lookup_keys(sample, source) for row in table.get(key, ())}
+            if leave_out is not None:
+                rows.discard(int(leave_out[r]))
+            candidates = np.array(sorted(rows), dtype=np.int64)
+            if len(candidates):
+                candidates = candidates[~np.isnan(self.dates[candidates])]
+            if len(candidates) == 0:
+                continue
+            k = min(RECENT_KEY_NEIGHBOURS, len(candidates))
             distance = np.abs(self.dates[candidates] - sample.date)
             closest = candidates[np.argpartition(distance, k - 1)[:k]]
             counts = np.bincount(self.labels[closest], minlength=len(self.folders)).astype(np.float64)
@@ -628,7 +825,7 @@ class FolderClassifier:
         if not self.ready:
             return Prediction(ranked=[])
         counts, vector = self._vectorize([sample])
-        evidence, mask = self._evidence_matrix(counts, vector, [sample])
+        evidence, mask = self._evidence_matrix(counts, vector, [sample], self._stack_embeddings([sample]))
         contributions = evidence[0] * self.weights
         logits = contributions.sum(axis=1)
         pressure = self.rejection_pressure(vector)
@@ -650,9 +847,15 @@ class FolderClassifier:
         rejected_like = {
             self.folders[i]: round(float(pressure[i]), 3) for i in np.flatnonzero(pressure > 0) if allowed[i]
         }
+        explained = {i: self._explain(sample, vector, contributions, i) for i in order[:EXPLAINED_FOLDERS]}
+        reasons, words = explained[order[0]]
         return Prediction(
             ranked=ranked,
-            evidence=self._explain(sample, vector, contributions, order[0]),
+            evidence=[*reasons, *words],
+            evidence_by_folder={
+                self.folders[i]: [*reasons, *([f"shared words: {', '.join(words[:4])}"] if words else [])]
+                for i, (reasons, words) in explained.items()
+            },
             known_words=int(counts.nnz),
             known_keys=self.known_keys(sample),
             calibrated=self.calibrated,
@@ -661,14 +864,17 @@ class FolderClassifier:
 
     def _explain(
         self, sample: Sample, vector: Any, contributions: np.ndarray, folder: int, limit: int = 5
-    ) -> list[str]:
-        """Short reasons for `folder`, strongest first: shared metadata, then the words it shares with the folder."""
+    ) -> tuple[list[str], list[str]]:
+        """Short reasons for `folder`, strongest first (shared metadata, the filed file it is most like), and the
+        words it shares with the folder."""
         reasons: list[tuple[float, str]] = []
         # Contribution relative to the average folder: what sets this folder apart.
         relative = contributions[folder] - contributions.mean(axis=0)
         for source in SOURCES:
-            strength = float(relative[FEATURES.index(source)])
-            if strength <= 0.05:
+            index = FEATURES.index(source)
+            strength = float(relative[index])
+            # Only a key over-represented in the folder, counted for it by a positive weight, points there.
+            if strength <= 0.05 or self.weights[index] <= 0 or contributions[folder, index] <= 0:
                 continue
             for key in _lookup_keys(sample, source):
                 per_folder = self.key_counts[source].get(key)
@@ -684,6 +890,11 @@ class FolderClassifier:
         text_strength = float(
             relative[[FEATURES.index(n) for n in ("naive_bayes", "nearest", "vote", "centroid")]].sum()
         )
+        meaning_strength = float(relative[[FEATURES.index(n) for n in EMBEDDING_FEATURES]].sum())
+        if text_strength > 0 or meaning_strength > 0:
+            like = self._nearest_filed(sample, vector, folder, by_meaning=meaning_strength > text_strength)
+            if like:
+                reasons.append((max(text_strength, meaning_strength), f"most like “{like}” filed there"))
         words: list[str] = []
         if text_strength > 0 and vector.nnz:
             centroid = self.folder_sums.getrow(folder)
@@ -693,8 +904,27 @@ class FolderClassifier:
                 shared = shared.tocoo()
                 for position in np.argsort(-shared.data)[:limit]:
                     words.append(str(names[shared.col[position]]))
-        evidence = [text for _, text in sorted(reasons, key=lambda item: -item[0])]
-        return [*evidence, *words][: limit + len(evidence)]
+        return [text for _, text in sorted(reasons, key=lambda item: -item[0])], words[:limit]
+
+    def _nearest_filed(self, sample: Sample, vector: Any, folder: int, *, by_meaning: bool) -> str:
+        """The subject (or name) of the folder's filed file closest to `sample`: by embedding when asked and both
+        have one, else by TF-IDF. Empty when nothing in the folder is similar at all."""
+        rows = np.flatnonzero(self.labels == folder)
+        if len(rows) == 0:
+            return ""
+        embedding = self._stack_embeddings([sample])
+        embedded = rows[self.embedded[rows]] if len(self.embedded) else rows[:0]
+        if by_meaning and embedding[1][0] and len(embedded):
+            similarity = self.embeddings[embedded] @ embedding[0][0]
+            best = int(embedded[int(np.argmax(similarity))])
+        else:
+            similarity = np.asarray((self.vectors[rows] @ vector.T).todense()).ravel()
+            if not len(similarity) or similarity.max() <= 0:
+                return ""
+            best = int(rows[int(np.argmax(similarity))])
+        filed = self.row_samples[best]
+        title = _SPACES.sub(" ", filed.subject or filed.header).strip()
+        return title[:77] + "…" if len(title) > 80 else title
 
     # ---- persistence --------------------------------------------------------------------------------------
 

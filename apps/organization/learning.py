@@ -6,15 +6,35 @@ when it changes, and asked for ranked folders for an inbox file."""
 
 from __future__ import annotations
 
+import hashlib
+import logging
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
-from apps.organization.classifier import FolderClassifier, Prediction, Sample, make_sample
-from apps.organization.models import ClassifierState, FileStatus, Library, LibraryFile, Suggestion, SuggestionStatus
+from apps.organization.classifier import FolderClassifier, Prediction, Sample, embedding_text, make_sample
+from apps.organization.models import (
+    ClassifierState,
+    FileEmbedding,
+    FileStatus,
+    Library,
+    LibraryFile,
+    Suggestion,
+    SuggestionStatus,
+)
+from apps.search.embedders import get_embedder
+
+logger = logging.getLogger(__name__)
+# Files embedded per training at most: a large library's first training must not wait for the whole library
+# (~30 ms a file on this machine's CPU); the rest is embedded by the following trainings, and a file without
+# its embedding yet still has every other kind of evidence.
+EMBED_PER_TRAINING = 256
+EMBED_BATCH = 64
 
 # path → ((mtime_ns, inode), model): a model file is replaced by a rename, so a new file is a new inode even
 # when two saves land within the filesystem's timestamp resolution.
@@ -32,15 +52,69 @@ def sample_for(file: LibraryFile, *, folder: str = "") -> Sample:
     return make_sample(name=file.name, text=file.digest_text, metadata=file.metadata, folder=folder)
 
 
+def attach_embeddings(pairs: Sequence[tuple[int, Sample]], *, limit: int | None = None) -> int:
+    """Set each sample's embedding (pairs of LibraryFile id and its sample) from the files' stored
+    embeddings, embedding and storing at most `limit` of the missing or outdated ones (all with None).
+    Returns how many were embedded now. Without a working embedder the samples stay unembedded."""
+    if not pairs:
+        return 0
+    try:
+        embedder = get_embedder()
+        key = embedder.key
+    except Exception:  # a misconfigured or unreachable embedder must not stop filing suggestions
+        logger.warning("organization: no embedder, suggesting without embedding evidence", exc_info=True)
+        return 0
+    texts = {file_id: embedding_text(sample) for file_id, sample in pairs}
+    hashes = {
+        file_id: hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest() for file_id, text in texts.items()
+    }
+    stored = {
+        row.file_id: row
+        for row in FileEmbedding.objects.filter(file_id__in=list(texts), embedder=key).only(
+            "file_id", "text_sha256", "vector"
+        )
+    }
+    vectors: dict[int, np.ndarray] = {
+        file_id: np.frombuffer(bytes(row.vector), dtype=np.float32)
+        for file_id, row in stored.items()
+        if row.text_sha256 == hashes[file_id]
+    }
+    missing = [file_id for file_id in texts if file_id not in vectors]
+    if limit is not None:
+        missing = missing[:limit]
+    for start in range(0, len(missing), EMBED_BATCH):
+        batch = missing[start : start + EMBED_BATCH]
+        try:
+            rows = np.asarray(embedder.embed_documents([texts[i] for i in batch]), dtype=np.float32)
+        except Exception:
+            logger.warning("organization: embedding %d library files failed", len(batch), exc_info=True)
+            break
+        FileEmbedding.objects.bulk_create(
+            [
+                FileEmbedding(file_id=file_id, embedder=key, text_sha256=hashes[file_id], vector=row.tobytes())
+                for file_id, row in zip(batch, rows, strict=True)
+            ],
+            update_conflicts=True,
+            unique_fields=["file"],
+            update_fields=["embedder", "text_sha256", "vector", "created_at"],
+        )
+        vectors.update(zip(batch, rows, strict=True))
+    embedded_now = sum(1 for file_id in missing if file_id in vectors)
+    for file_id, sample in pairs:
+        sample.embedding = vectors.get(file_id)
+    return embedded_now
+
+
 def training_samples(library: Library, *, exclude: list[str]) -> list[Sample]:
     files = LibraryFile.objects.filter(library=library, status=FileStatus.FILED).only("path", "digest_text", "metadata")
-    samples = []
+    pairs = []
     for file in files.iterator(chunk_size=500):
         folder = file.folder
         if not folder or any(folder == ex or folder.startswith(ex + "/") for ex in exclude):
             continue
-        samples.append(sample_for(file, folder=folder))
-    return samples
+        pairs.append((file.pk, sample_for(file, folder=folder)))
+    attach_embeddings(pairs, limit=EMBED_PER_TRAINING)
+    return [sample for _, sample in pairs]
 
 
 def rejection_samples(library: Library) -> list[Sample]:
@@ -112,7 +186,9 @@ def predict(library: Library, file: LibraryFile, *, exclude: list[str], only: li
     classifier = load(library)
     if classifier is None or not classifier.ready:
         return None
-    return classifier.predict(sample_for(file), exclude=exclude, only=only)
+    sample = sample_for(file)
+    attach_embeddings([(file.pk, sample)])
+    return classifier.predict(sample, exclude=exclude, only=only)
 
 
 def folder_counts(library: Library) -> dict[str, int]:

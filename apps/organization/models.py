@@ -237,6 +237,20 @@ class ClassifierState(models.Model):
         return f"classifier of library {self.library_id}"
 
 
+class FileEmbedding(models.Model):
+    """A library file's text through the local embedder (apps.search.embedders), kept so that suggesting and
+    retraining never re-embed the library: recomputed only when the embedder or the embedded text changes."""
+
+    file = models.OneToOneField(LibraryFile, on_delete=models.CASCADE, related_name="embedding")
+    embedder = models.CharField(max_length=200)  # the embedder's key (model and dimension)
+    text_sha256 = models.CharField(max_length=64)  # of the text that was embedded
+    vector = models.BinaryField()  # float32, L2-normalised
+    created_at = models.DateTimeField(default=timezone.now)
+
+    def __str__(self) -> str:
+        return f"embedding of file {self.file_id} ({self.embedder})"
+
+
 class SavedAttachment(models.Model):
     """One row per attachment the intake handled (saved or skipped, and why): the sweep skips these."""
 

@@ -66,7 +66,12 @@ def classifier_proposal(
             reasoning="Nothing to learn from yet: file a few files into a library folder "
             "(or choose folders for inbox files) and suggestions start.",
         )
-    alternatives = [{"folder": f, "confidence": round(c, 4)} for f, c in prediction.ranked[:ALTERNATIVES]]
+    # Each alternative with what points to it, so that choosing among them when the suggestion abstains is an
+    # informed click (the sender filed there, a reply to a mail filed there, the filed file it is most like).
+    alternatives = [
+        {"folder": f, "confidence": round(c, 4), "evidence": prediction.evidence_by_folder.get(f, [])[:3]}
+        for f, c in prediction.ranked[:ALTERNATIVES]
+    ]
     folder, confidence = prediction.top
     counts = learning.folder_counts(library)
     words = ", ".join(prediction.evidence[:5])

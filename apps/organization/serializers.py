@@ -8,14 +8,19 @@ from apps.organization.models import Move, Suggestion
 
 
 def suggestion_brief(suggestion: Suggestion) -> dict[str, Any]:
-    """{id, file, folder|null, confidence, alternatives: [{folder, confidence}], source}; paths relative to the root."""
+    """{id, file, folder|null, confidence, alternatives: [{folder, confidence, evidence}], source}; paths relative
+    to the root."""
     return {
         "id": suggestion.pk,
         "file": suggestion.file.path,
         "folder": suggestion.target_folder or None,
         "confidence": round(suggestion.confidence, 4),
         "alternatives": [
-            {"folder": a.get("folder"), "confidence": round(float(a.get("confidence", 0)), 4)}
+            {
+                "folder": a.get("folder"),
+                "confidence": round(float(a.get("confidence", 0)), 4),
+                "evidence": [str(e) for e in a.get("evidence") or []],
+            }
             for a in suggestion.alternatives
         ],
         "source": suggestion.source,

@@ -13,7 +13,7 @@ from apps.organization import actions
 from apps.organization.library import get_library
 from apps.organization.models import Library
 from apps.organization.roots import library_base
-from tests.browser import horizontal_overflow
+from tests.browser import console_errors, horizontal_overflow, login, screenshot
 from tests.conftest import USER_PASSWORD
 from tests.organization.conftest import SEED_FILES, write
 
@@ -77,3 +77,44 @@ def test_upload_suggest_choose_and_undo(prepared: Library, user: Any, asgi_serve
     assert "undone" in history.inner_text()
     assert page.locator("[data-testid=org-card]").count() == 1
     page.screenshot(path=str(SCREENSHOTS / "organize-after-undo-1280.png"), full_page=True)
+
+
+@pytest.fixture
+def abstaining(prepared: Library, user: Any) -> Library:
+    # A threshold no guess on twelve filed files reaches: the card abstains and lists its three best folders.
+    from apps.organization.suggesting import suggest_for_file
+
+    actions.update_settings(owner=user, changes={"suggest_threshold": 0.999})
+    file = actions.save_upload(
+        library=prepared,
+        name="card-payment.txt",
+        chunks=[b"QNB Bank card payment: SkyBridge Airlines flight ticket, seat and boarding."],
+    )
+    suggest_for_file(file=file)
+    return prepared
+
+
+def test_an_abstaining_card_shows_three_folders_with_their_evidence(
+    abstaining: Library, user: Any, asgi_server: str, browser_page: Any
+) -> None:
+    """Issue 36, item 3: no confident folder, so the three best are listed, each with what points to it, and
+    "Move here" files it in one click; readable at 1280 and 390 px."""
+    page = browser_page
+    errors = console_errors(page)
+    page.set_viewport_size({"width": 1280, "height": 900})
+    login(page, asgi_server, user)
+    page.goto(f"{asgi_server}/organize/")
+    card = page.locator("[data-testid=org-card]").first
+    assert card.locator("[data-testid=org-card-folder]").inner_text() == "No confident folder"
+    rows = card.locator("[data-testid=org-alternative]")
+    assert rows.count() == 3
+    travel = rows.filter(has=page.locator("button.org-alt", has_text="travel"))
+    assert "skybridge" in travel.locator("[data-testid=org-alternative-evidence]").inner_text()
+    screenshot(page, "organize-alternatives-1280")
+    page.set_viewport_size({"width": 390, "height": 844})
+    screenshot(page, "organize-alternatives-390")
+    assert horizontal_overflow(page) == 0, "the alternatives scroll sideways at 390 px"
+    travel.locator("[data-testid=org-alternative-move]").click()
+    page.locator("[data-testid=org-notice]", has_text="Moved card-payment.txt to travel").wait_for(timeout=30_000)
+    assert (abstaining.root_path / "travel/card-payment.txt").is_file()
+    assert errors == []

@@ -80,7 +80,8 @@ def test_upload_api_and_cli(client: Client, user: Any, seeded_library: Library) 
     for row in rows:
         assert set(row) == {"id", "file", "folder", "confidence", "alternatives", "source"}
         assert row["source"] == "classifier" and len(row["alternatives"]) == 3
-        assert all(set(a) == {"folder", "confidence"} for a in row["alternatives"])
+        assert all(set(a) == {"folder", "confidence", "evidence"} for a in row["alternatives"])
+        assert all(isinstance(e, str) for a in row["alternatives"] for e in a["evidence"])
     flight = next(row for row in rows if row["file"] == "inbox/flight.txt")
     out = io.StringIO()
     call_command("organize", "respond", str(flight["id"]), "choose", "--folder", "travel/flights", "--json", stdout=out)

@@ -115,3 +115,29 @@ def test_repeated_rejections_of_a_folder_for_one_kind_of_file_stop_suggesting_it
     assert Suggestion.objects.filter(status=SuggestionStatus.REJECTED).count() == len(confidences)
     statement = _upload(seeded_library, "statement-april.txt", "QNB Bank account statement April: IBAN, balance.")
     assert statement.target_folder == "finance/bank", statement.reasoning
+
+
+def test_filed_files_are_embedded_once_and_kept_until_their_text_changes(seeded_library: Library) -> None:
+    """The embeddings of filed files live in organization's table: a training or a suggestion reads them
+    instead of re-embedding the library; a file whose digest changed is embedded again."""
+    from apps.organization import learning
+    from apps.organization.models import FileEmbedding, LibraryFile
+
+    filed = list(LibraryFile.objects.filter(library=seeded_library, status=FileStatus.FILED))
+    assert FileEmbedding.objects.filter(file__in=filed).count() == len(filed) == len(SEED_FILES)
+    classifier = learning.load(seeded_library)
+    assert classifier is not None and classifier.embedded.all()
+    pairs = [(file.pk, learning.sample_for(file, folder=file.folder)) for file in filed]
+    assert learning.attach_embeddings(pairs) == 0  # all stored
+    assert all(sample.embedding is not None for _, sample in pairs)
+    changed = filed[0]
+    changed.digest_text += " A second page was added."
+    changed.save(update_fields=["digest_text"])
+    again = [(file.pk, learning.sample_for(file, folder=file.folder)) for file in filed]
+    assert learning.attach_embeddings(again) == 1
+    assert FileEmbedding.objects.filter(file__in=filed).count() == len(filed)
+    # A suggestion embeds the inbox file once; the next suggestion for it reads the stored vector.
+    suggestion = _upload(seeded_library, "visa.txt", "Visa application appointment at the consulate.")
+    assert FileEmbedding.objects.filter(file=suggestion.file).exists()
+    again_inbox = [(suggestion.file.pk, learning.sample_for(suggestion.file))]
+    assert learning.attach_embeddings(again_inbox) == 0
