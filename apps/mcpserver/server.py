@@ -110,7 +110,7 @@ class MailboxServer(StrictMCPServer):
                     f"this token does not have the '{needed}' scope that {name} needs (it has "
                     f"{', '.join(sorted(principal.scopes))}); the user can make one with it in Settings → MCP tokens"
                 )
-            wait = await database_sync_to_async(workspace_actions.take_call_slot)(
+            wait = await database_sync_to_async(workspace_actions.take_call_slot, thread_sensitive=False)(
                 token_id=principal.token_id, calls_per_minute=principal.calls_per_minute
             )
             if wait:
@@ -129,7 +129,7 @@ class MailboxServer(StrictMCPServer):
             error = f"{type(exc).__name__}"
             raise
         finally:
-            await database_sync_to_async(workspace_actions.record_mcp_call)(
+            await database_sync_to_async(workspace_actions.record_mcp_call, thread_sensitive=False)(
                 token_id=principal.token_id,
                 owner_id=principal.owner_id,
                 tool=name,

@@ -212,7 +212,9 @@ def _inbox_push(principal: selectors.McpPrincipal, docs: list[DocPointer] | None
 
 
 def _call(fn: Callable[..., Any], *args: Any) -> Awaitable[Any]:
-    return database_sync_to_async(fn)(*args)
+    # Not thread-sensitive: concurrent clients' calls go side by side on worker threads (each with its own
+    # database connection) instead of queueing on the one thread Django's sync code shares.
+    return database_sync_to_async(fn, thread_sensitive=False)(*args)
 
 
 class ItemOut(BaseModel):
@@ -537,7 +539,7 @@ class McpEndpoint:
         if scheme.lower() != "bearer" or not raw.strip():
             await self._unauthorized(scope, send, "invalid_request", self.missing_token_text)
             return
-        principal = await database_sync_to_async(self.authenticate)(raw.strip(), match)
+        principal = await database_sync_to_async(self.authenticate, thread_sensitive=False)(raw.strip(), match)
         if principal is None:
             await self._unauthorized(scope, send, "invalid_token", self.bad_token_text)
             return
