@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 from django.db import close_old_connections, connection, transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from apps.llm.client import LLMConfig, LLMError, use_generation_slots
@@ -115,6 +116,17 @@ def _counts(key: str, ticket_id: int) -> tuple[int, int]:
     return generating, waiting_before
 
 
+def _line(key: str) -> tuple[int, int]:
+    """(generating, waiting) in the key's line, in one query."""
+    counts = dict(
+        GenerationTicket.objects.filter(key=key)
+        .values_list("active")
+        .annotate(n=Count("pk"))
+        .values_list("active", "n")
+    )
+    return int(counts.get(True, 0)), int(counts.get(False, 0))
+
+
 def _my_turn(generating: int, waiting_before: int, limit: int) -> bool:
     # First come first served: of the free slots, the earliest waiters take them.
     return generating + waiting_before < limit
@@ -125,9 +137,9 @@ def _enqueue(key: str, limit: int, requester: str) -> tuple[int, bool]:
     now = timezone.now()
     with transaction.atomic():
         _lock(key)
-        _reclaim(key, now)
-        generating = GenerationTicket.objects.filter(key=key, active=True).count()
-        waiting = GenerationTicket.objects.filter(key=key, active=False).count()
+        generating, waiting = _line(key)
+        if not _my_turn(generating, waiting, limit) and _reclaim(key, now):  # only a full line looks for the dead
+            generating, waiting = _line(key)
         active = _my_turn(generating, waiting, limit)
         ticket = GenerationTicket.objects.create(
             key=key,
