@@ -147,3 +147,20 @@ def is_local_url(base_url: str) -> bool:
     except ValueError:
         return False
     return address.is_private and not (address.is_link_local or address.is_unspecified or address.is_reserved)
+
+
+def local_server(base_url: str) -> str:
+    """ "host:port" of a model server on this machine or the local network (is_local_url), else "". Every
+    configuration that reaches it (another user's, another model's, Ask's environment model) shares one
+    machine's cores, so they share one generation queue (apps/llm/configs.py, concurrency_key)."""
+    if not is_local_url(base_url):
+        return ""
+    try:
+        parts = urlsplit(base_url.strip())
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return ""
+    host = (parts.hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        host = "127.0.0.1"  # one server however it is named here
+    return f"{host}:{port}"

@@ -10,7 +10,13 @@ from collections.abc import Iterator
 import pytest
 from django.test import override_settings
 
-from apps.llm.discovery import DEFAULT_LOCAL_ENDPOINTS, discover_local_endpoints, is_local_url, is_loopback_url
+from apps.llm.discovery import (
+    DEFAULT_LOCAL_ENDPOINTS,
+    discover_local_endpoints,
+    is_local_url,
+    is_loopback_url,
+    local_server,
+)
 from tests.fakes.ollama_server import FakeOllama, NotAModelServer
 from tests.fakes.openai_server import FakeOpenAI
 from tests.services import free_port
@@ -127,3 +133,16 @@ def test_the_environment_can_point_discovery_at_other_ports(ollama: FakeOllama) 
     ).stdout.splitlines()
     assert out[0].startswith(f"[('ollama', 'Ollama', '127.0.0.1:{ollama.port}'), ('vllm', 'vLLM', ")
     assert out[1] == f"['found Ollama at 127.0.0.1:{ollama.port} with 3 models']"
+
+
+@pytest.mark.parametrize(
+    ("url", "server"),
+    [
+        ("http://127.0.0.1:11434/v1", "127.0.0.1:11434"),
+        ("http://localhost:11434/v1", "127.0.0.1:11434"),  # one server however it is named here
+        ("http://192.168.1.20/v1", "192.168.1.20:80"),
+        ("https://api.openai.com/v1", ""),
+    ],
+)
+def test_a_local_servers_address_names_its_queue(url: str, server: str) -> None:
+    assert local_server(url) == server

@@ -19,11 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import connection
 from django.utils import timezone
 
 from apps.llm import LLMError, chat
-from apps.llm.configs import llm_config
+from apps.llm.configs import concurrency_key, llm_config
 from apps.llm.models import ApiConfig, GenerationTicket
 from apps.llm.queue import QueuePosition, queue_position, waiting_as
 from tests.fakes.openai_server import FakeOpenAI, Reply
@@ -36,7 +37,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 CHILD = """
 import os, sys, time
 from apps.llm import chat
-from apps.llm.configs import llm_config
+from apps.llm.configs import concurrency_key, llm_config
 from apps.llm.models import ApiConfig
 from apps.llm.queue import waiting_as
 config = llm_config(ApiConfig.objects.get(pk={config_id}))
@@ -106,10 +107,13 @@ class Child:
         return self.lines
 
 
-def run_children(config: ApiConfig, count: int, calls: int, env: dict[str, str] | None = None) -> list[list[str]]:
+def run_children(
+    config: ApiConfig | list[ApiConfig], count: int, calls: int, env: dict[str, str] | None = None
+) -> list[list[str]]:
+    configs = config if isinstance(config, list) else [config] * count
     with tempfile.TemporaryDirectory() as workdir:
         start = Path(workdir) / "start"
-        children = [Child(config, f"p{i}", start, calls, env or subprocess_env()) for i in range(count)]
+        children = [Child(configs[i], f"p{i}", start, calls, env or subprocess_env()) for i in range(count)]
         try:
             wait_until(lambda: all("ready" in child.lines for child in children), "every child started")
             start.touch()
@@ -140,6 +144,23 @@ def test_the_limit_is_shared_by_three_processes(user: Any, slow_llm: FakeOpenAI)
     assert len(slow_llm.chat_requests()) == 6
     assert slow_llm.max_overlap() == 2  # the two slots are used, never a third
     assert any(line.startswith("ahead ") for lines in outputs for line in lines)
+
+
+def test_two_users_configs_on_one_local_server_share_its_line(user: Any, slow_llm: FakeOpenAI) -> None:
+    """Two users (or a director model and an Ask model) on the same Ollama compete for the same cores."""
+    other = get_user_model().objects.create_user(username="other", email="other@example.com", password="x" * 12)
+    mine = make_config(user, slow_llm, max_concurrency=1)
+    theirs = make_config(other, slow_llm, max_concurrency=1)
+    assert llm_config(mine).key == llm_config(theirs).key == f"server:127.0.0.1:{slow_llm.port}"
+    run_children([mine, theirs], count=2, calls=2)
+    assert len(slow_llm.chat_requests()) == 4
+    assert slow_llm.max_overlap() == 1
+
+
+def test_hosted_configs_keep_a_line_each(user: Any) -> None:
+    first = ApiConfig.objects.create(owner=user, name="a", base_url="https://api.openai.com/v1", model="m")
+    second = ApiConfig.objects.create(owner=user, name="b", base_url="https://api.openai.com/v1", model="m")
+    assert (concurrency_key(first), concurrency_key(second)) == (f"apiconfig:{first.pk}", f"apiconfig:{second.pk}")
 
 
 def test_a_killed_holders_slot_is_taken_back(user: Any, slow_llm: FakeOpenAI, settings: Any) -> None:
