@@ -157,6 +157,18 @@ def test_two_users_configs_on_one_local_server_share_its_line(user: Any, slow_ll
     assert slow_llm.max_overlap() == 1
 
 
+def test_a_holder_generating_longer_than_the_lease_keeps_its_slot(user: Any) -> None:
+    """The lease is 1 s here and each reply takes 2.5 s: without the heartbeat thread renewing the holder's
+    ticket, the waiter would take the slot as a dead holder's and both would generate at once."""
+    with FakeOpenAI(default=Reply(content="ok", delay=2.5)) as server:
+        config = make_config(user, server, max_concurrency=1)
+        env = subprocess_env(MAILAGENT_LLM_QUEUE_LEASE_SECONDS="1")
+        outputs = run_children(config, count=2, calls=1, env=env)
+        assert len(server.chat_requests()) == 2
+        assert server.max_overlap() == 1
+    assert any("ahead 1" in lines for lines in outputs)
+
+
 def test_hosted_configs_keep_a_line_each(user: Any) -> None:
     first = ApiConfig.objects.create(owner=user, name="a", base_url="https://api.openai.com/v1", model="m")
     second = ApiConfig.objects.create(owner=user, name="b", base_url="https://api.openai.com/v1", model="m")
