@@ -160,7 +160,8 @@ def test_two_users_configs_on_one_local_server_share_its_line(user: Any, slow_ll
 def test_a_holder_generating_longer_than_the_lease_keeps_its_slot(user: Any) -> None:
     """The lease is 1 s here and each reply takes 2.5 s: without the heartbeat thread renewing the holder's
     ticket, the waiter would take the slot as a dead holder's and both would generate at once."""
-    with FakeOpenAI(default=Reply(content="ok", delay=2.5)) as server:
+    server = FakeOpenAI(default=Reply(content="ok", delay=2.5))
+    with server:
         config = make_config(user, server, max_concurrency=1)
         env = subprocess_env(MAILAGENT_LLM_QUEUE_LEASE_SECONDS="1")
         outputs = run_children(config, count=2, calls=1, env=env)
