@@ -357,6 +357,13 @@ MAILAGENT_RATE_LIMITS = {
 }
 # LLM retries: exponential backoff with full jitter from this base (Retry-After wins when the provider sends it).
 LLM_BACKOFF_BASE_SECONDS = env_float("LLM_BACKOFF_BASE_SECONDS", 0.05 if TESTING else 0.5)
+# The generation queue (apps/llm/queue.py): at most an ApiConfig's max_concurrency requests generate at once,
+# across every process; the others wait in line. A request waiting longer than MAX_WAIT fails with a
+# "queue_timeout" error; a process that stops renewing its tickets for LEASE seconds loses them (a dead one on
+# this machine loses them at once); waiters look at the line every POLL seconds.
+LLM_QUEUE_MAX_WAIT_SECONDS = env_float("MAILAGENT_LLM_QUEUE_MAX_WAIT_SECONDS", 900)
+LLM_QUEUE_LEASE_SECONDS = env_float("MAILAGENT_LLM_QUEUE_LEASE_SECONDS", 30)
+LLM_QUEUE_POLL_SECONDS = env_float("MAILAGENT_LLM_QUEUE_POLL_SECONDS", 0.25)
 # Where the wizard and Settings → Models look for local model servers: "kind=host:port,…" (kinds: ollama,
 # llamacpp, lmstudio, vllm); unset = each runtime's default loopback port (apps/llm/discovery.py).
 LLM_LOCAL_ENDPOINTS = [

@@ -19,6 +19,7 @@ from apps.ask.pipeline import run_pipeline
 from apps.ask.proposals import ProposalError, carry_out
 from apps.ask.selectors import accounts_for_run, previous_turns
 from apps.ask.steps import AskContext
+from apps.llm.queue import OnWait, QueuePosition, waiting_as
 from apps.llm.selectors import access_api_config
 
 if TYPE_CHECKING:
@@ -107,6 +108,19 @@ def _persisting(run_id: Any, emit: Emit) -> Emit:
     return handle
 
 
+def _queue_reporter(run_id: Any, emit: Emit) -> OnWait:
+    """The run's place in its model's line as "queue" events (apps/llm/queue.py reports each change)."""
+
+    def report(position: QueuePosition | None) -> None:
+        if position is None:
+            emit(make_event(run_id, "queue", label="Generating", payload={"waiting": False}))
+            return
+        payload = {"waiting": True, "ahead": position.ahead, "generating": position.generating}
+        emit(make_event(run_id, "queue", label="Waiting for the model", detail=position.text, payload=payload))
+
+    return report
+
+
 def execute_ask_run(*, run_id: Any, emit: Emit = discard, now: dt.datetime | None = None) -> AskRun | None:
     """Run the pipeline for a pending run and store the outcome; returns the run (None if it vanished)."""
     run = AskRun.objects.select_related("owner").filter(pk=run_id).first()
@@ -129,7 +143,8 @@ def execute_ask_run(*, run_id: Any, emit: Emit = discard, now: dt.datetime | Non
         thread_id=run.thread_id,
     )
     try:
-        outcome = run_pipeline(context)
+        with waiting_as(f"ask:{run.pk}", _queue_reporter(run.pk, emit)):
+            outcome = run_pipeline(context)
     except Exception as exc:
         logger.exception("ask: run %s failed", run.pk)
         run.status = RunStatus.ERROR

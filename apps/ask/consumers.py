@@ -144,5 +144,9 @@ class AskRunConsumer(AsyncJsonWebsocketConsumer):
             html = render_to_string("ask/partials/step.html", {"run_id": self.run_id, "step": step, "oob": True})
             await self.send(text_data=html)
             return
-        html = render_to_string("ask/partials/status.html", {"run_id": self.run_id, "status": "running", "oob": True})
+        queue = event.get("payload") if event["type"] == "queue" else None
+        context = {"run_id": self.run_id, "status": "running", "oob": True}
+        if queue and queue.get("waiting"):  # "waiting for the model: 2 ahead" until its turn comes
+            context["queue"] = queue
+        html = render_to_string("ask/partials/status.html", context)
         await self.send(text_data=html)

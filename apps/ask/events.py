@@ -7,7 +7,8 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any, Literal, NotRequired, TypedDict
 
-EventType = Literal["started", "step_started", "step_completed", "completed", "error"]
+# "queue": the run's model call waits in the model's line (payload: waiting, ahead, generating) or its turn came.
+EventType = Literal["started", "step_started", "step_completed", "queue", "completed", "error"]
 EventStatus = Literal["running", "done", "error", "skipped"]
 
 

@@ -11,7 +11,7 @@ from django.conf import settings
 
 from apps.ask.models import AskSettings
 from apps.llm import LLMConfig, LLMError
-from apps.llm.configs import llm_config
+from apps.llm.configs import llm_config, queue_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +32,7 @@ def environment_llm_config() -> LLMConfig | None:
     if not model or not base_url:
         return None
     return LLMConfig(
-        key=f"ask:{base_url}:{model}",
+        key=queue_key(base_url, f"ask:{base_url}:{model}"),
         base_url=base_url,
         api_key=str(options.get("api_key") or ""),
         model=model,

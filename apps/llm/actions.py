@@ -9,8 +9,14 @@ from typing import Any
 from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 
+from apps.llm.discovery import is_local_url
 from apps.llm.endpoints import host_problem
 from apps.llm.models import ApiConfig
+
+# A model on the user's own hardware (often a CPU: a director step of 1-2 minutes on 2 cores, issue 39) serves
+# one generation at a time; a cloud endpoint serves many.
+LOCAL_TIMEOUT_SECONDS, LOCAL_MAX_CONCURRENCY = 300, 1
+CLOUD_TIMEOUT_SECONDS, CLOUD_MAX_CONCURRENCY = 60, 4
 
 API_CONFIG_FIELDS = {
     "name",
@@ -33,15 +39,22 @@ def create_api_config(
     base_url: str,
     api_key: str,
     model: str,
-    timeout_seconds: int = 60,
+    timeout_seconds: int | None = None,
     max_retries: int = 4,
-    max_concurrency: int = 4,
+    max_concurrency: int | None = None,
     tool_call_mode: str = "auto",
     max_output_tokens: int = 0,
     input_cost_per_mtok: Decimal = Decimal(0),
     output_cost_per_mtok: Decimal = Decimal(0),
 ) -> ApiConfig:
+    """`timeout_seconds` and `max_concurrency` left out suit the endpoint: on this machine or the local
+    network (usually a CPU, one generation at a time) 300 s and 1, elsewhere 60 s and 4."""
     _check_host(base_url, owner)
+    local = is_local_url(base_url)
+    if timeout_seconds is None:
+        timeout_seconds = LOCAL_TIMEOUT_SECONDS if local else CLOUD_TIMEOUT_SECONDS
+    if max_concurrency is None:
+        max_concurrency = LOCAL_MAX_CONCURRENCY if local else CLOUD_MAX_CONCURRENCY
     try:
         with transaction.atomic():
             return ApiConfig.objects.create(

@@ -3,6 +3,10 @@ base_url (OpenAI, Azure OpenAI's v1 endpoint, Ollama, vLLM, LM Studio), our own 
 attempt is observable), a per-config concurrency limit, and an event for every request, response and
 error handed to the caller's sink (orchestration stores them as ProviderEvents).
 
+The concurrency limit is the generation queue of apps/llm/queue.py, shared by every process through the
+database, installed when the app registry is ready; before that (or without Django) a semaphore of this
+process stands in.
+
 The client imports no model: callers pass an `LLMConfig` (for an ApiConfig row, `apps.llm.configs.llm_config`).
 """
 
@@ -13,6 +17,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -37,6 +42,7 @@ ErrorCategory = Literal[
     "auth",
     "bad_request",
     "forbidden_host",
+    "queue_timeout",
     "other",
 ]
 # A refused connection or a host name that does not resolve fails identically on every attempt: not retried
@@ -157,6 +163,16 @@ def _semaphore(config: LLMConfig) -> threading.BoundedSemaphore:
             current = (limit, threading.BoundedSemaphore(limit))
             _semaphores[config.key] = current
         return current[1]
+
+
+SlotProvider = Callable[[LLMConfig], AbstractContextManager[Any]]
+_slot_provider: SlotProvider = _semaphore
+
+
+def use_generation_slots(provider: SlotProvider) -> None:
+    """Where each attempt waits for its turn: apps/llm/queue.py installs the cross-process queue."""
+    global _slot_provider
+    _slot_provider = provider
 
 
 _secret_key_cache: dict[Any, bool] = {}
@@ -306,11 +322,27 @@ def chat(
         started = time.monotonic()
         try:
             if config.cache_client:
-                with _semaphore(config):
+                with _slot_provider(config):
+                    started = time.monotonic()  # the latency is the model's, not the time spent in line
                     completion = _post_chat(_client(config), request)
             else:  # a one-off call: its own client, no shared limit to keep per key
                 with _new_client(config) as client:
                     completion = _post_chat(client, request)
+        except LLMError as exc:  # the generation queue gave up: recorded like a failed attempt, not retried
+            if events:
+                events(
+                    ProviderEventData(
+                        kind="error",
+                        model=config.model,
+                        attempt=attempt,
+                        payload={"error": exc.detail, "explanation": str(exc)},
+                        latency_ms=_elapsed_ms(started),
+                        error=str(exc),
+                        category=exc.category,
+                    )
+                )
+            exc.attempts = attempt
+            raise
         except openai.OpenAIError as exc:
             latency = _elapsed_ms(started)
             category, status, retry_after = _categorize(exc)

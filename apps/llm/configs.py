@@ -9,6 +9,7 @@ from decimal import Decimal
 from django.conf import settings
 
 from apps.llm.client import LLMConfig, LLMError
+from apps.llm.discovery import local_server
 from apps.llm.endpoints import host_problem
 from apps.llm.models import ApiConfig
 from mailagent.crypto import SecretDecryptionError, reveal
@@ -28,8 +29,17 @@ class UndecryptableApiKey(SecretDecryptionError, LLMError):
 
 
 def concurrency_key(api_config: ApiConfig) -> str:
-    """Calls through the same ApiConfig share one concurrency limit, whichever app makes them."""
-    return f"apiconfig:{api_config.pk}"
+    """Calls through the same ApiConfig share one concurrency limit, whichever app makes them. A model server
+    on this machine or the local network is shared further: every configuration that reaches it (two users'
+    configs, a director model and an Ask model on the same Ollama) waits in the server's one line, since they
+    all compete for its cores. A hosted API limits each key on its own: its configs keep a line each."""
+    return queue_key(api_config.base_url, f"apiconfig:{api_config.pk}")
+
+
+def queue_key(base_url: str, otherwise: str) -> str:
+    """The generation queue a model at this URL waits in: its server's when it is local, else `otherwise`."""
+    server = local_server(base_url)
+    return f"server:{server}" if server else otherwise
 
 
 def llm_config(api_config: ApiConfig) -> LLMConfig:

@@ -123,3 +123,44 @@ def is_loopback_url(base_url: str) -> bool:
         return ipaddress.ip_address(host).is_loopback
     except ValueError:
         return False
+
+
+# Host names that mean "a machine of mine": Docker's name for the host (Ollama outside the container), mDNS.
+LOCAL_HOST_NAMES = ("localhost", "host.docker.internal")
+LOCAL_HOST_SUFFIXES = (".localhost", ".local")
+
+
+def is_local_url(base_url: str) -> bool:
+    """Whether a base URL points at this machine or the local network (a private address: 10/8, 172.16/12,
+    192.168/16, fc00::/7; Docker's host; an mDNS .local name): a model server there is usually the user's own
+    hardware, often a CPU, so the setup forms offer the CPU-friendly defaults (apps/setup/forms.py)."""
+    if is_loopback_url(base_url):
+        return True
+    try:
+        host = (urlsplit(base_url.strip()).hostname or "").lower()
+    except ValueError:
+        return False
+    if host in LOCAL_HOST_NAMES or host.endswith(LOCAL_HOST_SUFFIXES):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_private and not (address.is_link_local or address.is_unspecified or address.is_reserved)
+
+
+def local_server(base_url: str) -> str:
+    """ "host:port" of a model server on this machine or the local network (is_local_url), else "". Every
+    configuration that reaches it (another user's, another model's, Ask's environment model) shares one
+    machine's cores, so they share one generation queue (apps/llm/configs.py, concurrency_key)."""
+    if not is_local_url(base_url):
+        return ""
+    try:
+        parts = urlsplit(base_url.strip())
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return ""
+    host = (parts.hostname or "").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        host = "127.0.0.1"  # one server however it is named here
+    return f"{host}:{port}"

@@ -31,7 +31,9 @@ class ApiConfig(models.Model):
         associated_data="orchestration.apiconfig.api_key",  # keys stored before the move still decrypt
     )
     model = models.CharField(max_length=200)
-    max_concurrency = models.PositiveIntegerField(default=4, help_text="Parallel requests per process.")
+    max_concurrency = models.PositiveIntegerField(
+        default=4, help_text="Requests generating at once, across all processes; the others wait in line."
+    )
     timeout_seconds = models.PositiveIntegerField(default=60)
     max_retries = models.PositiveIntegerField(default=4)
     tool_call_mode = models.CharField(
@@ -57,3 +59,28 @@ class ApiConfig(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} ({self.model})"
+
+
+class GenerationTicket(models.Model):
+    """A request to a model configuration, waiting for a generation slot or holding one (apps/llm/queue.py).
+
+    One row per request in flight, in every process (web, workers): the ids give the order, `active` rows
+    hold the configuration's `max_concurrency` slots, and a row whose holder died (same machine) or stopped
+    renewing its lease (`heartbeat_at`) is deleted by the next waiter, so a killed process never holds a slot."""
+
+    key = models.CharField(max_length=200)  # LLMConfig.key: the limit is shared per key
+    requester = models.CharField(max_length=100, blank=True)  # "run:12", "ask:7": where a page shows the position
+    holder = models.CharField(max_length=200)  # mailagent.liveness.process_identity()
+    active = models.BooleanField(default=False)
+    enqueued_at = models.DateTimeField(default=timezone.now)
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["key", "id"], name="llm_ticket_key_order"),
+            models.Index(fields=["requester"], name="llm_ticket_requester"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.key} #{self.pk} ({'generating' if self.active else 'waiting'})"

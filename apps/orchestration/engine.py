@@ -27,6 +27,7 @@ from apps.llm import (
     run_tool_loop,
 )
 from apps.llm.configs import llm_config
+from apps.llm.queue import waiting_as
 from apps.llm.tools import parameters_schema
 from apps.orchestration.models import (
     Agent,
@@ -637,7 +638,8 @@ def execute_run(run: Run, engine: RunEngine | None = None) -> Run:
     """Run the director for `run` (with the engine process_run already started, or a new one)."""
     engine = engine or RunEngine(run)
     try:
-        return engine.execute()
+        with waiting_as(run.queue_requester):  # the run's page shows its place in the model's line
+            return engine.execute()
     except Exception:
         # An engine bug fails the run (process_run); what it had buffered is still worth keeping.
         try:

@@ -19,6 +19,7 @@ from django_q.tasks import async_task, schedule
 
 from apps.llm import LLMError, run_tool_loop
 from apps.llm.configs import llm_config
+from apps.llm.queue import waiting_as
 from apps.orchestration.engine import RunEngine, stop_reason
 from apps.orchestration.models import Conversation, Phase, Run, RunStatus, ThreadKind, ThreadStatus
 from apps.orchestration.tools.context import Actor
@@ -76,7 +77,8 @@ def continue_run_with_reply(*, entry: InboxEntry) -> Run | None:
         return None
     run = Run.objects.select_related("director", "message").get(pk=entry.run_id)
     try:
-        return ResumedRun(run).resume(entry)
+        with waiting_as(run.queue_requester):
+            return ResumedRun(run).resume(entry)
     except Exception as exc:  # never leave the run "running"
         logger.exception("resuming run %s with inbox reply %s crashed", run.pk, entry.pk)
         run.status, run.error, run.finished_at = RunStatus.FAILED, f"{type(exc).__name__}: {exc}"[:4000], timezone.now()

@@ -196,6 +196,11 @@ class Run(models.Model):
             return (self.finished_at - self.started_at).total_seconds()
         return None
 
+    @property
+    def queue_requester(self) -> str:
+        """How this run's model calls are named in the generation queue (apps/llm/queue.py)."""
+        return f"run:{self.pk}"
+
 
 def new_session_id() -> str:
     return uuid.uuid4().hex

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from apps.accounts.models import MailAccount
 from apps.llm.configs import estimate_cost
+from apps.llm.queue import QueuePosition, queue_position
 from apps.orchestration.approvals import STALE_ATTEMPT_SECONDS
 from apps.orchestration.models import (
     Agent,
@@ -29,6 +30,7 @@ from apps.orchestration.models import (
     Prompt,
     ProviderEvent,
     Run,
+    RunStatus,
     ThreadKind,
 )
 from apps.orchestration.prepared import PreparedQuery
@@ -557,3 +559,10 @@ def access_agent(*, user: Any, agent_id: int) -> Agent:
     if agent is None:
         raise Http404("No such agent")
     return agent
+
+
+def run_queue_position(*, run: Run) -> QueuePosition | None:
+    """Where the run's model call waits in its model's line (None when it is not waiting)."""
+    if run.status != RunStatus.RUNNING:
+        return None
+    return queue_position(run.queue_requester)

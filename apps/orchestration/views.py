@@ -74,6 +74,7 @@ def _run_context(request: HttpRequest, run_id: int) -> dict[str, Any]:
         "threads": [{"thread": t, "entries": selectors.transcript(t)} for t in threads],
         "events": selectors.provider_event_summary(run=run),
         "active": run.status in ACTIVE,
+        "queue": selectors.run_queue_position(run=run),
         "inbox_entries": workspace_selectors.entries_for_run(run_id=run.pk),
         "approvals": _approval_rows(selectors.approvals_for_run(run=run)),
     }

@@ -7,6 +7,7 @@ from typing import Any
 
 from django import forms
 
+from apps.llm.actions import CLOUD_MAX_CONCURRENCY, CLOUD_TIMEOUT_SECONDS, LOCAL_MAX_CONCURRENCY, LOCAL_TIMEOUT_SECONDS
 from apps.llm.discovery import candidates, is_loopback_url
 from apps.llm.models import TOOL_CALL_MODE_CHOICES, ApiConfig
 from apps.orchestration.models import Prompt
@@ -31,8 +32,8 @@ PROVIDER_URLS = {
 # time, few retries (each repeats a long wait), constrained tool calls (10/10 valid with small models), and a
 # bounded reply so a step cannot run for ever.
 LOCAL_DEFAULTS: dict[str, Any] = {
-    "timeout_seconds": 300,
-    "max_concurrency": 1,
+    "timeout_seconds": LOCAL_TIMEOUT_SECONDS,
+    "max_concurrency": LOCAL_MAX_CONCURRENCY,  # across every process: the others wait in line (apps/llm/queue.py)
     "max_retries": 1,
     "tool_call_mode": "json_schema",
     "max_output_tokens": 512,
@@ -60,11 +61,19 @@ class ApiConfigForm(forms.Form):
         help_text="Never shown again. Ollama and most local servers need none.",
     )
     model = forms.CharField(max_length=200, help_text="e.g. gpt-4o-mini, llama3.2, or your Azure deployment name")
-    timeout_seconds = forms.IntegerField(min_value=1, max_value=3600, initial=60, label="Timeout (seconds)")
+    timeout_seconds = forms.IntegerField(
+        min_value=1, max_value=3600, initial=CLOUD_TIMEOUT_SECONDS, label="Timeout (seconds)"
+    )
     max_retries = forms.IntegerField(
         min_value=0, max_value=10, initial=4, help_text="For timeouts, 429 and 5xx; a refused connection fails at once."
     )
-    max_concurrency = forms.IntegerField(min_value=1, max_value=64, initial=4, label="Parallel requests")
+    max_concurrency = forms.IntegerField(
+        min_value=1,
+        max_value=64,
+        initial=CLOUD_MAX_CONCURRENCY,
+        label="Parallel requests",
+        help_text="Requests generating at once, across the whole app; the others wait in line, shown where you wait.",
+    )
     tool_call_mode = forms.ChoiceField(
         choices=TOOL_CALL_MODE_CHOICES,
         required=False,
@@ -90,7 +99,7 @@ class ApiConfigForm(forms.Form):
     def __init__(self, *args: Any, editing: ApiConfig | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.editing = editing
-        for name, value in LOCAL_DEFAULTS.items():  # setup.js applies them when the base URL is on this machine
+        for name, value in LOCAL_DEFAULTS.items():  # setup.js applies them for a local URL (is_local_url)
             field = self.fields[name]
             field.widget.attrs.update({"data-local-default": str(value), "data-generic-default": str(field.initial)})
         encrypted = get_keyring().enabled

@@ -29,14 +29,20 @@
     });
   }
 
-  // A base URL on this machine (typed, or from the Ollama preset) usually means a CPU: fields still at the
-  // generic defaults take the local ones the server put on them (data-local-default, apps/setup/forms.py),
-  // and go back when the URL leaves this machine. A field the user set is never touched again.
-  function isLoopback(url) {
+  // A base URL on this machine or the local network (typed, or from the Ollama preset) usually means the
+  // user's own hardware, often a CPU: fields still at the generic defaults take the local ones the server put
+  // on them (data-local-default, apps/setup/forms.py), and go back when the URL leaves. A field the user set is
+  // never touched again. The same rule as apps.llm.discovery.is_local_url.
+  function isLocal(url) {
     var match = /^[a-z]+:\/\/(\[[^\]]*\]|[^\/:?#]*)/i.exec((url || "").trim());
     if (!match) return false;
     var host = match[1].toLowerCase();
-    return host === "localhost" || host === "[::1]" || /^127\.\d+\.\d+\.\d+$/.test(host);
+    if (host === "localhost" || host === "host.docker.internal" || /\.(localhost|local)$/.test(host)) return true;
+    if (host === "[::1]" || /^\[f[cd][0-9a-f]{2}:/.test(host)) return true;
+    var ip = /^(\d+)\.(\d+)\.\d+\.\d+$/.exec(host);
+    if (!ip) return false;
+    var a = Number(ip[1]), b = Number(ip[2]);
+    return a === 127 || a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168);
   }
 
   function initLocalDefaults(form) {
@@ -51,7 +57,7 @@
       field.addEventListener("change", mark);
     });
     function apply() {
-      var local = isLoopback(baseUrl.value);
+      var local = isLocal(baseUrl.value);
       var changed = false;
       fields.forEach(function (field) {
         if (field.hasAttribute("data-user-set")) return;

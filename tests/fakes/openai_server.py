@@ -4,7 +4,9 @@ The real `openai` client talks to it over HTTP. Replies come from queues: `scrip
 default queue; `when(predicate, *replies)` feeds a queue used for requests the predicate accepts (e.g.
 "the system prompt mentions the psychologist"), so interleaved director and agent calls stay readable.
 `Reply.failure(429, retry_after="0")` and `Reply.failure(500)` inject provider errors; `delay` holds a
-reply back to provoke client timeouts. Every request body is kept in `requests` for assertions.
+reply back to provoke client timeouts. Every request body is kept in `requests` for assertions, and every
+chat request's time in the server in `chat_spans` (start, end; monotonic): `max_overlap()` is the most
+requests it served at once.
 """
 
 from __future__ import annotations
@@ -74,6 +76,9 @@ class FakeOpenAI(LoopbackServer):
         self._ids = itertools.count(1)
         self.api_keys: list[str] = []
         self._served = threading.Condition(self.lock)
+        self.chat_spans: list[tuple[float, float]] = []
+        self.in_flight = 0
+        self.most_in_flight = 0
 
     @property
     def base_url(self) -> str:
@@ -92,6 +97,11 @@ class FakeOpenAI(LoopbackServer):
     def chat_requests(self) -> list[dict[str, Any]]:
         with self.lock:
             return [r for r in self.requests if "messages" in r]
+
+    def max_overlap(self) -> int:
+        """The most chat requests this server was serving at the same moment."""
+        with self.lock:
+            return self.most_in_flight
 
     def _next_reply(self, body: dict[str, Any]) -> Reply:
         with self.lock:
@@ -114,7 +124,16 @@ class FakeOpenAI(LoopbackServer):
         with self.lock:
             self.requests.append(body)
         if request.path.endswith("/chat/completions"):
-            return self._chat(body)
+            started = time.monotonic()
+            with self.lock:
+                self.in_flight += 1
+                self.most_in_flight = max(self.most_in_flight, self.in_flight)
+            try:
+                return self._chat(body)
+            finally:
+                with self.lock:
+                    self.in_flight -= 1
+                    self.chat_spans.append((started, time.monotonic()))
         if request.path.endswith("/embeddings"):
             return self._embeddings(body)
         return FakeResponse.json({"error": {"message": f"unknown path {request.path}"}}, status=404)

@@ -11,6 +11,8 @@ from pydantic import BaseModel
 from apps.llm import LLMConfig, LLMError, ProviderEventData, Tool, ToolFailure, chat, redact, run_tool_loop
 from tests.fakes.openai_server import FakeOpenAI, Reply
 
+pytestmark = pytest.mark.django_db
+
 
 @pytest.fixture
 def fake() -> Iterator[FakeOpenAI]:

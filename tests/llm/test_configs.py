@@ -56,14 +56,17 @@ def config(user: Any, fake_llm: FakeOpenAI, tmp_path: Path) -> ApiConfig:
     return created
 
 
-def test_all_three_share_one_concurrency_limit_and_the_backoff(user: Any, config: ApiConfig, settings: Any) -> None:
+def test_all_three_share_one_concurrency_limit_and_the_backoff(
+    user: Any, config: ApiConfig, settings: Any, fake_llm: FakeOpenAI
+) -> None:
     settings.LLM_BACKOFF_BASE_SECONDS = 0.125
     director = llm_config(config)
     ask = ask_llm_config(user)
     organize = llm_config_for(get_settings(owner=user))
     assert ask is not None and organize is not None
     assert director == ask == organize
-    assert director.key == f"apiconfig:{config.pk}" and director.backoff_base == 0.125
+    # The model server is on this machine: every config that reaches it waits in the server's one line.
+    assert director.key == f"server:127.0.0.1:{fake_llm.port}" and director.backoff_base == 0.125
 
 
 def test_an_undecryptable_key_gives_the_same_clear_message_everywhere(

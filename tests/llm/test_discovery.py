@@ -10,7 +10,13 @@ from collections.abc import Iterator
 import pytest
 from django.test import override_settings
 
-from apps.llm.discovery import DEFAULT_LOCAL_ENDPOINTS, discover_local_endpoints, is_loopback_url
+from apps.llm.discovery import (
+    DEFAULT_LOCAL_ENDPOINTS,
+    discover_local_endpoints,
+    is_local_url,
+    is_loopback_url,
+    local_server,
+)
 from tests.fakes.ollama_server import FakeOllama, NotAModelServer
 from tests.fakes.openai_server import FakeOpenAI
 from tests.services import free_port
@@ -87,6 +93,28 @@ def test_loopback_urls(url: str, loopback: bool) -> None:
     assert is_loopback_url(url) is loopback
 
 
+@pytest.mark.parametrize(
+    ("url", "local"),
+    [
+        ("http://127.0.0.1:11434/v1", True),
+        ("http://192.168.1.20:11434/v1", True),
+        ("http://10.0.0.5:8080/v1", True),
+        ("http://172.20.0.3:8000/v1", True),
+        ("http://[fd12:3456::1]:11434/v1", True),
+        ("http://host.docker.internal:11434/v1", True),
+        ("http://gpu-box.local:1234/v1", True),
+        ("http://172.32.0.1:8000/v1", False),  # outside 172.16/12
+        ("http://169.254.169.254/v1", False),  # link-local: never a model (apps/llm/endpoints.py)
+        ("http://8.8.8.8/v1", False),
+        ("https://api.openai.com/v1", False),
+        ("https://example.local.evil.com/v1", False),
+        ("", False),
+    ],
+)
+def test_local_network_urls_get_the_cpu_defaults(url: str, local: bool) -> None:
+    assert is_local_url(url) is local
+
+
 def test_the_environment_can_point_discovery_at_other_ports(ollama: FakeOllama) -> None:
     import subprocess
     import sys
@@ -105,3 +133,16 @@ def test_the_environment_can_point_discovery_at_other_ports(ollama: FakeOllama) 
     ).stdout.splitlines()
     assert out[0].startswith(f"[('ollama', 'Ollama', '127.0.0.1:{ollama.port}'), ('vllm', 'vLLM', ")
     assert out[1] == f"['found Ollama at 127.0.0.1:{ollama.port} with 3 models']"
+
+
+@pytest.mark.parametrize(
+    ("url", "server"),
+    [
+        ("http://127.0.0.1:11434/v1", "127.0.0.1:11434"),
+        ("http://localhost:11434/v1", "127.0.0.1:11434"),  # one server however it is named here
+        ("http://192.168.1.20/v1", "192.168.1.20:80"),
+        ("https://api.openai.com/v1", ""),
+    ],
+)
+def test_a_local_servers_address_names_its_queue(url: str, server: str) -> None:
+    assert local_server(url) == server

@@ -84,6 +84,11 @@ def test_pick_a_local_model_in_chromium(
     assert small.input_value("input[name=timeout_seconds]") == "60"
     assert small.input_value("select[name=tool_call_mode]") == "auto"
     assert not small.is_visible("[data-local-defaults-note]")
+    small.fill("input[name=base_url]", "http://192.168.1.20:11434/v1")  # a model server on the local network
+    assert small.input_value("input[name=timeout_seconds]") == "300"
+    assert small.input_value("input[name=max_concurrency]") == "3"  # still the user's own value
+    small.fill("input[name=base_url]", "https://api.example.com/v1")
+    assert small.input_value("input[name=timeout_seconds]") == "60"
     small.fill("input[name=base_url]", "http://localhost:8080/v1")
     assert small.input_value("input[name=max_retries]") == "1"
     small.click("[data-kind=ollama] [data-testid=use-local-model]:has-text('qwen2.5:1.5b')")
