@@ -68,7 +68,7 @@ from apps.accounts.oauth_settings import (
 )
 from apps.accounts.providers import get_provider
 from apps.accounts.providers.base import ProviderError
-from apps.accounts.providers.gmail import fetch_gmail_profile
+from apps.accounts.providers.gmail.client import fetch_gmail_profile
 from apps.accounts.providers.oauth_http import HttpSession, RateLimitBackoff, backoff_sleep, parse_retry_after
 from apps.accounts.providers.oauth_tokens import (
     OutlookTokenSource,
