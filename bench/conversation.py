@@ -80,7 +80,7 @@ def build(workdir: Path) -> None:
     from django.contrib.auth import get_user_model
 
     from apps.accounts.actions import create_local_account
-    from apps.accounts.demo_mailbox import import_demo_mailbox
+    from apps.accounts.demo_mailbox.importing import import_demo_mailbox
     from apps.accounts.importers import import_path
     from apps.accounts.signals import messages_stored
     from apps.search import actions

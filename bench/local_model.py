@@ -20,7 +20,7 @@ so reruns agree. Then, for that endpoint and for tests/fakes/openai_server.py sc
   themselves (`finish` or a plain answer), told to finish on the last step, stopped at the limit (said so on
   the run), invalid output, failed (timeout…) — and their wall time.
 
-The emails: half from the demo mailbox (apps/accounts/demo_mailbox.py), half from the Enron corpus in
+The emails: half from the demo mailbox (apps/accounts/demo_mailbox/), half from the Enron corpus in
 ../shared/data (read in place from its tarball: the first short plain-text inbox message of each mailbox);
 without ../shared only demo mail, and the table says so. Bodies are limited to --max-body-chars to keep a
 run short on a CPU: the defaults (6 emails, 2 runs) take about 5 minutes with the test model on a busy 2-core
@@ -94,7 +94,7 @@ class Figures:
 
 
 def demo_mails(count: int, max_chars: int) -> list[Mail]:
-    from apps.accounts.demo_mailbox import build_demo_messages
+    from apps.accounts.demo_mailbox.generator import build_demo_messages
 
     # Received mail only (not the Sent folder): a director works on what arrives.
     eligible = [mail for mail in build_demo_messages() if mail.folder != "Sent" and len(mail.text) <= max_chars]

@@ -65,7 +65,7 @@ def main() -> None:
     from django.contrib.auth import get_user_model
     from django.test import Client
 
-    from apps.accounts.demo_mailbox import import_demo_mailbox
+    from apps.accounts.demo_mailbox.importing import import_demo_mailbox
     from apps.accounts.models import Thread
     from apps.search.actions import reindex_all
     from apps.workspaces import actions

@@ -70,7 +70,7 @@ def send_message(
 
 
 def _send_gmail(account: MailAccount, raw: bytes, thread_id: str) -> SentMessage:
-    from apps.accounts.providers.gmail import GmailProvider
+    from apps.accounts.providers.gmail.provider import GmailProvider
 
     if not oauth.can_send(account):
         raise SendPermissionMissing(account)

@@ -25,7 +25,7 @@ from django.db import close_old_connections
 from apps.accounts.models import MailAccount, Provider
 from apps.accounts.providers import get_provider
 from apps.accounts.providers.base import ProviderError
-from apps.accounts.providers.imap import ImapProvider
+from apps.accounts.providers.imap.provider import ImapProvider
 from apps.accounts.sync import SyncOutcome, sync_account
 
 logger = logging.getLogger(__name__)

@@ -466,7 +466,7 @@ def append_to_imap_sent(*, account: MailAccount, raw: bytes, sent: SentMessage) 
     """After an SMTP send: the same bytes into the IMAP account's Sent folder (\\Seen). On success `sent`
     names that copy, so the local copy stored next is the one the next sync of the folder finds (stored once).
     Returns why it failed, or "": the mail is out either way."""
-    from apps.accounts.providers.imap import ImapProvider
+    from apps.accounts.providers.imap.provider import ImapProvider
 
     try:
         copy = ImapProvider(account).append_sent_copy(raw)

@@ -10,17 +10,12 @@ from typing import Any
 import pytest
 
 from apps.accounts.actions import fetch_attachment_bytes
-from apps.accounts.demo_mailbox import (
-    DEMO_ACCOUNT_NAME,
-    GERMAN_INVOICE_SUBJECT,
-    MEETING_THREAD_SIZE,
-    PROPOSAL_THREAD_SIZE,
-    SUPPORT_THREAD_SIZE,
-    TURKISH_STATEMENT_SUBJECT,
-    build_demo_messages,
-    build_pdf,
-    import_demo_mailbox,
-)
+from apps.accounts.demo_mailbox.bills import GERMAN_INVOICE_SUBJECT, TURKISH_STATEMENT_SUBJECT
+from apps.accounts.demo_mailbox.generator import build_demo_messages
+from apps.accounts.demo_mailbox.importing import import_demo_mailbox
+from apps.accounts.demo_mailbox.model import DEMO_ACCOUNT_NAME
+from apps.accounts.demo_mailbox.pdf import build_pdf
+from apps.accounts.demo_mailbox.threads import MEETING_THREAD_SIZE, PROPOSAL_THREAD_SIZE, SUPPORT_THREAD_SIZE
 from apps.accounts.models import Attachment, MailAccount, MailFolder, Message, Provider, Thread
 
 pytestmark = pytest.mark.django_db

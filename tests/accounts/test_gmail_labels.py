@@ -12,7 +12,7 @@ import pytest
 
 from apps.accounts import actions
 from apps.accounts.models import MailAccount, MailAction, MailActionStatus, MailTag, Message, MessageTag
-from apps.accounts.providers.gmail import GmailProvider
+from apps.accounts.providers.gmail.provider import GmailProvider
 from tests.accounts.mirror import assert_state_mirrors, synced
 from tests.accounts.test_gmail_mirror import connect, gmail_id, mail
 from tests.conftest import _serve_fake

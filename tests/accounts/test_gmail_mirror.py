@@ -14,7 +14,7 @@ import pytest
 
 from apps.accounts.models import MailAccount, MailAction, MailActionStatus, MailFolder, Message
 from apps.accounts.oauth import connect_oauth_account
-from apps.accounts.providers.gmail import GmailProvider
+from apps.accounts.providers.gmail.provider import GmailProvider
 from apps.accounts.writeback import request_mail_actions
 from tests.accounts.mirror import assert_state_mirrors, synced
 from tests.conftest import _serve_fake

@@ -20,7 +20,7 @@ from apps.accounts.actions import fetch_attachment_bytes
 from apps.accounts.models import Attachment, MailAccount, MailFolder, Message
 from apps.accounts.oauth import connect_oauth_account
 from apps.accounts.providers import oauth_http
-from apps.accounts.providers.gmail import GmailProvider
+from apps.accounts.providers.gmail.provider import GmailProvider
 from apps.accounts.sync import sync_account
 from tests.conftest import _serve_fake
 from tests.fakes.google_server import GMAIL_SCOPES, FakeGoogleServer

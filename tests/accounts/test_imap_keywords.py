@@ -15,7 +15,7 @@ from django.urls import reverse
 from apps.accounts import actions
 from apps.accounts.labels import keyword_to_tag, label_keywords, label_to_keyword, tag_to_keyword
 from apps.accounts.models import MailAccount, MailAction, MailActionStatus, MailTag, Message, MessageTag
-from apps.accounts.providers.imap import ImapProvider
+from apps.accounts.providers.imap.provider import ImapProvider
 from tests.accounts.test_imap_mirror import assert_mirrors, connect, mail, synced
 from tests.fakes.dovecot import Mailbox
 from tests.services import find_executable, missing_service

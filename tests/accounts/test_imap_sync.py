@@ -18,7 +18,9 @@ from apps.accounts.actions import create_imap_account, fetch_attachment_bytes
 from apps.accounts.models import Attachment, MailAccount, MailFolder, Message
 from apps.accounts.providers import get_provider
 from apps.accounts.providers.base import ProviderError
-from apps.accounts.providers.imap import ImapProvider, decode_part, folder_role, plan_batches
+from apps.accounts.providers.imap.folders import folder_role
+from apps.accounts.providers.imap.provider import ImapProvider, decode_part
+from apps.accounts.providers.imap.sync import plan_batches
 from apps.accounts.sync import sync_account
 from tests.fakes.dovecot import DovecotServer, Mailbox, make_message, wait_until
 from tests.services import REPO_ROOT, free_port, subprocess_env

@@ -114,7 +114,7 @@ def test_imap_accounts_say_read_state_is_written_back(logged_in_client: Client, 
 def test_oauth_accounts_say_whether_their_grant_lets_read_state_reach_the_server(
     user: Any, provider: str, scopes: list[str], said: str
 ) -> None:
-    from apps.accounts.views import read_state_note
+    from apps.accounts.views.mail import read_state_note
 
     account = MailAccount.objects.create(owner=user, name=provider, provider=provider, credentials={"scopes": scopes})
     assert said in read_state_note(account)

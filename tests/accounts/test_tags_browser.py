@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from apps.accounts.demo_mailbox import DEMO_ACCOUNT_NAME, import_demo_mailbox
+from apps.accounts.demo_mailbox.importing import import_demo_mailbox
+from apps.accounts.demo_mailbox.model import DEMO_ACCOUNT_NAME
 from apps.accounts.models import MailAccount, Message, Thread
 from apps.accounts.selectors import tags_by_message
 from tests.accounts.test_thread_actions_browser import SIZES, settle

@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeout
 
-from apps.accounts.demo_mailbox import DEMO_ACCOUNT_NAME, import_demo_mailbox
+from apps.accounts.demo_mailbox.importing import import_demo_mailbox
+from apps.accounts.demo_mailbox.model import DEMO_ACCOUNT_NAME
 from apps.accounts.models import MailAccount, Message, Thread
 from apps.orchestration.models import Director
 from tests.browser import horizontal_overflow, login, screenshot

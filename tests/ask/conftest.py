@@ -16,7 +16,9 @@ from typing import Any
 import pytest
 from django.contrib.auth import get_user_model
 
-from apps.accounts.demo_mailbox import DEMO_ACCOUNT_NAME, build_demo_messages, import_demo_mailbox
+from apps.accounts.demo_mailbox.generator import build_demo_messages
+from apps.accounts.demo_mailbox.importing import import_demo_mailbox
+from apps.accounts.demo_mailbox.model import DEMO_ACCOUNT_NAME
 from apps.accounts.models import MailAccount
 from apps.ask import actions as ask_actions
 from apps.ask.models import AskRun, RunStatus

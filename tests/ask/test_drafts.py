@@ -10,7 +10,7 @@ import datetime as dt
 import pytest
 
 from apps.accounts.actions import update_signature
-from apps.accounts.demo_mailbox import DEMO_ANCHOR
+from apps.accounts.demo_mailbox.model import DEMO_ANCHOR
 from apps.accounts.models import Message
 from apps.ask import actions
 from apps.ask.models import Draft

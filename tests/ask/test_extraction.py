@@ -11,7 +11,7 @@ import zlib
 
 import pytest
 
-from apps.accounts.demo_mailbox import build_pdf
+from apps.accounts.demo_mailbox.pdf import build_pdf
 from apps.ask.answer import EvidenceMessage, EvidenceText, collect_passages
 from apps.ask.extraction import ExtractionError, attachment_kind, extract_text
 from apps.ask.extractive import extractive_answer

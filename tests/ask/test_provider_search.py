@@ -11,7 +11,7 @@ import requests
 from django.test import Client
 
 from apps.accounts.models import MailAccount
-from apps.accounts.oauth import connect_oauth_account
+from apps.accounts.oauth_connect import connect_oauth_account
 from apps.accounts.sync import sync_account
 from apps.ask import actions
 from apps.search.actions import reindex_all

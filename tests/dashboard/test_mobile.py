@@ -20,7 +20,8 @@ from django.urls.exceptions import Resolver404
 from playwright.sync_api import Error as PlaywrightError
 
 from apps.accounts.actions import create_imap_account
-from apps.accounts.demo_mailbox import DEMO_ACCOUNT_NAME, import_demo_mailbox
+from apps.accounts.demo_mailbox.importing import import_demo_mailbox
+from apps.accounts.demo_mailbox.model import DEMO_ACCOUNT_NAME
 from apps.accounts.models import MailAccount, Message
 from apps.ask.actions import create_ask_run
 from apps.llm.models import ApiConfig

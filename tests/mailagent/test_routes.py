@@ -26,7 +26,8 @@ from django.urls import URLPattern, URLResolver, get_resolver, resolve
 from django.urls.exceptions import Resolver404
 
 from apps.accounts.actions import create_imap_account, fetch_attachment_bytes
-from apps.accounts.demo_mailbox import DEMO_ACCOUNT_NAME, import_demo_mailbox
+from apps.accounts.demo_mailbox.importing import import_demo_mailbox
+from apps.accounts.demo_mailbox.model import DEMO_ACCOUNT_NAME
 from apps.accounts.models import Attachment, MailAccount, Message
 from apps.ask.actions import create_ask_run
 from apps.llm.actions import create_api_config

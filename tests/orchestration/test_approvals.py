@@ -141,7 +141,7 @@ def test_google_calendar_mails_attendees_only_after_approval(
     user: Any,
     logged_in_client: Any,
 ) -> None:
-    from apps.accounts.oauth import connect_oauth_account
+    from apps.accounts.oauth_connect import connect_oauth_account
 
     gmail, _ = connect_oauth_account(
         owner=user, provider="gmail", address=google.address, display_name="", credentials=google.token_set()

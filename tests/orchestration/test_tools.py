@@ -208,7 +208,7 @@ def test_calendar_and_todo_use_graph_and_refuse_what_cannot_work(
 def test_calendar_and_todo_on_gmail_use_google_calendar_and_tasks(
     engine: RunEngine, google: FakeGoogleServer, user: Any
 ) -> None:
-    from apps.accounts.oauth import connect_oauth_account
+    from apps.accounts.oauth_connect import connect_oauth_account
 
     gmail, _ = connect_oauth_account(
         owner=user, provider="gmail", address=google.address, display_name="", credentials=google.token_set()

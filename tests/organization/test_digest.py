@@ -10,7 +10,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from apps.accounts.demo_mailbox import build_pdf
+from apps.accounts.demo_mailbox.pdf import build_pdf
 from apps.organization.digest import digest_file
 
 

@@ -16,7 +16,7 @@ import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
 from apps.accounts.models import MailAccount, Message
-from apps.accounts.oauth import connect_oauth_account
+from apps.accounts.oauth_connect import connect_oauth_account
 from apps.accounts.oauth_settings import GMAIL_SEND_SCOPE
 from apps.accounts.sync import sync_account
 from apps.replies import selectors

@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from apps.accounts.models import MailAccount, Message, SignatureMode
-from apps.accounts.oauth import connect_oauth_account
+from apps.accounts.oauth_connect import connect_oauth_account
 from apps.accounts.oauth_settings import GMAIL_SEND_SCOPE
 from apps.accounts.sync import sync_account
 from apps.replies.models import DraftStatus

@@ -11,7 +11,7 @@ import pytest
 from apps.accounts.actions import create_imap_account
 from apps.accounts.models import MailAccount, Message
 from apps.accounts.providers.base import RemoteMessage
-from apps.accounts.providers.imap import sent_folder
+from apps.accounts.providers.imap.writeback import sent_folder
 from apps.accounts.store import store_remote_messages
 from apps.accounts.sync import sync_account
 from apps.replies.models import DraftStatus, ReplyDraft

@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 from django.urls import reverse
 
-from apps.accounts.demo_mailbox import import_demo_mailbox
+from apps.accounts.demo_mailbox.importing import import_demo_mailbox
 from apps.accounts.models import Message, Thread
 from apps.llm.models import ApiConfig
 from apps.orchestration import actions as orchestration_actions

@@ -10,7 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
-from apps.accounts.demo_mailbox import import_demo_mailbox
+from apps.accounts.demo_mailbox.importing import import_demo_mailbox
 from apps.accounts.models import Message
 from apps.orchestration.models import Run
 

@@ -16,7 +16,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 from apps.accounts.actions import create_local_account
-from apps.accounts.demo_mailbox import build_demo_messages, import_demo_mailbox
+from apps.accounts.demo_mailbox.generator import build_demo_messages
+from apps.accounts.demo_mailbox.importing import import_demo_mailbox
 from apps.accounts.importers import import_path
 from apps.accounts.models import Attachment, Message
 from apps.search.query import parse_search, period

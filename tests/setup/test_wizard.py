@@ -11,7 +11,8 @@ import pytest
 from django.urls import reverse
 
 from apps.accounts.actions import create_local_account
-from apps.accounts.demo_mailbox import build_demo_messages, write_demo_archive
+from apps.accounts.demo_mailbox.generator import build_demo_messages
+from apps.accounts.demo_mailbox.importing import write_demo_archive
 from apps.accounts.models import Message
 from apps.llm.models import ApiConfig
 from apps.orchestration.models import Director, Run, RunStatus

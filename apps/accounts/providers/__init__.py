@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from apps.accounts.models import MailAccount, Provider
 from apps.accounts.providers.base import MailProvider
-from apps.accounts.providers.gmail import GmailProvider
-from apps.accounts.providers.imap import ImapProvider
+from apps.accounts.providers.gmail.provider import GmailProvider
+from apps.accounts.providers.imap.provider import ImapProvider
 from apps.accounts.providers.local import LocalProvider
 from apps.accounts.providers.outlook import OutlookProvider
 

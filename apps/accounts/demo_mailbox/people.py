@@ -1,0 +1,36 @@
+"""The demo's cast: Deniz Kaya (the mailbox owner), colleagues, clients, family and senders of bulk mail."""
+
+from __future__ import annotations
+
+from apps.accounts.demo_mailbox.model import Person
+
+ME = Person("Deniz Kaya", "deniz@kaya-consulting.example")
+AMIRA = Person("Amira Haddad", "amira@kaya-consulting.example")
+LENA = Person("Lena Hoffmann", "lena.hoffmann@nordlicht-retail.example")
+PRIYA = Person("Priya Raman", "priya.raman@nordlicht-retail.example")
+TOM = Person("Tom Becker", "tom.becker@nordlicht-retail.example")
+MARCO = Person("Marco Bianchi", "marco@bianchi-ux.example")
+SOFIA = Person("Sofia Lindqvist", "sofia@lindqvist-data.example")
+JONAS = Person("Jonas Weber", "jonas.weber@nordlicht-retail.example")
+ELIF = Person("Elif Kaya", "elif.kaya@mailbox.example")
+BEN = Person("Ben Okafor", "ben.okafor@mailbox.example")
+ERGOFORM = Person("Ergoform Kundenservice", "support@ergoform-moebel.example")
+ERGOFORM_AGENT = Person("Jana Vogt (Ergoform)", "support@ergoform-moebel.example")
+ERGOFORM_LEAD = Person("Mehmet Arslan (Ergoform)", "m.arslan@ergoform-moebel.example")
+BANK = Person("Marmara Bank Kart Hizmetleri", "ekstre@marmarabank.example")
+SCHREIBER = Person("Schreiber & Partner Buchhaltung", "buchhaltung@schreiber-it.example")
+WEEKLY_COMMIT = Person("The Weekly Commit", "hello@weeklycommit.example")
+KIEZ = Person("Kiez Food Co-op", "news@kiezfood.example")
+DESIGN_NOTES = Person("Design Notes", "notes@designnotes.example")
+CLOUDNEST = Person("Cloudnest Billing", "billing@cloudnest.example")
+ROASTERY = Person("Roastery Rhein", "orders@roastery-rhein.example")
+TELVIO = Person("Telvio Mobile", "rechnung@telvio.example")
+SEITENWEISE = Person("Seitenweise Books", "shop@seitenweise.example")
+CITYRIDE = Person("CityRide", "receipts@cityride.example")
+SKYBRIDGE = Person("SkyBridge Airlines", "booking@skybridge-air.example")
+PERA = Person("Pera Garden Hotel", "reservations@peragarden.example")
+RAIL = Person("RailConnect", "tickets@railconnect.example")
+CODEHARBOR = Person("CodeHarbor", "notifications@codeharbor.example")
+CALENDAR = Person("Kaya Consulting Calendar", "calendar@kaya-consulting.example")
+PARCEL = Person("ParcelPoint", "tracking@parcelpoint.example")
+MEETUP = Person("Berlin Product Circle", "hello@productcircle.example")

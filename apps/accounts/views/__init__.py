@@ -1,0 +1,1 @@
+"""Mail pages: `accounts` (accounts, account detail, imports) and `mail` (mailbox, threads, attachments)."""
