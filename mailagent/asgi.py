@@ -14,11 +14,14 @@ from mailagent.asgi_handler import get_asgi_application
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "mailagent.settings")
 django_asgi_app = get_asgi_application()
 
+import numpy  # noqa: E402, F401  (loads OpenBLAS: threadpool_limits below limits only the libraries already loaded)
 from threadpoolctl import threadpool_limits  # noqa: E402
 
 # Requests run side by side in threads; each numpy matrix product (search's vector scan) on one BLAS thread.
 # OpenBLAS's own threads (one per core) spin after each call: 4 concurrent scans of the Enron vectors cost
-# 22.7 ms of CPU each with them, 10.5 ms without, and finished twice as fast.
+# 22.7 ms of CPU each with them, 10.5 ms without, and finished twice as fast. numpy is no longer imported as
+# Django starts (issue 40: only processes that search need it), so it is imported here first: without it the
+# limit found no BLAS and the web process's first question took ~2.5 s more CPU (bench/memory.py).
 threadpool_limits(limits=1, user_api="blas")
 
 from channels.auth import AuthMiddlewareStack  # noqa: E402  (needs the app registry)

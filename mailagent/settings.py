@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import secrets
 import sys
@@ -105,7 +106,6 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "channels",
     "django_htmx",
-    "ninja",  # serves the /api/docs Swagger UI from local static files (the CDN default breaks the CSP)
     "django_q",
     "allauth",
     "allauth.account",
@@ -125,6 +125,13 @@ INSTALLED_APPS = [
     "apps.setup",
     "apps.mcpserver",
 ]
+
+# django-ninja's templates and static files (the /api/docs Swagger UI from local files: the CDN default breaks
+# the CSP), found without importing the package: as an installed app it loaded in every process at startup,
+# ~30 MB with the Django test utilities it imports, where only the web process needs it (mailagent.api).
+_NINJA_SPEC = importlib.util.find_spec("ninja")
+assert _NINJA_SPEC is not None and _NINJA_SPEC.origin is not None, "django-ninja is not installed"
+NINJA_DIR = Path(_NINJA_SPEC.origin).parent
 
 # Optional social login: a provider appears only when its client id is configured.
 GOOGLE_LOGIN_CLIENT_ID = env_str("GOOGLE_LOGIN_CLIENT_ID")
@@ -172,7 +179,7 @@ ASGI_APPLICATION = "mailagent.asgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [BASE_DIR / "templates", NINJA_DIR / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -236,6 +243,13 @@ else:
 # Web server processes started by `manage.py serve` (uvicorn workers). More than one needs REDIS_URL: without
 # it websocket events and rate-limit counters stay inside one process (system check mailagent.W002).
 WEB_PROCESSES = max(1, env_int("MAILAGENT_WEB_PROCESSES", 1))
+# The watchers `manage.py background` (what `make run` starts beside the web server) runs in threads of the
+# cluster's main process instead of one Django process each (~115 MB RSS apiece, issue 40): a function that
+# watches until the threading.Event it is given is set. `manage.py watch_mail` / `watch_library` run one alone.
+BACKGROUND_WATCHERS = {
+    "watch_mail": "apps.accounts.watcher.watch_mail_until",
+    "watch_library": "apps.organization.watcher.run_library_watch",
+}
 # Threads per web process that run requests (mailagent/asgi_handler.py): requests beyond this wait their turn.
 WEB_THREADS = max(1, env_int("MAILAGENT_WEB_THREADS", 16))
 # A web process takes a new connection only while fewer of its requests than this are running (requests
@@ -392,7 +406,7 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = DATA_DIR / "static"
 STATIC_ROOT.mkdir(exist_ok=True)
-STATICFILES_DIRS = [BASE_DIR / "static"]
+STATICFILES_DIRS = [BASE_DIR / "static", NINJA_DIR / "static"]
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {

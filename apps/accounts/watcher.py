@@ -31,6 +31,7 @@ from apps.accounts.sync import SyncOutcome, sync_account
 logger = logging.getLogger(__name__)
 
 IDLE_RENEW_SECONDS = 25 * 60
+RESCAN_SECONDS = 30  # how often the enabled accounts are looked up again (new, removed, re-enabled)
 IDLE_CHECK_SECONDS = 5
 BACKOFF_START = 2.0
 BACKOFF_MAX = 300.0
@@ -191,3 +192,15 @@ class Watcher:
         for thread, _, _ in self.threads.values():
             thread.join(timeout=IDLE_CHECK_SECONDS + 5)
         self.threads.clear()
+
+
+def watch_mail_until(stop: threading.Event, *, account_names: list[str] | None = None) -> None:
+    """Watch every enabled account (or those named) until `stop` is set: the loop of `manage.py watch_mail`,
+    and of the watcher thread `manage.py background` runs beside the cluster."""
+    watcher = Watcher(account_names=account_names)
+    try:
+        while not stop.is_set():
+            watcher.refresh()
+            stop.wait(RESCAN_SECONDS)
+    finally:
+        watcher.stop()

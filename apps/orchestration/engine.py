@@ -68,7 +68,6 @@ from apps.orchestration.tools.schemas import (
 )
 from apps.workspaces import actions as workspace_actions
 from apps.workspaces.models import WorkspaceItem
-from mailagent.api import api
 from mailagent.bulk import insert_rows, insert_values
 
 logger = logging.getLogger(__name__)
@@ -156,6 +155,10 @@ def stop_reason(reason: str, step_limit: int) -> str:
 
 def read_api_docs(path_prefix: str) -> dict[str, Any]:
     """The mounted JSON API's operations from its OpenAPI document (what /api/docs shows)."""
+    # django-ninja and Django's test utilities it imports (~30 MB) stay out of the processes that never describe
+    # or serve the API (the cluster, the watchers) until a director asks for the API's documentation.
+    from mailagent.api import api
+
     get_resolver().url_patterns  # noqa: B018 - loads the URLconf, which mounts the apps' routers on `api`
     schema = api.get_openapi_schema()
     operations = []

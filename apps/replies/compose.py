@@ -15,7 +15,6 @@ from email.utils import format_datetime, make_msgid
 from typing import Any
 
 import nh3
-from inscriptis import get_text
 
 from apps.accounts.models import MailAccount, Message
 
@@ -104,6 +103,8 @@ def looks_like_html(text: str) -> bool:
 
 
 def html_to_text(html: str) -> str:
+    from inscriptis import get_text  # with lxml ~8 MB: loaded by the first HTML draft, not at startup
+
     # inscriptis indents block content; the common indent is layout, not text.
     text = textwrap.dedent(get_text(html))
     return "\n".join(line.rstrip() for line in text.strip("\n").split("\n")).strip()

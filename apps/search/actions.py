@@ -8,9 +8,8 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
@@ -37,6 +36,9 @@ from apps.search.models import SavedSearch, SearchDocument, SearchGist, SearchIn
 from apps.search.query import parse_search
 from apps.search.selectors import filters_for_query
 from mailagent.liveness import holder_is_dead, process_identity
+
+if TYPE_CHECKING:
+    import numpy as np  # loaded where it is used: numpy (~14 MB) stays out of processes that never search
 
 logger = logging.getLogger(__name__)
 

@@ -13,11 +13,13 @@ import gc
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-import numpy as np
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+
+if TYPE_CHECKING:
+    import numpy as np  # loaded where it is used: numpy (~14 MB) stays out of processes that never search
 
 
 class Embedder(Protocol):
@@ -33,6 +35,8 @@ class Embedder(Protocol):
 
 
 def normalize_rows(matrix: np.ndarray) -> np.ndarray:
+    import numpy as np
+
     matrix = np.ascontiguousarray(matrix, dtype=np.float32)
     if matrix.ndim == 1:
         matrix = matrix[None, :]
@@ -57,6 +61,8 @@ class UniversalSentenceEncoder:
         return 512
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         with self._lock:
@@ -65,6 +71,8 @@ class UniversalSentenceEncoder:
     def embed_query(self, text: str) -> np.ndarray:
         # No lock: the forward pass keeps its state in local arrays, so concurrent searches each use a
         # core (the lock only keeps big backfill batches from competing for the BLAS threads).
+        import numpy as np
+
         if not text:
             return np.zeros(self.dimension, dtype=np.float32)
         return normalize_rows(self._model.encode([text]))[0]
@@ -90,6 +98,8 @@ class E5SmallEmbedder:
         return int(self._model.dim)
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         with self._lock:
@@ -136,6 +146,8 @@ class OpenAICompatibleEmbedder:
         return self._dimension
 
     def _request(self, texts: list[str]) -> np.ndarray:
+        import numpy as np
+
         extra: dict[str, Any] = {}
         if self.requested_dimensions:
             extra["dimensions"] = self.requested_dimensions
@@ -144,6 +156,8 @@ class OpenAICompatibleEmbedder:
         return normalize_rows(np.array([row.embedding for row in rows], dtype=np.float32))
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        import numpy as np
+
         items = [text or " " for text in texts]
         if not items:
             return np.zeros((0, self.dimension), dtype=np.float32)
@@ -190,6 +204,8 @@ _query_vectors_lock = threading.Lock()
 def embed_query_cached(embedder: Embedder, text: str) -> np.ndarray:
     """The query's vector, from a per-process LRU when this embedder has seen the text (people repeat and
     refine searches; search-as-you-type sends the same prefix again), else from the model."""
+    import numpy as np
+
     key = (embedder.key, text)
     with _query_vectors_lock:
         vector = _query_vectors.get(key)
@@ -213,6 +229,8 @@ def embed_passages_cached(embedder: Embedder, texts: Sequence[str]) -> np.ndarra
     """Rows for `texts` (as embed_documents), each distinct text embedded once and kept in a per-process LRU:
     Ask reads the same mails again for a follow-up or a rephrased question, and one mail often sits in
     several mailboxes."""
+    import numpy as np
+
     keys = [(embedder.key, text) for text in texts]
     found: dict[tuple[str, str], np.ndarray] = {}
     with _query_vectors_lock:

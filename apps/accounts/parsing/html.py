@@ -7,7 +7,6 @@ from collections.abc import Callable
 from html import unescape
 
 import nh3
-from inscriptis import get_text
 
 from apps.accounts.parsing.charsets import _clean
 from apps.accounts.parsing.limits import (
@@ -209,6 +208,9 @@ def _html_to_text(html: str, errors: list[str]) -> str:
     if len(html) > MAX_HTML_TO_TEXT_CHARS:
         html = html[:MAX_HTML_TO_TEXT_CHARS]
         errors.append(f"HTML body cut to {MAX_HTML_TO_TEXT_CHARS} characters for text extraction")
+    # inscriptis and lxml (~8 MB) load with the first HTML body, not in every process that imports the parser.
+    from inscriptis import get_text
+
     try:
         text = get_text(html)
     except Exception:  # lxml refuses some inputs (control characters); a tag strip is better than nothing

@@ -14,9 +14,8 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-import numpy as np
 from django.core.checks import CheckMessage
 from django.db import connection, transaction
 from django.db.models.functions import Substr
@@ -28,6 +27,9 @@ from apps.search.folding import SNIPPET_SCAN_CHARS, ParsedQuery, QueryTerm, fold
 from apps.search.headers import write_header_rows
 from apps.search.models import DocumentKind, SearchChunk, SearchDocument, SearchHeaders, SearchIndexState
 from mailagent.bulk import insert_values
+
+if TYPE_CHECKING:
+    import numpy as np  # loaded where it is used: numpy (~14 MB) stays out of processes that never search
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
-"""`make run`: the web server (uvicorn: HTTP + websockets, see mailagent/server.py), a django-q2 cluster and
-the mail and library watchers in the foreground, stopped together (by mailagent/supervisor.py, which this
-command becomes once it has built their command lines)."""
+"""`make run`: the web server (uvicorn: HTTP + websockets, see mailagent/server.py) and `manage.py background`
+(a django-q2 cluster whose main process also runs the mail and library watchers) in the foreground, stopped
+together (by mailagent/supervisor.py, which this command becomes once it has built their command lines)."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ class Command(BaseCommand):
         parser.add_argument("--host", default="127.0.0.1")
         parser.add_argument("--port", type=int, default=8000)
         parser.add_argument(
-            "--no-worker", action="store_true", help="Serve HTTP only: no qcluster, mail watcher or library watcher."
+            "--no-worker", action="store_true", help="Serve HTTP only: no cluster, mail watcher or library watcher."
         )
         parser.add_argument(
             "--web-processes",
@@ -40,11 +40,10 @@ class Command(BaseCommand):
         processes = max(1, options["web_processes"])
         commands = {"web": web_server_command(host=options["host"], port=options["port"], processes=processes)}
         if not options["no_worker"]:
-            commands["worker"] = [sys.executable, manage_py, "qcluster"]
-            # IMAP IDLE / short polling: new mail in seconds instead of at the next fetcher cycle.
-            commands["watcher"] = [sys.executable, manage_py, "watch_mail"]
-            # watchdog on the library roots: a file dropped into a library inbox is suggested within seconds.
-            commands["library-watcher"] = [sys.executable, manage_py, "watch_library"]
+            # The django-q2 cluster with the mail watcher (IMAP IDLE / short polling: new mail in seconds instead
+            # of at the next fetcher cycle) and the library watcher (watchdog on the library roots: a dropped
+            # file is suggested within seconds) in threads of its main process: one Django process, not three.
+            commands["worker"] = [sys.executable, manage_py, "background"]
 
         banner = f"mailagent is up at http://{options['host']}:{options['port']}/  (Ctrl-C stops)"
         # Django's work is done: this process only waits for the others from here on.

@@ -8,9 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand
 
-from apps.accounts.watcher import Watcher
-
-RESCAN_SECONDS = 30
+from apps.accounts.watcher import watch_mail_until
 
 
 class Command(BaseCommand):
@@ -29,13 +27,9 @@ class Command(BaseCommand):
             stop.set()
 
         previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-        watcher = Watcher(account_names=options["accounts"])
         try:
-            while not stop.is_set():
-                watcher.refresh()
-                stop.wait(RESCAN_SECONDS)
+            watch_mail_until(stop, account_names=options["accounts"])
         finally:
-            watcher.stop()
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         self.stdout.write("watch_mail stopped")
