@@ -83,13 +83,17 @@ class LibraryWatch:
 
     def pump(self, *, now: float | None = None) -> int:
         """Ingest files whose last event is older than the settle time; returns how many were handled."""
-        from apps.organization import actions
-
         now = time.monotonic() if now is None else now
         with self.lock:
             ready = [(p, lib) for p, (lib, seen) in self.pending.items() if now - seen >= self.settle_seconds]
             for path, _lib in ready:
                 del self.pending[path]
+        if not ready:
+            return 0
+        # Imported with the first file: ingesting loads the classifier (numpy, joblib: ~30 MB), which a watch
+        # that has seen no file yet (most of the time, in the background process's main thread) does not need.
+        from apps.organization import actions
+
         handled = 0
         for path, library_id in ready:
             library = Library.objects.select_related("owner").filter(pk=library_id).first()
