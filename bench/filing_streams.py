@@ -90,14 +90,14 @@ def expected_calibration_error(outcomes: list[tuple[float, bool]]) -> float:
 @dataclass(slots=True)
 class Arrival:
     mail: Mail
-    sample: Any  # apps.organization.classifier.Sample
+    sample: Any  # apps.organization.filing_samples.Sample
 
 
 def digest_stream(
     user: str, mails: list[Mail], workdir: Path, *, embeddings: bool = True, timings: list[float] | None = None
 ) -> list[Arrival]:
-    from apps.organization.classifier import make_sample
     from apps.organization.digest import digest_file
+    from apps.organization.filing_samples import make_sample
 
     arrivals = []
     for index, mail in enumerate(mails):
@@ -225,7 +225,9 @@ def fit_prior(streams: dict[str, list[Mail]]) -> None:
     later half), leave-one-out evidence pooled, pulled gently (strength 1) towards the hand-set starting weights."""
     import numpy as np
 
-    from apps.organization.classifier import FEATURES, PRIOR_WEIGHTS, FolderClassifier, fit_weights
+    from apps.organization.classifier import FolderClassifier
+    from apps.organization.filing_combiner import PRIOR_WEIGHTS, fit_weights
+    from apps.organization.filing_samples import FEATURES
 
     pooled: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     with tempfile.TemporaryDirectory() as tmp:

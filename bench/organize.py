@@ -77,7 +77,7 @@ def embed_samples(samples: Sequence[Any], *, timings: list[float] | None = None)
     EMBEDDING_TIMED samples are also embedded alone, uncached, and the seconds appended (per-file latency)."""
     import numpy as np
 
-    from apps.organization.classifier import embedding_text
+    from apps.organization.filing_samples import embedding_text
     from apps.search.embedders import get_embedder
 
     embedder = get_embedder()
@@ -146,8 +146,9 @@ def replay(
     embeddings: bool = True,
     embedding_latencies: list[float] | None = None,
 ) -> StreamResult:
-    from apps.organization.classifier import FolderClassifier, Sample, make_sample
+    from apps.organization.classifier import FolderClassifier
     from apps.organization.digest import digest_file
+    from apps.organization.filing_samples import Sample, make_sample
 
     samples = []
     for index, mail in enumerate(mails):
@@ -240,8 +241,9 @@ def reliability_diagram(outcomes: list[tuple[float, bool]], *, width: int = 40) 
 def retrain_time(by_user: dict[str, list[Mail]], *, size: int, workdir: Path) -> tuple[int, int, float, float]:
     """Full fit time on `size` decisions (every non-held-out user's filed and unfiled mail, labelled user/folder)
     and the time of the update the app does after one more decision (warm start, vocabulary kept)."""
-    from apps.organization.classifier import FolderClassifier, make_sample
+    from apps.organization.classifier import FolderClassifier
     from apps.organization.digest import digest_file
+    from apps.organization.filing_samples import make_sample
 
     mails = [m for user in sorted(by_user) for m in by_user[user]][:size]
     samples = []

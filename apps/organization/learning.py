@@ -17,7 +17,8 @@ from django.conf import settings
 from django.db.models import F, Q
 from django.utils import timezone
 
-from apps.organization.classifier import FolderClassifier, Prediction, Sample, embedding_text, make_sample
+from apps.organization.classifier import FolderClassifier, Prediction
+from apps.organization.filing_samples import Sample, embedding_text, make_sample
 from apps.organization.models import (
     ClassifierState,
     FileEmbedding,

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from apps.organization import learning
-from apps.organization.classifier import MIN_CALIBRATION_SAMPLES
+from apps.organization.filing_combiner import MIN_CALIBRATION_SAMPLES
 from apps.organization.models import FileStatus, Library, LibraryFile, OrganizationSettings, SuggestionSource
 
 ALTERNATIVES = 3

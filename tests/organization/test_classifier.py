@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from apps.organization.classifier import FEATURES, FolderClassifier, Sample, make_sample, thread_subject
+from apps.organization.classifier import FolderClassifier
+from apps.organization.filing_samples import FEATURES, Sample, make_sample, thread_subject
 from bench.organize import TARBALL
 
 
@@ -198,7 +199,7 @@ def test_a_decision_is_learned_incrementally_with_the_same_evidence_as_a_full_fi
 
 def _embedded(samples: list[Sample]) -> list[Sample]:
     """The samples with their embeddings from the configured local embedder, as the app attaches them."""
-    from apps.organization.classifier import embedding_text
+    from apps.organization.filing_samples import embedding_text
     from apps.search.embedders import get_embedder
 
     rows = get_embedder().embed_documents([embedding_text(s) for s in samples])

@@ -60,7 +60,7 @@ def test_abstains_rather_than_forcing_the_majority_folder(library: Library) -> N
 def test_auto_move_waits_for_calibration_then_moves_undoably(seeded_library: Library) -> None:
     """12 filed files: the confidence is not calibrated on the owner's filing yet, so however high it is the
     file stays a pending suggestion (issue 32, item 8). From MIN_CALIBRATION_SAMPLES filed files on it moves."""
-    from apps.organization.classifier import MIN_CALIBRATION_SAMPLES
+    from apps.organization.filing_combiner import MIN_CALIBRATION_SAMPLES
 
     actions.update_settings(owner=seeded_library.owner, changes={"auto_move": True, "auto_move_threshold": 0.5})
     early = _upload(seeded_library, "may.txt", "QNB Bank account statement May: IBAN, closing balance.")

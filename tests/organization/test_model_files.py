@@ -7,7 +7,8 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
-from apps.organization.classifier import FolderClassifier, make_sample
+from apps.organization.classifier import FolderClassifier
+from apps.organization.filing_samples import make_sample
 
 THREADS = 4
 SAVES_PER_THREAD = 8
